@@ -1,0 +1,123 @@
+#pragma once
+// Byte-level BPE tokenizer with the results of Hugging Face's RobertaTokenizerFast.
+//
+//   roberta::Tokenizer tok = roberta::Tokenizer::from_dir("models/roberta-base");
+//   roberta::Encoding e = tok.encode("Hello world!");     // ids {0, 31414, 232, 328, 2}
+//   std::string text = tok.decode(e.ids, /*skip_special_tokens=*/true);  // "Hello world!"
+//
+// A Tokenizer is immutable after loading (its BPE cache is internally synchronised): share one
+// instance between threads freely. Copies are cheap and share the same data.
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "roberta/error.h"
+
+namespace roberta {
+
+// A token of the added vocabulary (`added_tokens` of tokenizer.json).
+struct AddedToken {
+  std::string content;
+  int32_t id = 0;
+  bool single_word = false;
+  bool lstrip = false;  // the match swallows the whitespace before it
+  bool rstrip = false;  // ... and after it
+  bool normalized = true;
+  bool special = true;
+};
+
+// [start, end) offsets of a token in the input text.
+using Offsets = std::pair<int64_t, int64_t>;
+
+struct Encoding {
+  std::vector<int32_t> ids;
+  std::vector<int32_t> type_ids;
+  std::vector<std::string> tokens;
+  std::vector<Offsets> offsets;       // in code points, trimmed like HF's trim_offsets
+  std::vector<Offsets> byte_offsets;  // the same spans in UTF-8 bytes
+  std::vector<uint8_t> special_tokens_mask;  // 1 for tokens added by post-processing / padding
+  std::vector<uint8_t> attention_mask;       // 0 for padding
+  std::vector<int8_t> sequence_ids;          // 0 or 1 for text of input A or B, -1 otherwise
+
+  size_t size() const { return ids.size(); }
+};
+
+enum class InvalidUtf8 {
+  kError,    // throw roberta::Error naming the byte offset of the first bad sequence
+  kReplace,  // replace each maximal bad subsequence by U+FFFD (as Python's errors="replace");
+             // offsets then refer to the repaired text
+};
+
+enum class TruncationStrategy { kLongestFirst, kOnlyFirst, kOnlySecond };
+enum class Side { kRight, kLeft };
+
+struct EncodeOptions {
+  bool add_special_tokens = true;
+  size_t max_length = 0;  // 0: no truncation; else the total length including special tokens
+  TruncationStrategy truncation = TruncationStrategy::kLongestFirst;
+  Side truncation_side = Side::kRight;
+  InvalidUtf8 invalid_utf8 = InvalidUtf8::kError;
+};
+
+struct PaddingOptions {
+  size_t length = 0;       // 0: pad to the longest encoding of the batch
+  size_t multiple_of = 0;  // round the padded length up to a multiple of this
+  Side side = Side::kRight;
+};
+
+class Tokenizer {
+ public:
+  // Loads `tokenizer.json` from `dir` when present, else `vocab.json` + `merges.txt` with
+  // RoBERTa's special tokens (<s> <pad> </s> <unk>, and <mask> with lstrip).
+  static Tokenizer from_dir(const std::filesystem::path& dir);
+  static Tokenizer from_tokenizer_json(const std::filesystem::path& path);
+  static Tokenizer from_vocab_merges(const std::filesystem::path& vocab_json,
+                                     const std::filesystem::path& merges_txt);
+
+  // tok.encode("The capital of France is <mask>.").ids  →  {0, 133, 812, 9, 1470, 16, 50264, 4, 2}
+  Encoding encode(std::string_view text, const EncodeOptions& options = {}) const;
+  // <s> A </s></s> B </s>
+  Encoding encode_pair(std::string_view a, std::string_view b,
+                       const EncodeOptions& options = {}) const;
+  // Encodes on `num_threads` threads (0: all cores); results are in input order. The first error
+  // is rethrown with the index of the failing text.
+  std::vector<Encoding> encode_batch(std::span<const std::string> texts,
+                                     const EncodeOptions& options = {},
+                                     unsigned num_threads = 0) const;
+  // Only the ids, without special tokens: the fast path for counting and streaming.
+  void encode_ids(std::string_view text, std::vector<int32_t>& out,
+                  InvalidUtf8 invalid_utf8 = InvalidUtf8::kError) const;
+
+  // Pads every encoding of a batch to one length with <pad> (attention_mask 0).
+  void pad(std::span<Encoding> batch, const PaddingOptions& options = {}) const;
+
+  // tok.decode({0, 31414, 232, 328, 2}, true) == "Hello world!"; invalid UTF-8 becomes U+FFFD.
+  std::string decode(std::span<const int32_t> ids, bool skip_special_tokens = false) const;
+
+  std::optional<int32_t> token_to_id(std::string_view token) const;
+  // Throws roberta::Error for an id that is not in the vocabulary.
+  const std::string& id_to_token(int32_t id) const;
+  // One more than the largest id (the size an embedding matrix needs).
+  size_t vocab_size() const;
+  const std::vector<AddedToken>& added_tokens() const;
+  bool is_special(int32_t id) const;
+  int32_t bos_id() const;   // <s>
+  int32_t eos_id() const;   // </s>
+  int32_t pad_id() const;   // <pad>
+  std::optional<int32_t> mask_id() const;  // <mask>
+  size_t num_special_tokens_to_add(bool pair) const;
+
+  struct Impl;
+
+ private:
+  explicit Tokenizer(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<const Impl> impl_;
+};
+
+}  // namespace roberta

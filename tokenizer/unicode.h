@@ -1,0 +1,53 @@
+#pragma once
+// UTF-8 decoding/validation and the character classes of GPT-2 pre-tokenization.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace roberta::unicode {
+
+enum CharClass : uint8_t { kLetter = 1, kNumber = 2, kWhitespace = 4, kMark = 8 };
+
+uint8_t char_class(char32_t cp);
+const char* unicode_version();
+
+// Byte length of the valid UTF-8 sequence starting at text[i], or 0 if it is not valid
+// (overlong, surrogate, > U+10FFFF, truncated, stray continuation byte).
+size_t valid_sequence_length(std::string_view text, size_t i);
+
+// Byte offset of the first invalid sequence, or nullopt when `text` is valid UTF-8.
+std::optional<size_t> find_invalid_utf8(std::string_view text);
+
+// `text` with each maximal invalid subsequence replaced by U+FFFD (Python's errors="replace",
+// Rust's from_utf8_lossy).
+std::string repair_utf8(std::string_view text);
+
+// Decodes the code point at text[i] of valid UTF-8 and advances i.
+inline char32_t next_code_point(std::string_view text, size_t& i) {
+  const auto b0 = static_cast<unsigned char>(text[i]);
+  if (b0 < 0x80) {
+    ++i;
+    return b0;
+  }
+  const auto b = [&](size_t k) { return static_cast<char32_t>(static_cast<unsigned char>(text[i + k]) & 0x3F); };
+  char32_t cp;
+  if (b0 < 0xE0) {
+    cp = (static_cast<char32_t>(b0 & 0x1F) << 6) | b(1);
+    i += 2;
+  } else if (b0 < 0xF0) {
+    cp = (static_cast<char32_t>(b0 & 0x0F) << 12) | (b(1) << 6) | b(2);
+    i += 3;
+  } else {
+    cp = (static_cast<char32_t>(b0 & 0x07) << 18) | (b(1) << 12) | (b(2) << 6) | b(3);
+    i += 4;
+  }
+  return cp;
+}
+
+inline bool is_continuation_byte(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+
+void append_utf8(std::string& out, char32_t cp);
+
+}  // namespace roberta::unicode
