@@ -346,7 +346,7 @@ Tokenizer Tokenizer::from_tokenizer_json(const std::filesystem::path& path) {
 
 Tokenizer Tokenizer::from_dir(const std::filesystem::path& dir) {
   std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) throw Error(dir.string() + ": not a directory");
+  if (!std::filesystem::is_directory(dir, ec)) throw Error(dir.string() + ": model folder not found");
   if (std::filesystem::exists(dir / "tokenizer.json", ec)) return from_tokenizer_json(dir / "tokenizer.json");
   if (std::filesystem::exists(dir / "vocab.json", ec) && std::filesystem::exists(dir / "merges.txt", ec))
     return from_vocab_merges(dir / "vocab.json", dir / "merges.txt");

@@ -1,0 +1,86 @@
+#pragma once
+// The RoBERTa encoder: embeddings, N post-LayerNorm blocks, MLM head and pooler, in fp32.
+//
+//   roberta::Model model = roberta::Model::load("models/demo");   // config.json + model.safetensors
+//   roberta::Batch batch = roberta::Batch::from_sequences({{0, 133, 812, 2}, {0, 50264, 2}});
+//   roberta::Outputs out = model.forward(batch, {.logits = true, .logit_rows = {4}});
+//   out.last_hidden_state.row(0)   // hidden state of the first token of the first sequence
+//
+// A loaded Model is immutable: call forward() from any number of threads at once.
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "roberta/config.h"
+
+namespace roberta {
+
+// Sequences packed end to end, without padding. Sequence b is tokens [offsets[b], offsets[b+1]).
+struct Batch {
+  std::vector<int32_t> ids;
+  std::vector<int32_t> type_ids;  // empty: all 0
+  std::vector<size_t> offsets{0};
+
+  static Batch from_sequences(const std::vector<std::vector<int32_t>>& sequences);
+  void add_sequence(std::span<const int32_t> sequence_ids);
+  size_t num_sequences() const { return offsets.size() - 1; }
+  size_t num_tokens() const { return ids.size(); }
+};
+
+// A row-major float matrix.
+struct Matrix {
+  size_t rows = 0, cols = 0;
+  std::vector<float> data;
+
+  Matrix() = default;
+  Matrix(size_t r, size_t c) : rows(r), cols(c), data(r * c) {}
+  float* row(size_t r) { return data.data() + r * cols; }
+  const float* row(size_t r) const { return data.data() + r * cols; }
+};
+
+struct ForwardOptions {
+  bool all_hidden_states = false;  // also return the embedding output and every layer's output
+  bool logits = false;             // MLM logits (needs an LM head)
+  std::vector<size_t> logit_rows;  // packed token indices to compute logits for; empty: all tokens
+  bool pooler = false;             // tanh(dense(hidden state of each sequence's first token))
+};
+
+struct Outputs {
+  Matrix last_hidden_state;           // (tokens, hidden)
+  std::vector<Matrix> hidden_states;  // num_layers + 1 matrices (tokens, hidden) when requested
+  Matrix logits;                      // (logit rows, vocab)
+  Matrix pooler_output;               // (sequences, hidden)
+};
+
+class Model {
+ public:
+  // Loads config.json and the safetensors weights of a Hugging Face model folder. Accepts names
+  // with or without the `roberta.` prefix, legacy gamma/beta LayerNorm names, a tied or missing
+  // decoder, and no pooler or LM head. Errors name the file, field or tensor.
+  static Model load(const std::filesystem::path& dir);
+
+  Outputs forward(const Batch& batch, const ForwardOptions& options = {}) const;
+
+  const ModelConfig& config() const;
+  bool has_lm_head() const;
+  bool has_pooler() const;
+  size_t parameter_count() const;
+  // Bytes of weights the model holds in memory (mapped file data used in place included).
+  size_t weight_bytes() const;
+  std::vector<std::string> files() const;
+  // "F32", "F16", ... : the dtypes stored in the checkpoint, with tensor counts.
+  std::string dtype_summary() const;
+  const std::filesystem::path& dir() const;
+
+  struct Impl;
+
+ private:
+  explicit Model(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<const Impl> impl_;
+};
+
+}  // namespace roberta

@@ -1,0 +1,27 @@
+#pragma once
+// NumPy .npy files (format 1.0/2.0/3.0, C order, little-endian) for reference dumps.
+//
+//   roberta::NpyArray a = roberta::read_npy("dump/hidden_states_0.npy");   // a.shape, a.as_float()
+//   roberta::write_npy("out/logits.npy", {2, 5, 50265}, values);
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace roberta {
+
+struct NpyArray {
+  std::string dtype;  // numpy descr, e.g. "<f4", "<i8"
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;
+
+  int64_t numel() const;
+  std::vector<float> as_float() const;    // from f4/f8
+  std::vector<int64_t> as_int64() const;  // from i1/i2/i4/i8/u1/b1
+};
+
+NpyArray read_npy(const std::filesystem::path& path);
+void write_npy(const std::filesystem::path& path, const std::vector<int64_t>& shape, const std::vector<float>& values);
+void write_npy(const std::filesystem::path& path, const std::vector<int64_t>& shape, const std::vector<int64_t>& values);
+
+}  // namespace roberta

@@ -1,0 +1,55 @@
+#pragma once
+// Reads safetensors checkpoints (one file, or shards listed by model.safetensors.index.json).
+// Files are memory-mapped; every header is validated before any data is touched.
+//
+//   roberta::WeightStore w = roberta::WeightStore::open_dir("models/demo");
+//   if (const roberta::TensorInfo* t = w.find("roberta.pooler.dense.weight")) ...
+//   std::vector<float> values = w.to_float(*t);   // F16/BF16/F64 converted, F32 copied
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace roberta {
+
+enum class DType { kF64, kF32, kF16, kBF16, kI64, kI32, kI16, kI8, kU8, kBool };
+const char* dtype_name(DType d);
+size_t dtype_size(DType d);
+
+struct TensorInfo {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape;
+  const uint8_t* data = nullptr;  // inside the mapped file
+  size_t nbytes = 0;
+  std::string file;  // which file it came from (for messages)
+  int64_t numel() const;
+};
+
+class MappedFile;
+
+class WeightStore {
+ public:
+  // model.safetensors, or the shards named by model.safetensors.index.json.
+  static WeightStore open_dir(const std::filesystem::path& dir);
+  static WeightStore open_file(const std::filesystem::path& file);
+
+  const TensorInfo* find(const std::string& name) const;
+  const std::map<std::string, TensorInfo>& tensors() const { return tensors_; }
+  std::vector<std::string> files() const;
+  size_t total_bytes() const;
+
+  // The tensor's values as float32 (an error for non-float dtypes).
+  std::vector<float> to_float(const TensorInfo& t) const;
+  // Pointer to the float32 data in place when the tensor is F32 and 4-byte aligned, else nullptr.
+  static const float* f32_in_place(const TensorInfo& t);
+
+ private:
+  void add_file(const std::filesystem::path& file);
+  std::vector<std::shared_ptr<MappedFile>> files_;
+  std::map<std::string, TensorInfo> tensors_;
+};
+
+}  // namespace roberta

@@ -1,0 +1,14 @@
+#pragma once
+#include <cstddef>
+
+#include "roberta/config.h"
+
+namespace roberta::kernels {
+
+// Scalar definition of each activation (Hugging Face's ACT2FN), in float.
+float activate(Activation act, float x);
+
+// x (rows, cols) = act(x + bias) in place; bias (cols) may be null.
+void bias_activation(float* x, const float* bias, size_t rows, size_t cols, Activation act);
+
+}  // namespace roberta::kernels

@@ -1,0 +1,47 @@
+#include "attention.h"
+
+#include <cblas.h>
+
+#include <cmath>
+#include <vector>
+
+#include "../thread_pool.h"
+
+namespace roberta::kernels {
+
+void self_attention(const float* qkv, const size_t* offsets, size_t num_sequences, size_t heads, size_t head_size,
+                    float* ctx) {
+  const size_t H = heads * head_size, ld = 3 * H;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_size));
+  ThreadPool::global().parallel_for(num_sequences * heads, [&](size_t task) {
+    const size_t s = task / heads, h = task % heads;
+    const size_t begin = offsets[s], L = offsets[s + 1] - begin;
+    if (L == 0) return;
+    thread_local std::vector<float> scores;
+    scores.resize(L * L);
+    const float* q = qkv + begin * ld + h * head_size;
+    const float* k = q + H;
+    const float* v = q + 2 * H;
+    const int n = static_cast<int>(L), d = static_cast<int>(head_size);
+    // scores (L, L) = scale · Q Kᵀ
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, d, scale, q, static_cast<int>(ld), k,
+                static_cast<int>(ld), 0.0f, scores.data(), n);
+    for (size_t i = 0; i < L; ++i) {
+      float* row = scores.data() + i * L;
+      float max = row[0];
+      for (size_t j = 1; j < L; ++j) max = std::max(max, row[j]);
+      double sum = 0;
+      for (size_t j = 0; j < L; ++j) {
+        row[j] = std::exp(row[j] - max);
+        sum += row[j];
+      }
+      const float inv = static_cast<float>(1.0 / sum);
+      for (size_t j = 0; j < L; ++j) row[j] *= inv;
+    }
+    // ctx (L, d) = P V
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, d, n, 1.0f, scores.data(), n, v, static_cast<int>(ld),
+                0.0f, ctx + begin * H + h * head_size, static_cast<int>(H));
+  });
+}
+
+}  // namespace roberta::kernels

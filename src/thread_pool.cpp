@@ -1,0 +1,113 @@
+#include "thread_pool.h"
+
+#include <cblas.h>
+
+#include <cstdlib>
+
+#include "roberta/roberta.h"
+
+namespace roberta {
+
+namespace {
+unsigned g_requested_threads = 0;  // 0: all cores
+std::mutex g_global_mutex;
+std::unique_ptr<ThreadPool> g_pool;
+}  // namespace
+
+void set_num_threads(unsigned n) {
+  std::lock_guard lock(g_global_mutex);
+  g_requested_threads = n;
+  g_pool.reset();  // rebuilt on next use
+}
+
+ThreadPool& ThreadPool::global() {
+  std::lock_guard lock(g_global_mutex);
+  if (!g_pool) {
+    unsigned n = g_requested_threads ? g_requested_threads : std::max(1u, std::thread::hardware_concurrency());
+    // We split GEMMs over our own threads; OpenBLAS's threads would fight ours for the cores.
+    openblas_set_num_threads(1);
+    g_pool = std::make_unique<ThreadPool>(n);
+  }
+  return *g_pool;
+}
+
+ThreadPool::ThreadPool(unsigned num_threads) : num_threads_(std::max(1u, num_threads)) {
+  for (unsigned i = 1; i < num_threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  for (auto& w : workers_) w.join();
+}
+
+void ThreadPool::run(Job& job) {
+  for (;;) {
+    const size_t i = job.next.fetch_add(1);
+    if (i >= job.n) return;
+    try {
+      (*job.fn)(i);
+    } catch (...) {
+      std::lock_guard lock(job.mutex);
+      if (!job.error) job.error = std::current_exception();
+    }
+    if (job.done.fetch_add(1) + 1 == job.n) {
+      std::lock_guard lock(job.mutex);
+      job.finished.notify_all();
+    }
+  }
+}
+
+void ThreadPool::worker_loop() {
+  for (;;) {
+    std::shared_ptr<Job> job;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+      if (stop_) return;
+      job = jobs_.front();
+      if (job->next.load() >= job->n) {
+        jobs_.pop_front();
+        continue;
+      }
+    }
+    run(*job);
+    std::lock_guard lock(mutex_);
+    if (!jobs_.empty() && jobs_.front() == job) jobs_.pop_front();
+  }
+}
+
+void ThreadPool::parallel_for(size_t n, const std::function<void(size_t)>& fn) {
+  if (n == 0) return;
+  if (n == 1 || workers_.empty()) {
+    for (size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  auto job = std::make_shared<Job>();
+  job->fn = &fn;
+  job->n = n;
+  {
+    std::lock_guard lock(mutex_);
+    jobs_.push_back(job);
+  }
+  wake_.notify_all();
+  run(*job);
+  {
+    std::unique_lock lock(job->mutex);
+    job->finished.wait(lock, [&] { return job->done.load() == job->n; });
+  }
+  {
+    std::lock_guard lock(mutex_);
+    for (auto it = jobs_.begin(); it != jobs_.end(); ++it)
+      if (*it == job) {
+        jobs_.erase(it);
+        break;
+      }
+  }
+  if (job->error) std::rethrow_exception(job->error);
+}
+
+}  // namespace roberta

@@ -1,0 +1,50 @@
+#pragma once
+// The engine's one thread pool. parallel_for runs on the pool's workers and on the calling thread,
+// so calls from several user threads at once never deadlock (a busy pool just means the caller
+// does more of the work itself). Idle workers sleep; they never spin against OpenBLAS.
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace roberta {
+
+class ThreadPool {
+ public:
+  static ThreadPool& global();
+  explicit ThreadPool(unsigned num_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  unsigned num_threads() const { return num_threads_; }
+  // Runs fn(i) for every i in [0, n); returns when all have run; rethrows the first exception.
+  void parallel_for(size_t n, const std::function<void(size_t)>& fn);
+
+ private:
+  struct Job {
+    const std::function<void(size_t)>* fn;
+    size_t n;
+    std::atomic<size_t> next{0}, done{0};
+    std::mutex mutex;
+    std::condition_variable finished;
+    std::exception_ptr error;
+  };
+  static void run(Job& job);
+  void worker_loop();
+
+  unsigned num_threads_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::shared_ptr<Job>> jobs_;
+  bool stop_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace roberta

@@ -1,0 +1,305 @@
+#include "roberta/weights.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "roberta/error.h"
+
+namespace roberta {
+
+const char* dtype_name(DType d) {
+  switch (d) {
+    case DType::kF64: return "F64";
+    case DType::kF32: return "F32";
+    case DType::kF16: return "F16";
+    case DType::kBF16: return "BF16";
+    case DType::kI64: return "I64";
+    case DType::kI32: return "I32";
+    case DType::kI16: return "I16";
+    case DType::kI8: return "I8";
+    case DType::kU8: return "U8";
+    case DType::kBool: return "BOOL";
+  }
+  return "?";
+}
+
+size_t dtype_size(DType d) {
+  switch (d) {
+    case DType::kF64: case DType::kI64: return 8;
+    case DType::kF32: case DType::kI32: return 4;
+    case DType::kF16: case DType::kBF16: case DType::kI16: return 2;
+    default: return 1;
+  }
+}
+
+int64_t TensorInfo::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+class MappedFile {
+ public:
+  explicit MappedFile(const std::filesystem::path& path) : path_(path.string()) {
+    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) throw Error(path_ + ": cannot open file: " + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd_);
+      throw Error(path_ + ": not a regular file");
+    }
+    size_ = static_cast<size_t>(st.st_size);
+    if (size_ > 0) {
+      void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
+      if (p == MAP_FAILED) {
+        ::close(fd_);
+        throw Error(path_ + ": mmap failed: " + std::strerror(errno));
+      }
+      data_ = static_cast<const uint8_t*>(p);
+    }
+  }
+  ~MappedFile() {
+    if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+    if (fd_ >= 0) ::close(fd_);
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+namespace {
+
+using json = nlohmann::json;
+
+DType parse_dtype(const std::string& s, const std::string& where) {
+  static const std::pair<const char*, DType> kNames[] = {
+      {"F64", DType::kF64}, {"F32", DType::kF32}, {"F16", DType::kF16}, {"BF16", DType::kBF16},
+      {"I64", DType::kI64}, {"I32", DType::kI32}, {"I16", DType::kI16}, {"I8", DType::kI8},
+      {"U8", DType::kU8},   {"BOOL", DType::kBool}};
+  for (const auto& [name, d] : kNames)
+    if (s == name) return d;
+  throw Error(where + ": dtype \"" + s + "\" is not supported");
+}
+
+float half_to_float(uint16_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1F, mant = h & 0x3FF, bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // subnormal: normalise
+      exp = 127 - 15 + 1;
+      while (!(mant & 0x400)) mant <<= 1, --exp;
+      bits = sign | (exp << 23) | ((mant & 0x3FF) << 13);
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7F800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+}  // namespace
+
+void WeightStore::add_file(const std::filesystem::path& path) {
+  auto file = std::make_shared<MappedFile>(path);
+  const std::string name = path.string();
+  if (file->size() < 8) throw Error(name + ": too small to be a safetensors file (" + std::to_string(file->size()) + " bytes)");
+  uint64_t header_len;
+  std::memcpy(&header_len, file->data(), 8);
+  if (header_len > file->size() - 8)
+    throw Error(name + ": header length " + std::to_string(header_len) + " is larger than the file (" +
+                std::to_string(file->size()) + " bytes)");
+  if (header_len > 100'000'000) throw Error(name + ": header length " + std::to_string(header_len) + " is unreasonably large");
+  const char* header_begin = reinterpret_cast<const char*>(file->data() + 8);
+  // Reject duplicate names, which a plain JSON parse would silently merge.
+  std::set<std::string> seen;
+  std::string duplicate;
+  json header;
+  try {
+    header = json::parse(header_begin, header_begin + header_len,
+                         [&](int depth, json::parse_event_t event, json& parsed) {
+                           if (depth == 1 && event == json::parse_event_t::key) {
+                             const std::string key = parsed.get<std::string>();
+                             if (!seen.insert(key).second && duplicate.empty()) duplicate = key;
+                           }
+                           return true;
+                         });
+  } catch (const json::parse_error& e) {
+    throw Error(name + ": invalid JSON header at byte " + std::to_string(e.byte));
+  }
+  if (!duplicate.empty()) throw Error(name + ": tensor \"" + duplicate + "\" appears twice in the header");
+  if (!header.is_object()) throw Error(name + ": header is not a JSON object");
+  const size_t data_begin = 8 + header_len;
+  const size_t data_size = file->size() - data_begin;
+  struct Span {
+    size_t begin, end;
+    std::string tensor;
+  };
+  std::vector<Span> spans;
+  for (const auto& [key, value] : header.items()) {
+    if (key == "__metadata__") continue;
+    const std::string where = name + ": tensor \"" + key + "\"";
+    if (!value.is_object() || !value.contains("dtype") || !value.contains("shape") || !value.contains("data_offsets"))
+      throw Error(where + ": expected {dtype, shape, data_offsets}");
+    if (!value["dtype"].is_string()) throw Error(where + ": dtype must be a string");
+    TensorInfo t;
+    t.name = key;
+    t.file = name;
+    t.dtype = parse_dtype(value["dtype"], where);
+    const json& shape = value["shape"];
+    if (!shape.is_array() || shape.size() > 8) throw Error(where + ": shape must be an array of at most 8 dimensions");
+    uint64_t numel = 1;
+    for (const json& d : shape) {
+      if (!d.is_number_unsigned()) throw Error(where + ": shape " + shape.dump() + " has a negative or non-integer dimension");
+      const uint64_t v = d.get<uint64_t>();
+      if (v > (uint64_t{1} << 40) || (v > 0 && numel > (uint64_t{1} << 40) / v))
+        throw Error(where + ": shape " + shape.dump() + " is too large");
+      numel *= v;
+      t.shape.push_back(static_cast<int64_t>(v));
+    }
+    const json& offsets = value["data_offsets"];
+    if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned())
+      throw Error(where + ": data_offsets must be two non-negative integers");
+    const uint64_t begin = offsets[0].get<uint64_t>(), end = offsets[1].get<uint64_t>();
+    if (begin > end) throw Error(where + ": data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) + "] are reversed");
+    if (end > data_size)
+      throw Error(where + ": data_offsets end " + std::to_string(end) + " is past the end of the data (" +
+                  std::to_string(data_size) + " bytes)");
+    if (end - begin != numel * dtype_size(t.dtype))
+      throw Error(where + ": " + std::to_string(end - begin) + " bytes of data but dtype " + dtype_name(t.dtype) +
+                  " and shape " + shape.dump() + " need " + std::to_string(numel * dtype_size(t.dtype)));
+    t.data = file->data() + data_begin + begin;
+    t.nbytes = end - begin;
+    spans.push_back({begin, end, key});
+    if (tensors_.count(key)) throw Error(where + ": also defined in " + tensors_[key].file);
+    tensors_.emplace(key, std::move(t));
+  }
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
+  for (size_t i = 1; i < spans.size(); ++i)
+    if (spans[i].begin < spans[i - 1].end)
+      throw Error(name + ": tensors \"" + spans[i - 1].tensor + "\" and \"" + spans[i].tensor + "\" overlap");
+  files_.push_back(std::move(file));
+}
+
+WeightStore WeightStore::open_file(const std::filesystem::path& file) {
+  WeightStore store;
+  store.add_file(file);
+  return store;
+}
+
+WeightStore WeightStore::open_dir(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (std::filesystem::exists(dir / "model.safetensors", ec)) return open_file(dir / "model.safetensors");
+  const auto index_path = dir / "model.safetensors.index.json";
+  if (std::filesystem::exists(index_path, ec)) {
+    std::ifstream in(index_path, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    json index;
+    try {
+      index = json::parse(ss.str());
+    } catch (const json::parse_error& e) {
+      throw Error(index_path.string() + ": invalid JSON at byte " + std::to_string(e.byte));
+    }
+    if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
+      throw Error(index_path.string() + ": missing object \"weight_map\"");
+    std::set<std::string> shards;
+    for (const auto& [tensor, shard] : index["weight_map"].items()) {
+      if (!shard.is_string()) throw Error(index_path.string() + ": weight_map[\"" + tensor + "\"] is not a file name");
+      const std::string s = shard;
+      if (s.empty() || s.find('/') != std::string::npos || s == "..")
+        throw Error(index_path.string() + ": shard name \"" + s + "\" must be a plain file name");
+      shards.insert(s);
+    }
+    WeightStore store;
+    for (const auto& s : shards) store.add_file(dir / s);
+    for (const auto& [tensor, shard] : index["weight_map"].items())
+      if (!store.tensors_.count(tensor))
+        throw Error(index_path.string() + ": tensor \"" + tensor + "\" is not in " + shard.get<std::string>());
+    return store;
+  }
+  if (std::filesystem::exists(dir / "pytorch_model.bin", ec))
+    throw Error(dir.string() + ": only pytorch_model.bin found; convert it first with "
+                               "/usr/bin/python3 tools/convert_checkpoint.py " + dir.string());
+  throw Error(dir.string() + ": no model.safetensors or model.safetensors.index.json");
+}
+
+const TensorInfo* WeightStore::find(const std::string& name) const {
+  const auto it = tensors_.find(name);
+  return it == tensors_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> WeightStore::files() const {
+  std::vector<std::string> out;
+  for (const auto& f : files_) out.push_back(f->path());
+  return out;
+}
+
+size_t WeightStore::total_bytes() const {
+  size_t n = 0;
+  for (const auto& [_, t] : tensors_) n += t.nbytes;
+  return n;
+}
+
+const float* WeightStore::f32_in_place(const TensorInfo& t) {
+  if (t.dtype != DType::kF32 || reinterpret_cast<uintptr_t>(t.data) % alignof(float) != 0) return nullptr;
+  return reinterpret_cast<const float*>(t.data);
+}
+
+std::vector<float> WeightStore::to_float(const TensorInfo& t) const {
+  const size_t n = static_cast<size_t>(t.numel());
+  std::vector<float> out(n);
+  switch (t.dtype) {
+    case DType::kF32:
+      std::memcpy(out.data(), t.data, n * 4);
+      break;
+    case DType::kF64:
+      for (size_t i = 0; i < n; ++i) {
+        double v;
+        std::memcpy(&v, t.data + 8 * i, 8);
+        out[i] = static_cast<float>(v);
+      }
+      break;
+    case DType::kF16:
+      for (size_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, t.data + 2 * i, 2);
+        out[i] = half_to_float(h);
+      }
+      break;
+    case DType::kBF16:
+      for (size_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, t.data + 2 * i, 2);
+        const uint32_t bits = uint32_t{h} << 16;
+        std::memcpy(&out[i], &bits, 4);
+      }
+      break;
+    default:
+      throw Error(t.file + ": tensor \"" + t.name + "\" has dtype " + dtype_name(t.dtype) + ", expected a float type");
+  }
+  return out;
+}
+
+}  // namespace roberta

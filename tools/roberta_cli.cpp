@@ -1,0 +1,545 @@
+// roberta: the command-line front end (tokenize, fill-mask, embed, info, dump, compare).
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli_args.h"
+#include "roberta/pipelines.h"
+#include "roberta/roberta.h"
+
+namespace roberta::cli {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+constexpr const char* kUsage = R"(usage: roberta COMMAND [options]
+
+Commands:
+  fill-mask   predict the tokens at each <mask> of a text
+  embed       one sentence embedding per input line
+  tokenize    token ids, tokens and offsets as JSON lines
+  info        what a model folder holds
+  dump        write the engine's outputs for given input ids as .npy files
+  compare     compare the engine with a PyTorch reference dump, layer by layer
+
+Every command takes --model DIR (a Hugging Face model folder) and --threads N.
+Run `roberta COMMAND --help` for the options of a command.
+Exit status: 0 success, 1 error in the input or the model, 2 usage error.
+)";
+
+// Reads stdin lines (without the trailing "\n" / "\r\n").
+std::vector<std::string> read_lines(std::istream& in) {
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
+void apply_threads(const Args& args) {
+  if (auto n = args.integer("threads", 1, 1024)) set_num_threads(static_cast<unsigned>(*n));
+}
+
+json offsets_json(const std::vector<Offsets>& offsets) {
+  json out = json::array();
+  for (const auto& [s, e] : offsets) out.push_back({s, e});
+  return out;
+}
+
+// Writes `write(stream)` to `path` through a temporary file renamed at the end, so an
+// interrupted run never leaves a half-written file under the requested name.
+template <class Write>
+void write_file_atomically(const std::filesystem::path& path, bool force, Write&& write) {
+  std::error_code ec;
+  if (!force && std::filesystem::exists(path, ec))
+    throw Error(path.string() + ": already exists (use --force to overwrite)");
+  const std::filesystem::path tmp = path.string() + ".tmp" + std::to_string(::getpid());
+  try {
+    write(tmp);
+  } catch (...) {
+    std::filesystem::remove(tmp, ec);
+    throw;
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    throw Error(path.string() + ": cannot rename the temporary file into place");
+  }
+}
+
+// ---------------------------------------------------------------- tokenize
+
+int cmd_tokenize(const std::vector<std::string>& argv) {
+  const Args args(argv, {"model", "text", "input-format", "max-length", "threads"},
+                  {"no-special-tokens", "replace-invalid-utf8", "byte-offsets", "help"});
+  if (args.flag("help")) {
+    std::cout << R"(usage: roberta tokenize --model DIR [--text TEXT] [options] < lines
+
+Writes one JSON object per input: {"ids":[...],"tokens":[...],"offsets":[[s,e],...]}
+(offsets in code points, as Hugging Face gives them).
+  --text TEXT              tokenize TEXT instead of reading stdin
+  --input-format text|jsonl  jsonl: each line is a JSON string, or [a, b] for a pair
+  --no-special-tokens      leave out <s> and </s>
+  --max-length N           truncate to N tokens (pairs: longest first)
+  --byte-offsets           also write "byte_offsets"
+  --replace-invalid-utf8   replace invalid UTF-8 by U+FFFD instead of failing
+)";
+    return 0;
+  }
+  const Tokenizer tok = Tokenizer::from_dir(args.require("model"));
+  EncodeOptions options;
+  options.add_special_tokens = !args.flag("no-special-tokens");
+  if (auto n = args.integer("max-length", 1, 1'000'000'000)) options.max_length = static_cast<size_t>(*n);
+  if (args.flag("replace-invalid-utf8")) options.invalid_utf8 = InvalidUtf8::kReplace;
+  const std::string format = args.get("input-format").value_or("text");
+  if (format != "text" && format != "jsonl") throw UsageError("--input-format must be text or jsonl");
+  if (!args.positional().empty()) throw UsageError("unexpected argument \"" + args.positional()[0] + "\"");
+  const std::vector<std::string> lines = args.get("text") ? std::vector<std::string>{*args.get("text")} : read_lines(std::cin);
+  int status = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    try {
+      Encoding e;
+      if (format == "jsonl") {
+        json input;
+        try {
+          input = json::parse(lines[i]);
+        } catch (const json::parse_error& err) {
+          throw Error("invalid JSON at byte " + std::to_string(err.byte));
+        }
+        if (input.is_string()) {
+          e = tok.encode(input.get<std::string>(), options);
+        } else if (input.is_array() && input.size() == 2 && input[0].is_string() && input[1].is_string()) {
+          e = tok.encode_pair(input[0].get<std::string>(), input[1].get<std::string>(), options);
+        } else {
+          throw Error("expected a JSON string or a pair [a, b] of strings");
+        }
+      } else {
+        e = tok.encode(lines[i], options);
+      }
+      json out = {{"ids", e.ids}, {"tokens", e.tokens}, {"offsets", offsets_json(e.offsets)}};
+      if (args.flag("byte-offsets")) out["byte_offsets"] = offsets_json(e.byte_offsets);
+      std::cout << out.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+    } catch (const Error& err) {
+      std::cerr << "error: line " << i + 1 << ": " << err.what() << "\n";
+      std::cout << json{{"error", err.what()}}.dump() << "\n";
+      status = 1;
+    }
+  }
+  return status;
+}
+
+// ---------------------------------------------------------------- fill-mask
+
+int cmd_fill_mask(const std::vector<std::string>& argv) {
+  const Args args(argv, {"model", "top-k", "targets", "threads"}, {"json", "help"});
+  if (args.flag("help")) {
+    std::cout << R"(usage: roberta fill-mask --model DIR [--top-k 5] [--targets w1,w2] [--json] [TEXT ...]
+
+Predicts the token at each <mask> of each text (texts from the arguments, or one per line from
+stdin), like Hugging Face's pipeline("fill-mask"). Scores are softmax probabilities.
+  --top-k K        candidates per mask (default 5)
+  --targets LIST   only score these comma-separated words
+  --json           one JSON line per text: the candidate list, or one list per mask
+)";
+    return 0;
+  }
+  apply_threads(args);
+  const FillMask fill = FillMask::load(args.require("model"));
+  FillMaskOptions options;
+  if (auto k = args.integer("top-k", 1, 1'000'000)) options.top_k = static_cast<size_t>(*k);
+  if (auto t = args.get("targets")) {
+    std::stringstream ss(*t);
+    for (std::string w; std::getline(ss, w, ',');)
+      if (!w.empty()) options.targets.push_back(w);
+    if (options.targets.empty()) throw UsageError("--targets needs at least one word");
+    std::vector<std::string> notes;
+    fill.target_ids(options.targets, &notes);
+    for (const auto& n : notes) std::cerr << "warning: " << n << "\n";
+  }
+  const std::vector<std::string> texts = args.positional().empty() ? read_lines(std::cin) : args.positional();
+  int status = 0;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const std::string where = args.positional().empty() ? "line " + std::to_string(i + 1) : "text " + std::to_string(i + 1);
+    try {
+      const auto results = fill(texts[i], options);
+      if (args.flag("json")) {
+        json lists = json::array();
+        for (const auto& list : results) {
+          json items = json::array();
+          for (const auto& c : list)
+            items.push_back({{"score", c.score}, {"token", c.token}, {"token_str", c.token_str}, {"sequence", c.sequence}});
+          lists.push_back(items);
+        }
+        std::cout << (results.size() == 1 ? lists[0] : lists).dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+      } else {
+        std::cout << texts[i] << "\n";
+        for (size_t m = 0; m < results.size(); ++m) {
+          if (results.size() > 1) std::cout << "  mask " << m + 1 << ":\n";
+          for (const auto& c : results[m])
+            std::cout << "  " << std::fixed << std::setprecision(4) << c.score << "  "
+                      << std::left << std::setw(16) << json(c.token_str).dump(-1, ' ', false, json::error_handler_t::replace)
+                      << std::right << " " << c.sequence << "\n";
+        }
+      }
+    } catch (const Error& e) {
+      std::cerr << "error: " << where << ": " << e.what() << "\n";
+      if (args.flag("json")) std::cout << json{{"error", e.what()}}.dump() << "\n";
+      status = 1;
+    }
+  }
+  return status;
+}
+
+// ---------------------------------------------------------------- embed
+
+int cmd_embed(const std::vector<std::string>& argv) {
+  const Args args(argv, {"model", "pooling", "batch-size", "max-length", "format", "output", "threads"},
+                  {"normalize", "no-normalize", "force", "no-truncate", "help"});
+  if (args.flag("help")) {
+    std::cout << R"(usage: roberta embed --model DIR [options] [FILE]
+
+One embedding per input line (FILE, or stdin), in input order.
+  --pooling mean|cls|max|pooler  default: the folder's sentence-transformers 1_Pooling config, else mean
+  --normalize / --no-normalize   L2-normalise (default: on if modules.json has a Normalize module)
+  --batch-size N                 sequences per forward pass (default 32; inputs are sorted by length)
+  --max-length L                 tokens per input incl. <s> </s> (default: the model's maximum)
+  --no-truncate                  an over-long input is an error instead of being truncated
+  --format jsonl|npy             jsonl (default): one JSON array per line; npy: one float32 matrix
+  --output FILE                  write there instead of stdout (never overwrites without --force)
+)";
+    return 0;
+  }
+  apply_threads(args);
+  const std::string format = args.get("format").value_or("jsonl");
+  if (format != "jsonl" && format != "npy") throw UsageError("--format must be jsonl or npy");
+  if (format == "npy" && !args.get("output")) throw UsageError("--format npy needs --output FILE");
+  if (args.positional().size() > 1) throw UsageError("at most one input FILE");
+  if (args.flag("normalize") && args.flag("no-normalize")) throw UsageError("--normalize and --no-normalize conflict");
+  EmbedOptions options;
+  if (auto p = args.get("pooling")) {
+    try {
+      options.pooling = parse_pooling(*p);
+    } catch (const Error& e) {
+      throw UsageError(e.what());
+    }
+  }
+  if (args.flag("normalize")) options.normalize = true;
+  if (args.flag("no-normalize")) options.normalize = false;
+  if (auto n = args.integer("batch-size", 1, 1'000'000)) options.batch_size = static_cast<size_t>(*n);
+  if (auto n = args.integer("max-length", 3, 1'000'000)) options.max_length = static_cast<size_t>(*n);
+  options.truncate = !args.flag("no-truncate");
+  if (auto out = args.get("output"); out && !args.flag("force") && std::filesystem::exists(*out))
+    throw Error(*out + ": already exists (use --force to overwrite)");
+
+  std::vector<std::string> lines;
+  if (args.positional().empty()) {
+    lines = read_lines(std::cin);
+  } else {
+    std::ifstream in(args.positional()[0], std::ios::binary);
+    if (!in) throw Error(args.positional()[0] + ": cannot open file");
+    lines = read_lines(in);
+  }
+  const Embedder embedder = Embedder::load(args.require("model"));
+  std::vector<size_t> truncated;
+  const Matrix e = embedder(lines, options, &truncated);
+  for (size_t i : truncated) std::cerr << "warning: line " << i + 1 << " was truncated to the maximum length\n";
+
+  const auto write_jsonl = [&](std::ostream& os) {
+    for (size_t r = 0; r < e.rows; ++r) {
+      os << '[';
+      for (size_t c = 0; c < e.cols; ++c) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(e.row(r)[c]));
+        os << (c ? "," : "") << buf;
+      }
+      os << "]\n";
+    }
+  };
+  if (auto out = args.get("output")) {
+    write_file_atomically(*out, args.flag("force"), [&](const std::filesystem::path& tmp) {
+      if (format == "npy") {
+        write_npy(tmp, {static_cast<int64_t>(e.rows), static_cast<int64_t>(e.cols)}, e.data);
+      } else {
+        std::ofstream os(tmp, std::ios::binary);
+        write_jsonl(os);
+        if (!os) throw Error(tmp.string() + ": write failed");
+      }
+    });
+  } else {
+    write_jsonl(std::cout);
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------- info
+
+int cmd_info(const std::vector<std::string>& argv) {
+  const Args args(argv, {"model"}, {"help"});
+  if (args.flag("help")) {
+    std::cout << "usage: roberta info --model DIR\n\nConfig summary, parameter count, dtypes, files and memory.\n";
+    return 0;
+  }
+  const std::filesystem::path dir = args.require("model");
+  const Model model = Model::load(dir);
+  const ModelConfig& c = model.config();
+  std::cout << "model folder      " << dir.string() << "\n"
+            << "model type        " << c.model_type << "\n"
+            << "layers            " << c.num_hidden_layers << "\n"
+            << "hidden size       " << c.hidden_size << " (" << c.num_attention_heads << " heads of " << c.head_size()
+            << ")\n"
+            << "intermediate size " << c.intermediate_size << " (" << c.hidden_act << ")\n"
+            << "vocabulary        " << c.vocab_size << "\n"
+            << "max tokens        " << c.max_sequence_length() << " (max_position_embeddings "
+            << c.max_position_embeddings << ")\n"
+            << "parameters        " << model.parameter_count() << "\n"
+            << "heads             " << (model.has_lm_head() ? "MLM head" : "no MLM head") << ", "
+            << (model.has_pooler() ? "pooler" : "no pooler") << "\n"
+            << "stored dtypes     " << model.dtype_summary() << "\n"
+            << "weight memory     " << std::fixed << std::setprecision(1) << model.weight_bytes() / 1048576.0
+            << " MiB (fp32 used in place from the mapped file; other dtypes converted)\n";
+  for (const auto& f : model.files())
+    std::cout << "file              " << f << " (" << std::filesystem::file_size(f) << " bytes)\n";
+  try {
+    const Tokenizer tok = Tokenizer::from_dir(dir);
+    std::cout << "tokenizer         " << tok.vocab_size() << " ids, " << tok.added_tokens().size() << " added tokens"
+              << (tok.mask_id() ? ", <mask> = " + std::to_string(*tok.mask_id()) : "") << "\n";
+  } catch (const Error& e) {
+    std::cout << "tokenizer         none (" << e.what() << ")\n";
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------- dump / compare
+
+struct PaddedInput {
+  std::vector<int64_t> ids, mask;  // (B, L)
+  size_t B = 0, L = 0;
+};
+
+PaddedInput read_inputs(const std::filesystem::path& ids_path, const std::optional<std::filesystem::path>& mask_path,
+                        int32_t pad_id) {
+  const NpyArray ids = read_npy(ids_path);
+  if (ids.shape.size() != 2) throw Error(ids_path.string() + ": expected a (batch, length) array");
+  PaddedInput in;
+  in.B = static_cast<size_t>(ids.shape[0]), in.L = static_cast<size_t>(ids.shape[1]);
+  in.ids = ids.as_int64();
+  if (mask_path) {
+    const NpyArray mask = read_npy(*mask_path);
+    if (mask.shape != ids.shape) throw Error(mask_path->string() + ": shape differs from the input ids");
+    in.mask = mask.as_int64();
+    for (size_t i = 0; i < in.mask.size(); ++i)
+      if (in.mask[i] != 0 && in.mask[i] != 1)
+        throw Error(mask_path->string() + ": element " + std::to_string(i) + " is not 0 or 1");
+  } else {
+    in.mask.resize(in.ids.size());
+    for (size_t i = 0; i < in.ids.size(); ++i) in.mask[i] = in.ids[i] != pad_id;
+  }
+  for (size_t i = 0; i < in.ids.size(); ++i)
+    if (in.ids[i] < 0 || in.ids[i] > INT32_MAX) throw Error(ids_path.string() + ": id at element " + std::to_string(i) + " is out of range");
+  return in;
+}
+
+// Runs the model on the real (mask = 1) tokens of each row; returns outputs named as in a dump,
+// scattered back to (B, L, ...) with zeros at padding.
+std::map<std::string, std::pair<std::vector<int64_t>, std::vector<float>>> run_padded(const Model& model,
+                                                                                       const PaddedInput& in,
+                                                                                       bool logits, bool pooler) {
+  Batch batch;
+  std::vector<size_t> where;  // flat (b * L + l) of each packed token
+  for (size_t b = 0; b < in.B; ++b) {
+    for (size_t l = 0; l < in.L; ++l)
+      if (in.mask[b * in.L + l]) {
+        batch.ids.push_back(static_cast<int32_t>(in.ids[b * in.L + l]));
+        where.push_back(b * in.L + l);
+      }
+    batch.offsets.push_back(batch.ids.size());
+  }
+  ForwardOptions fo;
+  fo.all_hidden_states = true;
+  fo.logits = logits;
+  fo.pooler = pooler;
+  const Outputs out = model.forward(batch, fo);
+  std::map<std::string, std::pair<std::vector<int64_t>, std::vector<float>>> result;
+  const auto scatter = [&](const Matrix& m, const std::string& name) {
+    std::vector<float> full(in.B * in.L * m.cols, 0.0f);
+    for (size_t t = 0; t < m.rows; ++t) std::copy_n(m.row(t), m.cols, full.begin() + static_cast<ptrdiff_t>(where[t] * m.cols));
+    result[name] = {{static_cast<int64_t>(in.B), static_cast<int64_t>(in.L), static_cast<int64_t>(m.cols)}, std::move(full)};
+  };
+  for (size_t i = 0; i < out.hidden_states.size(); ++i) scatter(out.hidden_states[i], "hidden_states_" + std::to_string(i));
+  if (logits) scatter(out.logits, "logits");
+  if (pooler) {
+    Matrix p = out.pooler_output;
+    result["pooler_output"] = {{static_cast<int64_t>(in.B), static_cast<int64_t>(p.cols)}, p.data};
+  }
+  return result;
+}
+
+int cmd_dump(const std::vector<std::string>& argv) {
+  const Args args(argv, {"model", "input-ids", "attention-mask", "out", "threads"}, {"force", "help"});
+  if (args.flag("help")) {
+    std::cout << R"(usage: roberta dump --model DIR --input-ids IDS.npy [--attention-mask MASK.npy] --out DIR [--force]
+
+Writes input_ids.npy, attention_mask.npy, hidden_states_0..N.npy (B, L, H), logits.npy (B, L, V)
+and pooler_output.npy (B, H) in the format of tools/dump_reference.py. Padding positions are 0.
+Without --attention-mask, tokens equal to pad_token_id are padding.
+)";
+    return 0;
+  }
+  apply_threads(args);
+  const Model model = Model::load(args.require("model"));
+  const std::filesystem::path out_dir = args.require("out");
+  std::error_code ec;
+  if (std::filesystem::exists(out_dir, ec) && !std::filesystem::is_empty(out_dir, ec) && !args.flag("force"))
+    throw Error(out_dir.string() + ": exists and is not empty (use --force)");
+  const auto mask_path = args.get("attention-mask");
+  const PaddedInput in = read_inputs(args.require("input-ids"),
+                                     mask_path ? std::optional<std::filesystem::path>(*mask_path) : std::nullopt,
+                                     static_cast<int32_t>(model.config().pad_token_id));
+  const auto outputs = run_padded(model, in, model.has_lm_head(), model.has_pooler());
+  std::filesystem::create_directories(out_dir);
+  const std::vector<int64_t> shape{static_cast<int64_t>(in.B), static_cast<int64_t>(in.L)};
+  write_npy(out_dir / "input_ids.npy", shape, in.ids);
+  write_npy(out_dir / "attention_mask.npy", shape, in.mask);
+  for (const auto& [name, tensor] : outputs) write_npy(out_dir / (name + ".npy"), tensor.first, tensor.second);
+  std::cerr << "wrote " << outputs.size() + 2 << " files to " << out_dir.string() << "\n";
+  return 0;
+}
+
+int cmd_compare(const std::vector<std::string>& argv) {
+  const Args args(argv, {"model", "reference", "atol", "rtol", "threads"}, {"json", "help"});
+  if (args.flag("help")) {
+    std::cout << R"(usage: roberta compare --model DIR --reference DUMPDIR [--atol 1e-4] [--rtol 1e-3] [--json]
+
+Runs the engine on the dump's input_ids/attention_mask and compares every tensor the dump holds
+(hidden_states_*, logits, pooler_output) over real (mask = 1) positions. An element passes when
+|engine - reference| <= atol + rtol * |reference|. Exit status 0 only if every tensor passes.
+)";
+    return 0;
+  }
+  apply_threads(args);
+  const double atol = args.number("atol").value_or(1e-4), rtol = args.number("rtol").value_or(1e-3);
+  const Model model = Model::load(args.require("model"));
+  const std::filesystem::path ref = args.require("reference");
+  if (!std::filesystem::is_directory(ref)) throw Error(ref.string() + ": reference dump folder not found");
+  const PaddedInput in = read_inputs(ref / "input_ids.npy", ref / "attention_mask.npy",
+                                     static_cast<int32_t>(model.config().pad_token_id));
+  const bool want_logits = std::filesystem::exists(ref / "logits.npy");
+  const bool want_pooler = std::filesystem::exists(ref / "pooler_output.npy");
+  if (want_logits && !model.has_lm_head()) throw Error(ref.string() + ": holds logits but the model has no MLM head");
+  if (want_pooler && !model.has_pooler()) throw Error(ref.string() + ": holds pooler_output but the model has no pooler");
+  const auto outputs = run_padded(model, in, want_logits, want_pooler);
+
+  std::vector<std::string> names;
+  for (int64_t i = 0; i <= model.config().num_hidden_layers; ++i) names.push_back("hidden_states_" + std::to_string(i));
+  names.push_back("logits");
+  names.push_back("pooler_output");
+  json rows = json::array();
+  bool all_ok = true;
+  std::string first_bad;
+  size_t compared = 0;
+  for (const std::string& name : names) {
+    const auto path = ref / (name + ".npy");
+    if (!std::filesystem::exists(path)) continue;
+    const NpyArray r = read_npy(path);
+    const auto& [shape, mine] = outputs.at(name);
+    if (r.shape != shape) {
+      std::string s;
+      for (auto d : r.shape) s += std::to_string(d) + " ";
+      throw Error(path.string() + ": shape (" + s + ") differs from the engine's output");
+    }
+    const std::vector<float> theirs = r.as_float();
+    const size_t per_token = name == "pooler_output" ? static_cast<size_t>(shape[1]) : static_cast<size_t>(shape[2]);
+    double max_diff = 0, sum_diff = 0;
+    size_t count = 0, worst = 0, bad = 0;
+    for (size_t i = 0; i < theirs.size(); ++i) {
+      const size_t token = i / per_token;
+      if (name != "pooler_output" && !in.mask[token]) continue;
+      const double d = std::abs(static_cast<double>(mine[i]) - theirs[i]);
+      const bool finite = std::isfinite(mine[i]) && std::isfinite(theirs[i]);
+      if (!finite || d > atol + rtol * std::abs(static_cast<double>(theirs[i]))) ++bad;
+      if (!finite || d > max_diff) max_diff = finite ? d : INFINITY, worst = i;
+      sum_diff += finite ? d : 0;
+      ++count;
+    }
+    ++compared;
+    const bool ok = bad == 0;
+    if (!ok && first_bad.empty()) first_bad = name;
+    all_ok = all_ok && ok;
+    json where = json::array();
+    if (name == "pooler_output")
+      where = {worst / per_token, worst % per_token};
+    else
+      where = {worst / per_token / in.L, worst / per_token % in.L, worst % per_token};
+    rows.push_back({{"name", name}, {"shape", shape}, {"max_abs_diff", max_diff},
+                    {"mean_abs_diff", count ? sum_diff / static_cast<double>(count) : 0.0}, {"worst_at", where},
+                    {"elements", count}, {"failing", bad}, {"ok", ok}});
+  }
+  if (compared == 0) throw Error(ref.string() + ": no hidden_states_*.npy, logits.npy or pooler_output.npy to compare");
+  if (args.flag("json")) {
+    std::cout << json{{"ok", all_ok}, {"atol", atol}, {"rtol", rtol}, {"first_mismatch", first_bad.empty() ? json() : json(first_bad)},
+                      {"tensors", rows}}
+                     .dump()
+              << "\n";
+  } else {
+    std::cout << std::left << std::setw(18) << "tensor" << std::setw(18) << "shape" << std::right << std::setw(14)
+              << "max abs diff" << std::setw(14) << "mean abs diff" << "  worst at        status\n";
+    for (const auto& r : rows) {
+      std::string shape;
+      for (const auto& d : r["shape"]) shape += (shape.empty() ? "" : "x") + std::to_string(d.get<int64_t>());
+      std::ostringstream max_s, mean_s;
+      max_s << std::scientific << std::setprecision(2) << r["max_abs_diff"].get<double>();
+      mean_s << std::scientific << std::setprecision(2) << r["mean_abs_diff"].get<double>();
+      std::cout << std::left << std::setw(18) << r["name"].get<std::string>() << std::setw(18) << shape << std::right
+                << std::setw(14) << max_s.str() << std::setw(14) << mean_s.str() << "  " << std::left << std::setw(16)
+                << r["worst_at"].dump() << (r["ok"].get<bool>() ? "ok" : "FAIL (" + std::to_string(r["failing"].get<size_t>()) + " elements)")
+                << std::right << "\n";
+    }
+    if (all_ok)
+      std::cout << "all " << compared << " tensors within atol " << atol << ", rtol " << rtol << "\n";
+    else
+      std::cout << "first mismatch: " << first_bad << "\n";
+  }
+  return all_ok ? 0 : 1;
+}
+
+int run(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::cout << kUsage;
+    return args.empty() ? 2 : 0;
+  }
+  const std::string command = args[0];
+  args.erase(args.begin());
+  if (command == "tokenize") return cmd_tokenize(args);
+  if (command == "fill-mask") return cmd_fill_mask(args);
+  if (command == "embed") return cmd_embed(args);
+  if (command == "info") return cmd_info(args);
+  if (command == "dump") return cmd_dump(args);
+  if (command == "compare") return cmd_compare(args);
+  throw UsageError("unknown command \"" + command + "\" (run `roberta --help`)");
+}
+
+}  // namespace
+}  // namespace roberta::cli
+
+int main(int argc, char** argv) {
+  try {
+    return roberta::cli::run(argc, argv);
+  } catch (const roberta::cli::UsageError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const roberta::Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+}
