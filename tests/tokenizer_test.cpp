@@ -1,6 +1,7 @@
 // Tokenizer tests against Hugging Face's output (golden files made with HF's Rust tokenizer).
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -121,6 +122,137 @@ TEST(Corpus, FullEncodeInBatchesEqualsHuggingFace) {
   }
   EXPECT_EQ(count, file.tokens);
   EXPECT_EQ(sha.hex_digest(), file.sha256);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- HF goldens: pairs, truncation,
+// padding, decode and added tokens (tests/data/hf, made by tools/hf_goldens/gen_tokenizer_goldens.sh)
+
+namespace {
+
+const std::string kHfData = std::string(ROBERTA_TEST_DATA) + "/hf/";
+
+// Compares every field an HF record holds with our encoding; returns "" when equal.
+std::string diff_encoding(const json& want, const roberta::Encoding& e) {
+  std::string out;
+  const auto check = [&](const char* key, const json& got) {
+    if (want.contains(key) && want[key] != got)
+      out += std::string("\n  ") + key + " expected " + want[key].dump() + "\n  " + std::string(strlen(key), ' ') +
+             "      got " + got.dump();
+  };
+  std::vector<int> special(e.special_tokens_mask.begin(), e.special_tokens_mask.end());
+  std::vector<int> attention(e.attention_mask.begin(), e.attention_mask.end());
+  std::vector<int> sequence(e.sequence_ids.begin(), e.sequence_ids.end());
+  check("ids", e.ids);
+  check("tokens", e.tokens);
+  check("offsets", offsets_json(e.offsets));
+  check("type_ids", e.type_ids);
+  check("special_tokens_mask", special);
+  check("attention_mask", attention);
+  check("sequence_ids", sequence);
+  return out;
+}
+
+roberta::Encoding encode_record(const json& r, const roberta::EncodeOptions& options) {
+  const auto& tok = tokenizer_json();
+  if (r.contains("b") && !r["b"].is_null()) return tok.encode_pair(r["a"].get<std::string>(), r["b"].get<std::string>(), options);
+  return tok.encode(r.contains("a") ? r["a"].get<std::string>() : r["text"].get<std::string>(), options);
+}
+
+TEST(HfGoldens, Pairs) {
+  const auto records = read_jsonl(kHfData + "pairs.jsonl");
+  ASSERT_GE(records.size(), 50u);
+  for (const json& r : records) {
+    const std::string d = diff_encoding(r, encode_record(r, {}));
+    EXPECT_EQ(d, "") << "pair " << r["a"].dump() << " / " << r["b"].dump();
+  }
+}
+
+TEST(HfGoldens, AddedTokensNextToWhitespace) {
+  const auto records = read_jsonl(kHfData + "added_tokens.jsonl");
+  ASSERT_GE(records.size(), 20u);
+  for (const json& r : records) {
+    roberta::EncodeOptions options;
+    options.add_special_tokens = r.value("add_special_tokens", true);
+    const std::string d = diff_encoding(r, encode_record(r, options));
+    EXPECT_EQ(d, "") << r["text"].dump() << " (" << r.value("note", "") << ")";
+  }
+}
+
+TEST(HfGoldens, Truncation) {
+  const auto records = read_jsonl(kHfData + "truncation.jsonl");
+  ASSERT_GE(records.size(), 1000u);
+  size_t compared = 0, refused = 0;
+  for (const json& r : records) {
+    roberta::EncodeOptions options;
+    options.add_special_tokens = r["add_special_tokens"];
+    options.max_length = r["max_length"];
+    const std::string strategy = r["strategy"];
+    options.truncation = strategy == "longest_first" ? roberta::TruncationStrategy::kLongestFirst
+                         : strategy == "only_first"  ? roberta::TruncationStrategy::kOnlyFirst
+                                                     : roberta::TruncationStrategy::kOnlySecond;
+    options.truncation_side = r["direction"] == "left" ? roberta::Side::kLeft : roberta::Side::kRight;
+    const std::string what = r["a"].dump() + " / " + r["b"].dump() + " max_length " + r["max_length"].dump() + " " +
+                             strategy + " " + r["direction"].get<std::string>() +
+                             (options.add_special_tokens ? " with specials" : " without specials");
+    if (options.max_length == 0) continue;  // 0 means "no truncation" in our API
+    if (r.value("below_special_count", false) && options.add_special_tokens) {
+      // HF silently keeps a token or more here; we refuse: max_length cannot hold the specials.
+      EXPECT_THROW(encode_record(r, options), roberta::Error) << what;
+      ++refused;
+      continue;
+    }
+    if (!r["error"].is_null()) {
+      EXPECT_THROW(encode_record(r, options), roberta::Error) << what << " (HF: " << r["error"] << ")";
+      continue;
+    }
+    try {
+      EXPECT_EQ(diff_encoding(r, encode_record(r, options)), "") << what;
+    } catch (const roberta::Error& e) {
+      ADD_FAILURE() << what << ": " << e.what();
+    }
+    ++compared;
+  }
+  EXPECT_GT(compared, 1000u);
+  EXPECT_GT(refused, 0u);
+}
+
+TEST(HfGoldens, Padding) {
+  const auto records = read_jsonl(kHfData + "padding.jsonl");
+  ASSERT_GE(records.size(), 50u);
+  const auto& tok = tokenizer_json();
+  for (const json& r : records) {
+    roberta::EncodeOptions options;
+    if (!r["truncation"].is_null()) options.max_length = r["truncation"];
+    std::vector<roberta::Encoding> batch;
+    if (!r["texts"].is_null())
+      for (const auto& t : r["texts"]) batch.push_back(tok.encode(t.get<std::string>(), options));
+    else
+      for (const auto& p : r["pairs"]) batch.push_back(tok.encode_pair(p[0].get<std::string>(), p[1].get<std::string>(), options));
+    roberta::PaddingOptions padding;
+    if (r["padding"] == "fixed") padding.length = r["max_length"];
+    if (!r["pad_to_multiple_of"].is_null()) padding.multiple_of = r["pad_to_multiple_of"];
+    padding.side = r["direction"] == "left" ? roberta::Side::kLeft : roberta::Side::kRight;
+    tok.pad(batch, padding);
+    ASSERT_EQ(batch.size(), r["ids"].size());
+    for (size_t i = 0; i < batch.size(); ++i) {
+      json want;
+      for (const char* key : {"ids", "tokens", "offsets", "type_ids", "special_tokens_mask", "attention_mask", "sequence_ids"})
+        want[key] = r[key][i];
+      EXPECT_EQ(diff_encoding(want, batch[i]), "") << r.dump().substr(0, 300) << " item " << i;
+    }
+  }
+}
+
+TEST(HfGoldens, Decode) {
+  const auto records = read_jsonl(kHfData + "decode.jsonl");
+  ASSERT_GE(records.size(), 700u);
+  for (const json& r : records) {
+    const std::vector<int32_t> ids = r["ids"];
+    EXPECT_EQ(tokenizer_json().decode(ids, r["skip_special_tokens"]), r["text"].get<std::string>())
+        << r["ids"].dump() << " skip_special_tokens=" << r["skip_special_tokens"];
+  }
 }
 
 }  // namespace

@@ -12,7 +12,8 @@ namespace roberta {
 BpeModel::BpeModel(const std::unordered_map<std::string, int32_t>& vocab,
                    const std::vector<std::pair<std::string, std::string>>& merges,
                    std::optional<int32_t> unk_id, bool fuse_unk, const std::string& merge_source)
-    : unk_id_(unk_id), fuse_unk_(fuse_unk), cache_(new CacheShard[kCacheShards]) {
+    : unk_id_(unk_id), fuse_unk_(fuse_unk), cache_(new std::atomic<CacheEntry*>[kCacheSlots]) {
+  for (size_t i = 0; i < kCacheSlots; ++i) cache_[i].store(nullptr, std::memory_order_relaxed);
   const auto& bl = byte_level::tables();
   for (int b = 0; b < 256; ++b) {
     const auto it = vocab.find(bl.byte_to_utf8[b]);
@@ -36,26 +37,37 @@ BpeModel::BpeModel(const std::unordered_map<std::string, int32_t>& vocab,
   }
 }
 
+BpeModel::~BpeModel() {
+  for (size_t i = 0; i < kCacheSlots; ++i) delete cache_[i].load(std::memory_order_relaxed);
+}
+
 void BpeModel::encode_word(std::string_view word, std::vector<BpePiece>& out) const {
   if (word.size() > kMaxCachedWordBytes) {
     merge_word(word, out);
     return;
   }
-  const size_t hash = StringHash{}(word);
-  CacheShard& shard = cache_[hash % kCacheShards];
-  {
-    std::lock_guard lock(shard.mutex);
-    const auto it = shard.words.find(word);
-    if (it != shard.words.end()) {
-      out.insert(out.end(), it->second.begin(), it->second.end());
+  size_t slot = std::hash<std::string_view>{}(word) & (kCacheSlots - 1);
+  for (;; slot = (slot + 1) & (kCacheSlots - 1)) {
+    const CacheEntry* e = cache_[slot].load(std::memory_order_acquire);
+    if (!e) break;  // not cached
+    if (e->word == word) {
+      out.insert(out.end(), e->pieces.begin(), e->pieces.end());
       return;
     }
   }
   const size_t first = out.size();
   merge_word(word, out);
-  std::lock_guard lock(shard.mutex);
-  if (shard.words.size() < kCacheEntriesPerShard)
-    shard.words.try_emplace(std::string(word), out.begin() + static_cast<ptrdiff_t>(first), out.end());
+  if (cache_size_.load(std::memory_order_relaxed) >= kCacheSlots / 4 * 3) return;
+  auto* entry = new CacheEntry{std::string(word), {out.begin() + static_cast<ptrdiff_t>(first), out.end()}};
+  for (;; slot = (slot + 1) & (kCacheSlots - 1)) {
+    CacheEntry* expected = nullptr;
+    if (cache_[slot].compare_exchange_strong(expected, entry, std::memory_order_acq_rel)) {
+      cache_size_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    if (expected->word == word) break;  // another thread cached it first
+  }
+  delete entry;
 }
 
 void BpeModel::merge_word(std::string_view word, std::vector<BpePiece>& out) const {

@@ -5,7 +5,7 @@
 #include <functional>
 #include <cstdint>
 #include <memory>
-#include <mutex>
+#include <atomic>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -44,18 +44,20 @@ class BpeModel {
   std::optional<int32_t> unk_id_;
   bool fuse_unk_ = false;
 
-  static constexpr size_t kCacheShards = 32;
-  static constexpr size_t kCacheEntriesPerShard = 8192;
+  // Lock-free, insert-only cache of words: readers only load pointers to immutable entries, so
+  // threads sharing a tokenizer never contend. Full at 3/4 of its slots; then words are merged
+  // anew each time (memory stays bounded whatever the input).
+  struct CacheEntry {
+    std::string word;
+    std::vector<BpePiece> pieces;
+  };
+  static constexpr size_t kCacheSlots = size_t{1} << 17;
   static constexpr size_t kMaxCachedWordBytes = 64;
-  struct StringHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-  struct CacheShard {
-    std::mutex mutex;
-    std::unordered_map<std::string, std::vector<BpePiece>, StringHash, std::equal_to<>> words;
-  };
-  mutable std::unique_ptr<CacheShard[]> cache_;
+  mutable std::unique_ptr<std::atomic<CacheEntry*>[]> cache_;
+  mutable std::atomic<size_t> cache_size_{0};
+
+ public:
+  ~BpeModel();
 };
 
 }  // namespace roberta

@@ -59,6 +59,7 @@ struct Tokenizer::Impl {
   std::vector<std::string> tokens_by_id;  // "" where no token has the id
   std::vector<uint8_t> has_id;
   std::vector<uint8_t> special_by_id;
+  std::vector<uint8_t> is_added_id;
   std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> ids_by_token;
   std::vector<AddedToken> added;
   // Added tokens by first byte, longest first, for the non-normalized [0] and normalized [1] pass.
@@ -162,10 +163,12 @@ void Tokenizer::Impl::finish_added_tokens(const std::string& source) {
     }
   }
   special_by_id.assign(has_id.size(), 0);
+  is_added_id.assign(has_id.size(), 0);
   for (int pass = 0; pass < 2; ++pass)
     for (auto& v : added_by_first_byte[pass]) v.clear();
   for (size_t i = 0; i < added.size(); ++i) {
     if (added[i].special) special_by_id[added[i].id] = 1;
+    is_added_id[added[i].id] = 1;
     added_by_first_byte[added[i].normalized ? 1 : 0][static_cast<unsigned char>(added[i].content[0])].push_back(
         static_cast<int>(i));
   }
@@ -436,8 +439,9 @@ void Tokenizer::Impl::split_added(std::string_view text, std::vector<Segment>& o
 
 // ---------------------------------------------------------------- encoding
 
-// Calls on_token(id, begin, end, leading_spaces, trailing_spaces) for the BPE tokens of the plain
-// text text[begin, end); begin/end are byte offsets into `text` widened to whole characters.
+// Calls on_token(id, begin, end, leading_spaces, trailing_spaces, first_of_word) for the BPE tokens
+// of the plain text text[begin, end); begin/end are byte offsets into `text` widened to whole
+// characters.
 template <class OnToken>
 void Tokenizer::Impl::tokenize_text(std::string_view text, size_t begin, size_t end, OnToken&& on_token) const {
   std::string prefixed;
@@ -455,6 +459,7 @@ void Tokenizer::Impl::tokenize_text(std::string_view text, size_t begin, size_t 
     pieces.clear();
     bpe->encode_word(piece_text.substr(wb, we - wb), pieces);
     size_t pos = wb;
+    bool first_of_word = true;
     for (const BpePiece& piece : pieces) {
       const size_t pb = pos, pe = pos + piece.bytes;
       pos = pe;
@@ -466,7 +471,8 @@ void Tokenizer::Impl::tokenize_text(std::string_view text, size_t begin, size_t 
       uint32_t lead = 0, trail = 0;
       while (pb + lead < pe && piece_text[pb + lead] == ' ') ++lead;
       while (pe - trail > pb && piece_text[pe - trail - 1] == ' ') ++trail;
-      on_token(piece.id, ob, oe, lead, trail);
+      on_token(piece.id, ob, oe, lead, trail, first_of_word);
+      first_of_word = false;
     }
   };
   if (use_regex)
@@ -493,6 +499,7 @@ void Tokenizer::Impl::tokenize(std::string_view text, int8_t sequence_id, Encodi
   }
   const auto to_char = [&](size_t byte) -> int64_t { return ascii ? static_cast<int64_t>(byte) : char_at[byte]; };
   const size_t first_token = enc.ids.size();
+  int32_t word = -1;  // index of the current word (pre-token or added-token match)
   // HF's trim_offsets (ByteLevel process_offsets), applied per token in both units.
   const auto push = [&](int32_t id, std::string token, size_t ob, size_t oe, uint32_t lead_chars, uint32_t lead_bytes,
                         uint32_t trail_chars, uint32_t trail_bytes) {
@@ -515,6 +522,7 @@ void Tokenizer::Impl::tokenize(std::string_view text, int8_t sequence_id, Encodi
     enc.tokens.push_back(std::move(token));
     enc.offsets.emplace_back(cs, ce);
     enc.byte_offsets.emplace_back(bs, be);
+    enc.word_ids.push_back(word);
   };
   std::vector<Segment> segments;
   split_added(text, segments);
@@ -538,11 +546,14 @@ void Tokenizer::Impl::tokenize(std::string_view text, int8_t sequence_id, Encodi
         ++trail_c, trail_b += static_cast<uint32_t>(e - q);
         e = q;
       }
+      ++word;
       push(added[seg.added].id, std::string(matched), seg.begin, seg.end, lead_c, lead_b, trail_c, trail_b);
     } else {
-      tokenize_text(text, seg.begin, seg.end, [&](int32_t id, size_t ob, size_t oe, uint32_t lead, uint32_t trail) {
-        push(id, tokens_by_id[id], ob, oe, lead, lead, trail, trail);
-      });
+      tokenize_text(text, seg.begin, seg.end,
+                    [&](int32_t id, size_t ob, size_t oe, uint32_t lead, uint32_t trail, bool first_of_word) {
+                      if (first_of_word) ++word;
+                      push(id, tokens_by_id[id], ob, oe, lead, lead, trail, trail);
+                    });
     }
   }
   const size_t n = enc.ids.size() - first_token;
@@ -564,7 +575,23 @@ void truncate_encoding(Encoding& e, size_t n, Side side) {
       v.erase(v.begin(), v.end() - static_cast<ptrdiff_t>(n));
   };
   cut(e.ids), cut(e.type_ids), cut(e.tokens), cut(e.offsets), cut(e.byte_offsets);
-  cut(e.special_tokens_mask), cut(e.attention_mask), cut(e.sequence_ids);
+  cut(e.special_tokens_mask), cut(e.attention_mask), cut(e.sequence_ids), cut(e.word_ids);
+}
+
+// HF (0.23) first cuts each input to whole words while tokenizing: walking from the kept side,
+// it stops after the first ordinary (not added-token) word at which `limit` tokens are reached.
+size_t word_precut_length(const Encoding& e, size_t limit, Side side, const std::vector<uint8_t>& is_added_id) {
+  const size_t n = e.size();
+  const auto at = [&](size_t k) { return side == Side::kRight ? k : n - 1 - k; };
+  size_t k = 0;
+  while (k < n) {
+    const int32_t w = e.word_ids[at(k)];
+    const int32_t id = e.ids[at(k)];
+    const bool added = id >= 0 && static_cast<size_t>(id) < is_added_id.size() && is_added_id[id];
+    while (k < n && e.word_ids[at(k)] == w) ++k;
+    if (!added && k >= limit) break;
+  }
+  return k;
 }
 
 void push_special(Encoding& e, int32_t id, const std::string& token) {
@@ -576,6 +603,7 @@ void push_special(Encoding& e, int32_t id, const std::string& token) {
   e.special_tokens_mask.push_back(1);
   e.attention_mask.push_back(1);
   e.sequence_ids.push_back(-1);
+  e.word_ids.push_back(-1);
 }
 
 void append_encoding(Encoding& dst, const Encoding& src) {
@@ -583,7 +611,7 @@ void append_encoding(Encoding& dst, const Encoding& src) {
   add(dst.ids, src.ids), add(dst.type_ids, src.type_ids), add(dst.tokens, src.tokens);
   add(dst.offsets, src.offsets), add(dst.byte_offsets, src.byte_offsets);
   add(dst.special_tokens_mask, src.special_tokens_mask), add(dst.attention_mask, src.attention_mask);
-  add(dst.sequence_ids, src.sequence_ids);
+  add(dst.sequence_ids, src.sequence_ids), add(dst.word_ids, src.word_ids);
 }
 
 std::string_view checked_text(std::string_view text, InvalidUtf8 mode, std::string& repaired, const char* which) {
@@ -610,8 +638,15 @@ Encoding Tokenizer::Impl::encode(std::string_view a, const std::string_view* b, 
       throw Error("max_length " + std::to_string(options.max_length) + " is smaller than the " +
                   std::to_string(added_count) + " special tokens it must hold");
     const size_t max_len = options.max_length - added_count;
+    const size_t limit = std::max<size_t>(options.max_length, 1);
+    if (options.truncation != TruncationStrategy::kOnlySecond)
+      truncate_encoding(ea, word_precut_length(ea, limit, options.truncation_side, is_added_id), options.truncation_side);
+    if (b) truncate_encoding(eb, word_precut_length(eb, limit, options.truncation_side, is_added_id), options.truncation_side);
     const size_t total = ea.size() + (b ? eb.size() : 0);
-    if (total > max_len) {
+    if (max_len == 0) {  // as HF: nothing but the special tokens remains, whatever the strategy
+      truncate_encoding(ea, 0, options.truncation_side);
+      truncate_encoding(eb, 0, options.truncation_side);
+    } else if (total > max_len) {
       if (options.truncation == TruncationStrategy::kLongestFirst) {
         if (b) {
           size_t n1 = ea.size(), n2 = eb.size();
@@ -673,7 +708,8 @@ void Tokenizer::encode_ids(std::string_view text, std::vector<int32_t>& out, Inv
     if (seg.added >= 0)
       out.push_back(impl_->added[seg.added].id);
     else
-      impl_->tokenize_text(text, seg.begin, seg.end, [&](int32_t id, size_t, size_t, uint32_t, uint32_t) { out.push_back(id); });
+      impl_->tokenize_text(text, seg.begin, seg.end,
+                           [&](int32_t id, size_t, size_t, uint32_t, uint32_t, bool) { out.push_back(id); });
   }
 }
 
@@ -733,7 +769,7 @@ void Tokenizer::pad(std::span<Encoding> batch, const PaddingOptions& options) co
     grow(e.ids, impl_->pad_id), grow(e.type_ids, 0), grow(e.tokens, impl_->pad_token);
     grow(e.offsets, Offsets{0, 0}), grow(e.byte_offsets, Offsets{0, 0});
     grow(e.special_tokens_mask, uint8_t{1}), grow(e.attention_mask, uint8_t{0});
-    grow(e.sequence_ids, int8_t{-1});
+    grow(e.sequence_ids, int8_t{-1}), grow(e.word_ids, int32_t{-1});
   }
 }
 

@@ -44,6 +44,7 @@ struct Encoding {
   std::vector<uint8_t> special_tokens_mask;  // 1 for tokens added by post-processing / padding
   std::vector<uint8_t> attention_mask;       // 0 for padding
   std::vector<int8_t> sequence_ids;          // 0 or 1 for text of input A or B, -1 otherwise
+  std::vector<int32_t> word_ids;             // pre-tokenizer word of each token, -1 for specials
 
   size_t size() const { return ids.size(); }
 };
