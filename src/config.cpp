@@ -63,6 +63,8 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
     doc = json::parse(text);
   } catch (const json::parse_error& e) {
     throw Error(source + ": invalid JSON at byte " + std::to_string(e.byte));
+  } catch (const json::exception& e) {
+    throw Error(source + ": invalid JSON: " + e.what());
   }
   if (!doc.is_object()) throw Error(source + ": expected a JSON object");
   ModelConfig c;

@@ -52,28 +52,33 @@ std::string dict_value(const std::string& header, const std::string& key, const 
 
 }  // namespace
 
-NpyArray read_npy(const std::filesystem::path& path_) {
-  const std::string path = path_.string();
-  std::ifstream in(path_, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open file");
-  char magic[8];
-  if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0) throw Error(path + ": not a .npy file");
-  const int major = static_cast<unsigned char>(magic[6]);
-  uint32_t header_len = 0;
+NpyArray read_npy(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path.string() + ": cannot open file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parse_npy(ss.str(), path.string());
+}
+
+NpyArray parse_npy(std::string_view bytes, const std::string& path) {
+  if (bytes.size() < 10 || bytes.substr(0, 6) != "\x93NUMPY") throw Error(path + ": not a .npy file");
+  const auto byte = [&](size_t i) { return static_cast<uint32_t>(static_cast<unsigned char>(bytes[i])); };
+  const uint32_t major = byte(6);
+  size_t pos;
+  uint32_t header_len;
   if (major == 1) {
-    uint8_t b[2];
-    if (!in.read(reinterpret_cast<char*>(b), 2)) throw Error(path + ": truncated header");
-    header_len = b[0] | (b[1] << 8);
+    header_len = byte(8) | (byte(9) << 8);
+    pos = 10;
   } else if (major == 2 || major == 3) {
-    uint8_t b[4];
-    if (!in.read(reinterpret_cast<char*>(b), 4)) throw Error(path + ": truncated header");
-    header_len = b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<uint32_t>(b[3]) << 24);
+    if (bytes.size() < 12) throw Error(path + ": truncated header");
+    header_len = byte(8) | (byte(9) << 8) | (byte(10) << 16) | (byte(11) << 24);
+    pos = 12;
   } else {
     throw Error(path + ": unsupported .npy version " + std::to_string(major));
   }
-  if (header_len > 1'000'000) throw Error(path + ": npy header is too large");
-  std::string header(header_len, '\0');
-  if (!in.read(header.data(), header_len)) throw Error(path + ": truncated header");
+  if (header_len > bytes.size() - pos) throw Error(path + ": truncated header");
+  const std::string header(bytes.substr(pos, header_len));
+  pos += header_len;
   NpyArray a;
   a.dtype = dict_value(header, "descr", path);
   const size_t item = descr_size(a.dtype);
@@ -96,15 +101,11 @@ NpyArray read_npy(const std::filesystem::path& path_) {
     numel *= d;
     a.shape.push_back(static_cast<int64_t>(d));
   }
-  const auto data_begin = in.tellg();
-  in.seekg(0, std::ios::end);
-  const auto available = static_cast<uint64_t>(in.tellg() - data_begin);
-  if (available < numel * item)
+  const uint64_t available = bytes.size() - pos;
+  if (available / item < numel)
     throw Error(path + ": holds " + std::to_string(available) + " data bytes but shape " + shape + " needs " +
                 std::to_string(numel * item));
-  in.seekg(data_begin);
-  a.bytes.resize(numel * item);
-  in.read(reinterpret_cast<char*>(a.bytes.data()), static_cast<std::streamsize>(a.bytes.size()));
+  a.bytes.assign(bytes.begin() + static_cast<ptrdiff_t>(pos), bytes.begin() + static_cast<ptrdiff_t>(pos + numel * item));
   return a;
 }
 
@@ -112,7 +113,7 @@ std::vector<float> NpyArray::as_float() const {
   const size_t n = static_cast<size_t>(numel());
   std::vector<float> out(n);
   if (dtype[1] == 'f' && dtype[2] == '4') {
-    std::memcpy(out.data(), bytes.data(), n * 4);
+    if (n > 0) std::memcpy(out.data(), bytes.data(), n * 4);
   } else if (dtype[1] == 'f' && dtype[2] == '8') {
     for (size_t i = 0; i < n; ++i) {
       double v;

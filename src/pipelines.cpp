@@ -151,8 +151,8 @@ Embedder Embedder::load(const std::filesystem::path& dir) {
     ss << in.rdbuf();
     try {
       return nlohmann::json::parse(ss.str());
-    } catch (const nlohmann::json::parse_error& e) {
-      throw Error(p.string() + ": invalid JSON at byte " + std::to_string(e.byte));
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(p.string() + ": invalid JSON: " + e.what());
     }
   };
   std::error_code ec;

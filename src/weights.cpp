@@ -68,8 +68,13 @@ class MappedFile {
     }
   }
   ~MappedFile() {
-    if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+    if (data_ && buffer_.empty() && fd_ >= 0) ::munmap(const_cast<uint8_t*>(data_), size_);
     if (fd_ >= 0) ::close(fd_);
+  }
+  // An in-memory "file" (a copy of `bytes`), for tests and fuzzing.
+  MappedFile(std::string name, std::vector<uint8_t> bytes) : path_(std::move(name)), buffer_(std::move(bytes)) {
+    data_ = buffer_.data();
+    size_ = buffer_.size();
   }
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
@@ -82,6 +87,7 @@ class MappedFile {
   int fd_ = -1;
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
+  std::vector<uint8_t> buffer_;
 };
 
 namespace {
@@ -121,9 +127,16 @@ float half_to_float(uint16_t h) {
 
 }  // namespace
 
-void WeightStore::add_file(const std::filesystem::path& path) {
-  auto file = std::make_shared<MappedFile>(path);
-  const std::string name = path.string();
+void WeightStore::add_file(const std::filesystem::path& path) { add_file(std::make_shared<MappedFile>(path)); }
+
+WeightStore WeightStore::from_bytes(const std::string& name, std::vector<uint8_t> bytes) {
+  WeightStore store;
+  store.add_file(std::make_shared<MappedFile>(name, std::move(bytes)));
+  return store;
+}
+
+void WeightStore::add_file(std::shared_ptr<MappedFile> file) {
+  const std::string name = file->path();
   if (file->size() < 8) throw Error(name + ": too small to be a safetensors file (" + std::to_string(file->size()) + " bytes)");
   uint64_t header_len;
   std::memcpy(&header_len, file->data(), 8);
@@ -147,6 +160,8 @@ void WeightStore::add_file(const std::filesystem::path& path) {
                          });
   } catch (const json::parse_error& e) {
     throw Error(name + ": invalid JSON header at byte " + std::to_string(e.byte));
+  } catch (const json::exception& e) {
+    throw Error(name + ": invalid JSON header: " + e.what());
   }
   if (!duplicate.empty()) throw Error(name + ": tensor \"" + duplicate + "\" appears twice in the header");
   if (!header.is_object()) throw Error(name + ": header is not a JSON object");
@@ -219,8 +234,8 @@ WeightStore WeightStore::open_dir(const std::filesystem::path& dir) {
     json index;
     try {
       index = json::parse(ss.str());
-    } catch (const json::parse_error& e) {
-      throw Error(index_path.string() + ": invalid JSON at byte " + std::to_string(e.byte));
+    } catch (const json::exception& e) {
+      throw Error(index_path.string() + ": invalid JSON: " + e.what());
     }
     if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
       throw Error(index_path.string() + ": missing object \"weight_map\"");

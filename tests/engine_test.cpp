@@ -131,6 +131,9 @@ TEST(Config, BadValuesNameTheField) {
   expect_error([&] { parse(with("model_type", "gpt2")); }, {"model_type", "gpt2"});
   expect_error([&] { parse(with("pad_token_id", 100)); }, {"pad_token_id"});
   expect_error([&] { roberta::ModelConfig::from_json_text("{\"vocab_size\": ", "config.json"); }, {"config.json", "invalid JSON"});
+  // Found by fuzzing: a number too large for a double is a JSON error, not a crash.
+  expect_error([&] { roberta::ModelConfig::from_json_text("{\"layer_norm_eps\": 1e412}", "config.json"); },
+               {"config.json", "invalid JSON"});
 }
 
 // ---------------------------------------------------------------- safetensors
@@ -219,6 +222,9 @@ TEST(Npy, RoundTripsFloatAndInt) {
   const std::vector<int64_t> i = {0, 31414, 232, 2};
   roberta::write_npy(dir / "i.npy", {4}, i);
   EXPECT_EQ(roberta::read_npy(dir / "i.npy").as_int64(), i);
+  // Found by fuzzing: an empty array must not pass a null pointer to memcpy.
+  roberta::write_npy(dir / "empty.npy", {0, 3}, std::vector<float>{});
+  EXPECT_TRUE(roberta::read_npy(dir / "empty.npy").as_float().empty());
 }
 
 TEST(Npy, TruncatedOrBadFilesGiveClearErrors) {

@@ -21,7 +21,8 @@ BpeModel::BpeModel(const std::unordered_map<std::string, int32_t>& vocab,
   }
   merges_.reserve(merges.size() * 2);
   for (size_t rank = 0; rank < merges.size(); ++rank) {
-    const auto& [a, b] = merges[rank];
+    const std::string& a = merges[rank].first;
+    const std::string& b = merges[rank].second;
     const auto where = [&] { return merge_source + ": merge " + std::to_string(rank + 1) + " (\"" + a + " " + b + "\")"; };
     const auto ia = vocab.find(a);
     if (ia == vocab.end()) throw Error(where() + ": token \"" + a + "\" is not in the vocabulary");
@@ -101,8 +102,9 @@ void BpeModel::merge_word(std::string_view word, std::vector<BpePiece>& out) con
   };
   std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> queue;
   const auto push_pair = [&](int32_t pos) {
+    if (pos < 0) return;
     const int32_t next = symbols[pos].next;
-    if (pos < 0 || next < 0) return;
+    if (next < 0) return;
     const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(symbols[pos].id)) << 32) |
                          static_cast<uint32_t>(symbols[next].id);
     const auto it = merges_.find(key);

@@ -41,6 +41,8 @@ json parse_json(const std::string& text, const std::string& name) {
     return json::parse(text);
   } catch (const json::parse_error& e) {
     throw Error(name + ": invalid JSON at byte " + std::to_string(e.byte) + ": " + e.what());
+  } catch (const json::exception& e) {  // e.g. a number too large for a double
+    throw Error(name + ": invalid JSON: " + e.what());
   }
 }
 
@@ -184,17 +186,21 @@ void Tokenizer::Impl::finish_added_tokens(const std::string& source) {
 }
 
 Tokenizer Tokenizer::from_vocab_merges(const std::filesystem::path& vocab_json, const std::filesystem::path& merges_txt) {
+  return from_vocab_merges_text(read_file(vocab_json), read_file(merges_txt), vocab_json.string(), merges_txt.string());
+}
+
+Tokenizer Tokenizer::from_vocab_merges_text(const std::string& vocab_text, const std::string& merges_text,
+                                            const std::string& vocab_name, const std::string& merges_name) {
   auto impl = std::make_shared<Impl>();
-  const std::string vocab_name = vocab_json.string();
-  const json vocab = parse_json(read_file(vocab_json), vocab_name);
+  const json vocab = parse_json(vocab_text, vocab_name);
   const auto model_vocab = load_vocab(*impl, vocab, vocab_name);
-  const auto merges = parse_merges_txt(read_file(merges_txt), merges_txt.string());
+  const auto merges = parse_merges_txt(merges_text, merges_name);
   const auto require = [&](const char* token) {
     const auto it = model_vocab.find(token);
     if (it == model_vocab.end()) throw Error(vocab_name + ": special token \"" + std::string(token) + "\" is missing");
     return it->second;
   };
-  impl->bpe = std::make_unique<BpeModel>(model_vocab, merges, std::nullopt, false, merges_txt.string());
+  impl->bpe = std::make_unique<BpeModel>(model_vocab, merges, std::nullopt, false, merges_name);
   // RobertaTokenizer's defaults: <mask> strips the whitespace on its left.
   for (const char* t : {"<s>", "<pad>", "</s>", "<unk>", "<mask>"}) {
     AddedToken a;
@@ -225,9 +231,12 @@ static T get_or(const json& obj, const char* key, T fallback, const std::string&
 }
 
 Tokenizer Tokenizer::from_tokenizer_json(const std::filesystem::path& path) {
+  return from_tokenizer_json_text(read_file(path), path.string());
+}
+
+Tokenizer Tokenizer::from_tokenizer_json_text(const std::string& text, const std::string& name) {
   auto impl = std::make_shared<Impl>();
-  const std::string name = path.string();
-  const json doc = parse_json(read_file(path), name);
+  const json doc = parse_json(text, name);
   if (!doc.is_object()) throw Error(name + ": expected a JSON object");
 
   const json& model = field(doc, "model", name);
@@ -275,7 +284,8 @@ Tokenizer Tokenizer::from_tokenizer_json(const std::filesystem::path& path) {
       AddedToken a;
       if (!field(t, "content", where).is_string()) throw Error(where + ": content must be a string");
       a.content = t["content"].get<std::string>();
-      if (!field(t, "id", where).is_number_integer()) throw Error(where + ": id must be an integer");
+      if (!field(t, "id", where).is_number_integer() || t["id"].get<int64_t>() < 0 || t["id"].get<int64_t>() > INT32_MAX)
+        throw Error(where + ": id must be a non-negative 32-bit integer");
       a.id = t["id"].get<int32_t>();
       a.single_word = get_or<bool>(t, "single_word", false, where);
       a.lstrip = get_or<bool>(t, "lstrip", false, where);
@@ -320,7 +330,8 @@ Tokenizer Tokenizer::from_tokenizer_json(const std::filesystem::path& path) {
       impl->roberta_specials = true;
       const auto special = [&](const char* key, std::string& token, int32_t& id) {
         const json& v = field(pp, key, where);
-        if (!v.is_array() || v.size() != 2 || !v[0].is_string() || !v[1].is_number_integer())
+        if (!v.is_array() || v.size() != 2 || !v[0].is_string() || !v[1].is_number_integer() ||
+            v[1].get<int64_t>() < 0 || v[1].get<int64_t>() > INT32_MAX)
           throw Error(where + "." + key + ": expected [token, id]");
         token = v[0].get<std::string>();
         id = v[1].get<int32_t>();

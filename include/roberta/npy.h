@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace roberta {
@@ -21,6 +22,8 @@ struct NpyArray {
 };
 
 NpyArray read_npy(const std::filesystem::path& path);
+// Parses the bytes of a .npy file (`name` is used in messages).
+NpyArray parse_npy(std::string_view bytes, const std::string& name);
 void write_npy(const std::filesystem::path& path, const std::vector<int64_t>& shape, const std::vector<float>& values);
 void write_npy(const std::filesystem::path& path, const std::vector<int64_t>& shape, const std::vector<int64_t>& values);
 

@@ -80,6 +80,10 @@ class Tokenizer {
   static Tokenizer from_tokenizer_json(const std::filesystem::path& path);
   static Tokenizer from_vocab_merges(const std::filesystem::path& vocab_json,
                                      const std::filesystem::path& merges_txt);
+  // The same from file contents; the names are used in error messages.
+  static Tokenizer from_tokenizer_json_text(const std::string& text, const std::string& name);
+  static Tokenizer from_vocab_merges_text(const std::string& vocab_json, const std::string& merges_txt,
+                                          const std::string& vocab_name, const std::string& merges_name);
 
   // tok.encode("The capital of France is <mask>.").ids  →  {0, 133, 812, 9, 1470, 16, 50264, 4, 2}
   Encoding encode(std::string_view text, const EncodeOptions& options = {}) const;

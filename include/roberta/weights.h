@@ -35,6 +35,8 @@ class WeightStore {
   // model.safetensors, or the shards named by model.safetensors.index.json.
   static WeightStore open_dir(const std::filesystem::path& dir);
   static WeightStore open_file(const std::filesystem::path& file);
+  // Parses a safetensors image held in memory (`name` is used in messages).
+  static WeightStore from_bytes(const std::string& name, std::vector<uint8_t> bytes);
 
   const TensorInfo* find(const std::string& name) const;
   const std::map<std::string, TensorInfo>& tensors() const { return tensors_; }
@@ -48,6 +50,7 @@ class WeightStore {
 
  private:
   void add_file(const std::filesystem::path& file);
+  void add_file(std::shared_ptr<MappedFile> file);
   std::vector<std::shared_ptr<MappedFile>> files_;
   std::map<std::string, TensorInfo> tensors_;
 };

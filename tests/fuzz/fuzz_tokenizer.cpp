@@ -1,0 +1,27 @@
+// libFuzzer target: arbitrary bytes as text through the roberta-base tokenizer (encode with and
+// without special tokens, pairs, truncation, invalid UTF-8 both ways) and arbitrary ids to decode.
+#include <cstdint>
+#include <string>
+
+#include "roberta/tokenizer.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static const roberta::Tokenizer tok = roberta::Tokenizer::from_dir(ROBERTA_SHARED_DIR "/assets/roberta-base-tokenizer");
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  roberta::EncodeOptions options;
+  options.add_special_tokens = size % 2 == 0;
+  options.max_length = size % 3 == 0 ? 0 : 4 + size % 13;
+  try {
+    tok.encode(text, options);
+  } catch (const roberta::Error&) {
+  }
+  options.invalid_utf8 = roberta::InvalidUtf8::kReplace;
+  const roberta::Encoding e = tok.encode(text, options);
+  if (e.ids.size() != e.offsets.size() || e.ids.size() != e.tokens.size()) __builtin_trap();
+  const size_t half = size / 2;
+  tok.encode_pair(text.substr(0, half), text.substr(half), options);
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i + 4 <= size; i += 4) ids.push_back(static_cast<int32_t>(data[i] | data[i + 1] << 8 | data[i + 2] << 16) - 1000);
+  tok.decode(ids, size % 2 == 0);
+  return 0;
+}
