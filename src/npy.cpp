@@ -143,24 +143,29 @@ std::vector<int64_t> NpyArray::as_int64() const {
   return out;
 }
 
-namespace {
-void write_raw(const std::filesystem::path& path, const char* descr, const std::vector<int64_t>& shape, const void* data,
-               size_t nbytes) {
+void write_npy_header(std::ostream& out, const std::string& descr, const std::vector<int64_t>& shape) {
   std::string dims;
   for (size_t i = 0; i < shape.size(); ++i) dims += (i ? ", " : "") + std::to_string(shape[i]);
   if (shape.size() == 1) dims += ",";
-  std::string dict = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (" + dims + "), }";
-  // Pad so that the data starts at a multiple of 64 bytes; the header ends with '\n'.
-  const size_t unpadded = 10 + dict.size() + 1;
-  dict.append((64 - unpadded % 64) % 64, ' ');
+  std::string dict = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + dims + "), }";
+  // A fixed 128-byte header (64 bytes more when the shape needs it) so it can be rewritten in
+  // place once the final shape is known; it ends with '\n' as the format requires.
+  const size_t total = 10 + dict.size() + 1 <= 128 ? 128 : 192;
+  dict.append(total - 10 - dict.size() - 1, ' ');
   dict += '\n';
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw Error(path.string() + ": cannot create file");
-  out.write("\x93NUMPY\x01\x00", 8);
   const uint16_t len = static_cast<uint16_t>(dict.size());
   const char len_bytes[2] = {static_cast<char>(len & 0xFF), static_cast<char>(len >> 8)};
+  out.write("\x93NUMPY\x01\x00", 8);
   out.write(len_bytes, 2);
   out.write(dict.data(), static_cast<std::streamsize>(dict.size()));
+}
+
+namespace {
+void write_raw(const std::filesystem::path& path, const char* descr, const std::vector<int64_t>& shape, const void* data,
+               size_t nbytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw Error(path.string() + ": cannot create file");
+  write_npy_header(out, descr, shape);
   out.write(static_cast<const char*>(data), static_cast<std::streamsize>(nbytes));
   if (!out) throw Error(path.string() + ": write failed");
 }

@@ -40,15 +40,29 @@ Run `roberta COMMAND --help` for the options of a command.
 Exit status: 0 success, 1 error in the input or the model, 2 usage error.
 )";
 
-// Reads stdin lines (without the trailing "\n" / "\r\n").
-std::vector<std::string> read_lines(std::istream& in) {
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    lines.push_back(std::move(line));
+// Inputs one at a time: the given texts, or else stdin lines (without "\n" / "\r\n"), so that
+// memory does not grow with the number of lines.
+class LineSource {
+ public:
+  LineSource(std::vector<std::string> texts, bool from_stdin) : texts_(std::move(texts)), stdin_(from_stdin) {}
+  bool next(std::string& line) {
+    if (stdin_) {
+      if (!std::getline(std::cin, line)) return false;
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+    } else {
+      if (count_ >= texts_.size()) return false;
+      line = texts_[count_];
+    }
+    ++count_;
+    return true;
   }
-  return lines;
-}
+  size_t count() const { return count_; }
+
+ private:
+  std::vector<std::string> texts_;
+  bool stdin_;
+  size_t count_ = 0;
+};
 
 void apply_threads(const Args& args) {
   if (auto n = args.integer("threads", 1, 1024)) set_num_threads(static_cast<unsigned>(*n));
@@ -108,15 +122,17 @@ Writes one JSON object per input: {"ids":[...],"tokens":[...],"offsets":[[s,e],.
   const std::string format = args.get("input-format").value_or("text");
   if (format != "text" && format != "jsonl") throw UsageError("--input-format must be text or jsonl");
   if (!args.positional().empty()) throw UsageError("unexpected argument \"" + args.positional()[0] + "\"");
-  const std::vector<std::string> lines = args.get("text") ? std::vector<std::string>{*args.get("text")} : read_lines(std::cin);
   int status = 0;
-  for (size_t i = 0; i < lines.size(); ++i) {
+  const std::optional<std::string> text = args.get("text");
+  LineSource lines(text ? std::vector<std::string>{*text} : std::vector<std::string>{}, !text);
+  for (std::string line; lines.next(line);) {
+    const size_t i = lines.count() - 1;
     try {
       Encoding e;
       if (format == "jsonl") {
         json input;
         try {
-          input = json::parse(lines[i]);
+          input = json::parse(line);
         } catch (const json::parse_error& err) {
           throw Error("invalid JSON at byte " + std::to_string(err.byte));
         }
@@ -128,7 +144,7 @@ Writes one JSON object per input: {"ids":[...],"tokens":[...],"offsets":[[s,e],.
           throw Error("expected a JSON string or a pair [a, b] of strings");
         }
       } else {
-        e = tok.encode(lines[i], options);
+        e = tok.encode(line, options);
       }
       json out = {{"ids", e.ids}, {"tokens", e.tokens}, {"offsets", offsets_json(e.offsets)}};
       if (args.flag("byte-offsets")) out["byte_offsets"] = offsets_json(e.byte_offsets);
@@ -170,12 +186,13 @@ stdin), like Hugging Face's pipeline("fill-mask"). Scores are softmax probabilit
     fill.target_ids(options.targets, &notes);
     for (const auto& n : notes) std::cerr << "warning: " << n << "\n";
   }
-  const std::vector<std::string> texts = args.positional().empty() ? read_lines(std::cin) : args.positional();
+  LineSource texts(args.positional(), args.positional().empty());
   int status = 0;
-  for (size_t i = 0; i < texts.size(); ++i) {
+  for (std::string text; texts.next(text);) {
+    const size_t i = texts.count() - 1;
     const std::string where = args.positional().empty() ? "line " + std::to_string(i + 1) : "text " + std::to_string(i + 1);
     try {
-      const auto results = fill(texts[i], options);
+      const auto results = fill(text, options);
       if (args.flag("json")) {
         json lists = json::array();
         for (const auto& list : results) {
@@ -186,7 +203,7 @@ stdin), like Hugging Face's pipeline("fill-mask"). Scores are softmax probabilit
         }
         std::cout << (results.size() == 1 ? lists[0] : lists).dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
       } else {
-        std::cout << texts[i] << "\n";
+        std::cout << text << "\n";
         for (size_t m = 0; m < results.size(); ++m) {
           if (results.size() > 1) std::cout << "  mask " << m + 1 << ":\n";
           for (const auto& c : results[m])
@@ -245,42 +262,100 @@ One embedding per input line (FILE, or stdin), in input order.
   if (auto out = args.get("output"); out && !args.flag("force") && std::filesystem::exists(*out))
     throw Error(*out + ": already exists (use --force to overwrite)");
 
-  std::vector<std::string> lines;
-  if (args.positional().empty()) {
-    lines = read_lines(std::cin);
-  } else {
-    std::ifstream in(args.positional()[0], std::ios::binary);
-    if (!in) throw Error(args.positional()[0] + ": cannot open file");
-    lines = read_lines(in);
+  std::ifstream file;
+  std::istream* in = &std::cin;
+  uint64_t total_bytes = 0;
+  if (!args.positional().empty()) {
+    const std::string path = args.positional()[0];
+    file.open(path, std::ios::binary);
+    if (!file) throw Error(path + ": cannot open file");
+    in = &file;
+    std::error_code ec;
+    total_bytes = std::filesystem::file_size(path, ec);
   }
   const Embedder embedder = Embedder::load(args.require("model"));
-  std::vector<size_t> truncated;
-  const Matrix e = embedder(lines, options, &truncated);
-  for (size_t i : truncated) std::cerr << "warning: line " << i + 1 << " was truncated to the maximum length\n";
+  const size_t dim = static_cast<size_t>(embedder.model().config().hidden_size);
 
-  const auto write_jsonl = [&](std::ostream& os) {
-    for (size_t r = 0; r < e.rows; ++r) {
-      os << '[';
-      for (size_t c = 0; c < e.cols; ++c) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(e.row(r)[c]));
-        os << (c ? "," : "") << buf;
+  // Streams the input in chunks: memory stays bounded whatever the number of lines.
+  const size_t chunk_lines = std::max<size_t>(4096, options.batch_size * 16);
+  const bool progress = ::isatty(STDERR_FILENO) != 0;
+  const auto started = std::chrono::steady_clock::now();
+  const auto embed_all = [&](std::ostream& os, bool npy) {
+    size_t rows = 0;
+    uint64_t bytes_read = 0;
+    std::vector<std::string> chunk;
+    std::string line;
+    bool more = true;
+    while (more) {
+      chunk.clear();
+      while (chunk.size() < chunk_lines && (more = static_cast<bool>(std::getline(*in, line)))) {
+        bytes_read += line.size() + 1;
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        chunk.push_back(std::move(line));
       }
-      os << "]\n";
+      if (chunk.empty()) break;
+      std::vector<size_t> truncated;
+      Matrix e;
+      try {
+        e = embedder(chunk, options, &truncated);
+      } catch (const Error& err) {
+        // Messages name "input N" within the chunk: make it the line number.
+        std::string msg = err.what();
+        if (msg.rfind("input ", 0) == 0) {
+          const size_t n = std::stoul(msg.substr(6));
+          msg = "line " + std::to_string(rows + n) + msg.substr(6 + std::to_string(n).size());
+        }
+        throw Error(msg);
+      }
+      for (size_t i : truncated)
+        std::cerr << "warning: line " << rows + i + 1 << " was truncated to the maximum length\n";
+      if (npy) {
+        os.write(reinterpret_cast<const char*>(e.data.data()), static_cast<std::streamsize>(e.data.size() * sizeof(float)));
+      } else {
+        std::string text;
+        char buf[32];
+        for (size_t r = 0; r < e.rows; ++r) {
+          text += '[';
+          for (size_t c = 0; c < e.cols; ++c) {
+            const int n = std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(e.row(r)[c]));
+            if (c) text += ',';
+            text.append(buf, static_cast<size_t>(n));
+          }
+          text += "]\n";
+        }
+        os << text;
+      }
+      if (!os) throw Error("write failed");
+      rows += chunk.size();
+      if (progress) {
+        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        std::fprintf(stderr, "\r%zu lines, %.0f lines/s", rows, rows / std::max(secs, 1e-9));
+        if (total_bytes > 0 && bytes_read > 0)
+          std::fprintf(stderr, ", %.0f%%, ETA %.0f s   ", 100.0 * bytes_read / total_bytes,
+                       secs * (static_cast<double>(total_bytes) / bytes_read - 1));
+      }
     }
+    if (progress) std::fprintf(stderr, "\n");
+    return rows;
   };
   if (auto out = args.get("output")) {
     write_file_atomically(*out, args.flag("force"), [&](const std::filesystem::path& tmp) {
+      std::ofstream os(tmp, std::ios::binary);
+      if (!os) throw Error(tmp.string() + ": cannot create file");
       if (format == "npy") {
-        write_npy(tmp, {static_cast<int64_t>(e.rows), static_cast<int64_t>(e.cols)}, e.data);
+        // The row count is known only at the end: write a placeholder header, then patch it.
+        write_npy_header(os, "<f4", {0, static_cast<int64_t>(dim)});
+        const size_t rows = embed_all(os, true);
+        os.seekp(0);
+        write_npy_header(os, "<f4", {static_cast<int64_t>(rows), static_cast<int64_t>(dim)});
       } else {
-        std::ofstream os(tmp, std::ios::binary);
-        write_jsonl(os);
-        if (!os) throw Error(tmp.string() + ": write failed");
+        embed_all(os, false);
       }
+      os.close();
+      if (!os) throw Error(tmp.string() + ": write failed");
     });
   } else {
-    write_jsonl(std::cout);
+    embed_all(std::cout, false);
   }
   return 0;
 }

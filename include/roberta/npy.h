@@ -5,6 +5,7 @@
 //   roberta::write_npy("out/logits.npy", {2, 5, 50265}, values);
 #include <cstdint>
 #include <filesystem>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +23,9 @@ struct NpyArray {
 };
 
 NpyArray read_npy(const std::filesystem::path& path);
+// Writes a version-1.0 header of fixed size (128 bytes for shapes up to ~60 digits), so that a
+// streamed file can get its final shape by rewriting the header in place.
+void write_npy_header(std::ostream& out, const std::string& descr, const std::vector<int64_t>& shape);
 // Parses the bytes of a .npy file (`name` is used in messages).
 NpyArray parse_npy(std::string_view bytes, const std::string& name);
 void write_npy(const std::filesystem::path& path, const std::vector<int64_t>& shape, const std::vector<float>& values);
