@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "../thread_pool.h"
+#include "vector_math.h"
 
 namespace roberta::kernels {
 
@@ -13,11 +14,11 @@ constexpr float kInvSqrt2 = 0.7071067811865476f;
 
 template <Activation A>
 inline float act(float x) {
-  if constexpr (A == Activation::kGelu) return 0.5f * x * (1.0f + std::erf(x * kInvSqrt2));
+  if constexpr (A == Activation::kGelu) return 0.5f * x * (1.0f + vmath::erf(x * kInvSqrt2));
   if constexpr (A == Activation::kGeluTanh)
-    return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
+    return 0.5f * x * (1.0f + vmath::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
   if constexpr (A == Activation::kGelu10) return std::clamp(0.5f * x * (1.0f + std::erf(x * kInvSqrt2)), -10.0f, 10.0f);
-  if constexpr (A == Activation::kQuickGelu) return x / (1.0f + std::exp(-1.702f * x));
+  if constexpr (A == Activation::kQuickGelu) return x * vmath::sigmoid(1.702f * x);
   if constexpr (A == Activation::kLaplace) {
     constexpr float mu = 0.707107f, sigma = 0.282095f;
     return 0.5f * (1.0f + std::erf((x - mu) / (sigma * 1.4142135623730951f)));
@@ -26,12 +27,21 @@ inline float act(float x) {
   if constexpr (A == Activation::kRelu2) return x > 0 ? x * x : 0.0f;
   if constexpr (A == Activation::kRelu6) return std::clamp(x, 0.0f, 6.0f);
   if constexpr (A == Activation::kLeakyRelu) return x > 0 ? x : 0.01f * x;
-  if constexpr (A == Activation::kSilu) return x / (1.0f + std::exp(-x));
-  if constexpr (A == Activation::kTanh) return std::tanh(x);
-  if constexpr (A == Activation::kSigmoid) return 1.0f / (1.0f + std::exp(-x));
+  if constexpr (A == Activation::kSilu) return x * vmath::sigmoid(x);
+  if constexpr (A == Activation::kTanh) return vmath::tanh(x);
+  if constexpr (A == Activation::kSigmoid) return vmath::sigmoid(x);
   if constexpr (A == Activation::kMish) return x * std::tanh(x > 20.0f ? x : std::log1p(std::exp(x)));
   if constexpr (A == Activation::kLinear) return x;
   return x;
+}
+
+// row[c] = act(row[c] + bias[c]) for one row; compiled per instruction set.
+template <Activation A>
+ROBERTA_VECTOR_CLONES void apply_row(float* __restrict row, const float* __restrict bias, size_t cols) {
+  if (bias)
+    for (size_t c = 0; c < cols; ++c) row[c] = act<A>(row[c] + bias[c]);
+  else
+    for (size_t c = 0; c < cols; ++c) row[c] = act<A>(row[c]);
 }
 
 template <Activation A>
@@ -39,13 +49,8 @@ void apply(float* x, const float* bias, size_t rows, size_t cols) {
   const size_t rows_per_task = std::max<size_t>(1, 32768 / std::max<size_t>(cols, 1));
   const size_t tasks = (rows + rows_per_task - 1) / rows_per_task;
   ThreadPool::global().parallel_for(tasks, [&](size_t task) {
-    for (size_t r = task * rows_per_task; r < std::min(rows, (task + 1) * rows_per_task); ++r) {
-      float* row = x + r * cols;
-      if (bias)
-        for (size_t c = 0; c < cols; ++c) row[c] = act<A>(row[c] + bias[c]);
-      else
-        for (size_t c = 0; c < cols; ++c) row[c] = act<A>(row[c]);
-    }
+    for (size_t r = task * rows_per_task; r < std::min(rows, (task + 1) * rows_per_task); ++r)
+      apply_row<A>(x + r * cols, bias, cols);
   });
 }
 }  // namespace

@@ -6,8 +6,33 @@
 #include <vector>
 
 #include "../thread_pool.h"
+#include "vector_math.h"
 
 namespace roberta::kernels {
+
+namespace {
+// row (n) = softmax(row), with 8 partial maxima and sums so the loops vectorise.
+ROBERTA_VECTOR_CLONES void softmax_row(float* __restrict row, size_t n) {
+  float lane_max[8];
+  for (int k = 0; k < 8; ++k) lane_max[k] = row[0];
+  size_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int k = 0; k < 8; ++k) lane_max[k] = row[j + k] > lane_max[k] ? row[j + k] : lane_max[k];
+  float max = lane_max[0];
+  for (int k = 1; k < 8; ++k) max = lane_max[k] > max ? lane_max[k] : max;
+  for (; j < n; ++j) max = row[j] > max ? row[j] : max;
+  for (j = 0; j < n; ++j) row[j] = vmath::exp(row[j] - max);
+  double lane_sum[8] = {};
+  j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int k = 0; k < 8; ++k) lane_sum[k] += row[j + k];
+  double sum = 0;
+  for (; j < n; ++j) sum += row[j];
+  for (int k = 0; k < 8; ++k) sum += lane_sum[k];
+  const float inv = static_cast<float>(1.0 / sum);
+  for (j = 0; j < n; ++j) row[j] *= inv;
+}
+}  // namespace
 
 void self_attention(const float* qkv, const size_t* offsets, size_t num_sequences, size_t heads, size_t head_size,
                     float* ctx) {
@@ -26,18 +51,7 @@ void self_attention(const float* qkv, const size_t* offsets, size_t num_sequence
     // scores (L, L) = scale · Q Kᵀ
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, d, scale, q, static_cast<int>(ld), k,
                 static_cast<int>(ld), 0.0f, scores.data(), n);
-    for (size_t i = 0; i < L; ++i) {
-      float* row = scores.data() + i * L;
-      float max = row[0];
-      for (size_t j = 1; j < L; ++j) max = std::max(max, row[j]);
-      double sum = 0;
-      for (size_t j = 0; j < L; ++j) {
-        row[j] = std::exp(row[j] - max);
-        sum += row[j];
-      }
-      const float inv = static_cast<float>(1.0 / sum);
-      for (size_t j = 0; j < L; ++j) row[j] *= inv;
-    }
+    for (size_t i = 0; i < L; ++i) softmax_row(scores.data() + i * L, L);
     // ctx (L, d) = P V
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, d, n, 1.0f, scores.data(), n, v, static_cast<int>(ld),
                 0.0f, ctx + begin * H + h * head_size, static_cast<int>(H));
