@@ -22,7 +22,8 @@ for vocab, tag in ((50265, "v50265"), (300, "v300")):
     rng = random.Random(vocab)
     json.dump([seq(9, vocab, rng)], open(f"{work}/short-{tag}.json", "w"))
     json.dump([seq(7, vocab, rng), seq(23, vocab, rng), seq(3, vocab, rng)], open(f"{work}/batch-{tag}.json", "w"))
-    json.dump([seq(512, vocab, rng)], open(f"{work}/long-{tag}.json", "w"))
+    # the longest input the model takes: 512 tokens for 514 positions, 64 for the small-vocab preset
+    json.dump([seq(512 if vocab > 300 else 64, vocab, rng)], open(f"{work}/long-{tag}.json", "w"))
 PY
 
 failures=0
@@ -44,7 +45,18 @@ run_model() {  # run_model NAME VOCAB_TAG MAKE_ARGS...
   [ -n "$quick" ] && return 0
   check "$name-batch-right" "$work/$name" "$work/batch-$tag.json" right
   check "$name-batch-left" "$work/$name" "$work/batch-$tag.json" left
-  check "$name-512" "$work/$name" "$work/long-$tag.json" right
+  check "$name-longest" "$work/$name" "$work/long-$tag.json" right
+}
+
+# The comparison must be able to fail: the same checkpoint with the tanh GELU in config.json (the
+# mistake a port can make) has to be reported, and by a wide margin.
+must_fail() {  # must_fail NAME MODEL_DIR DUMP_DIR
+  local name=$1 model=$2 dump=$3
+  if "$roberta" compare --model "$model" --reference "$dump" --atol "$atol" --rtol 0 > "$work/compare-$name.txt"; then
+    echo "FAIL  $name: a wrong model passed the comparison"; failures=$((failures + 1))
+  else
+    echo "ok    $name: detected ($(grep -m1 FAIL "$work/compare-$name.txt" | awk '{print $1, "max abs diff", $3}'))"
+  fi
 }
 
 run_model tiny v50265 --preset tiny --seed 1
@@ -56,6 +68,20 @@ run_model variants-tied v300 --preset small-vocab --seed 6 --tied --no-decoder-b
 run_model variants-no-prefix v300 --preset small-vocab --seed 7 --no-prefix
 run_model f16-sharded v300 --preset small-vocab --seed 8 --dtype f16 --shards 3
 run_model bf16 v300 --preset small-vocab --seed 9 --dtype bf16 --no-pooler
+
+# Negative controls on the large-weights model: tanh-GELU instead of erf, and a wrong LayerNorm eps.
+cp -r "$work/large-weights" "$work/wrong-act"
+"$py" - "$work/wrong-act/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1])); c["hidden_act"] = "gelu_new"; json.dump(c, open(sys.argv[1], "w"))
+PY
+must_fail wrong-activation "$work/wrong-act" "$work/dump-large-weights-short"
+cp -r "$work/large-weights" "$work/wrong-eps"
+"$py" - "$work/wrong-eps/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1])); c["layer_norm_eps"] = 1e-3; json.dump(c, open(sys.argv[1], "w"))
+PY
+must_fail wrong-layer-norm-eps "$work/wrong-eps" "$work/dump-large-weights-short"
 
 if [ "$failures" -ne 0 ]; then echo "$failures comparisons failed"; exit 1; fi
 echo "all parity comparisons passed"
