@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "roberta/tokenizer.h"
+#include "test_util.h"
 
 namespace {
 
@@ -253,6 +254,71 @@ TEST(HfGoldens, Decode) {
     EXPECT_EQ(tokenizer_json().decode(ids, r["skip_special_tokens"]), r["text"].get<std::string>())
         << r["ids"].dump() << " skip_special_tokens=" << r["skip_special_tokens"];
   }
+}
+
+}  // namespace
+
+namespace {
+
+// Byte offsets are the code-point offsets measured in UTF-8 bytes (HF's char offsets always fall
+// on character boundaries, so converting them must give ours exactly).
+TEST(Offsets, ByteOffsetsAreTheCodePointOffsetsInBytes) {
+  for (const json& c : read_jsonl(kShared + "/assets/tokenizer-cases.expected.jsonl")) {
+    const std::string text = c["text"];
+    std::vector<int64_t> byte_of_char;  // byte offset of each code point, plus the end
+    for (size_t i = 0; i < text.size(); ++i)
+      if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) byte_of_char.push_back(static_cast<int64_t>(i));
+    byte_of_char.push_back(static_cast<int64_t>(text.size()));
+    const roberta::Encoding e = tokenizer_json().encode(text);
+    ASSERT_EQ(e.byte_offsets.size(), e.offsets.size());
+    for (size_t t = 0; t < e.size(); ++t) {
+      if (e.special_tokens_mask[t]) continue;
+      EXPECT_EQ(e.byte_offsets[t].first, byte_of_char[e.offsets[t].first]) << text << " token " << t;
+      EXPECT_EQ(e.byte_offsets[t].second, byte_of_char[e.offsets[t].second]) << text << " token " << t;
+    }
+  }
+}
+
+TEST(InvalidUtf8, ErrorNamesTheByteOffsetOrIsReplaced) {
+  const auto& tok = tokenizer_json();
+  const std::string bad = std::string("caf\xC3") + " ok \xFF\xFE";
+  try {
+    tok.encode(bad);
+    ADD_FAILURE() << "expected an error";
+  } catch (const roberta::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("invalid UTF-8 in text at byte 3"), std::string::npos) << e.what();
+  }
+  roberta::EncodeOptions replace;
+  replace.invalid_utf8 = roberta::InvalidUtf8::kReplace;
+  // Python's bytes.decode(errors="replace") gives "caf\ufffd ok \ufffd\ufffd": the same ids.
+  EXPECT_EQ(tok.encode(bad, replace).ids, tok.encode("caf\xEF\xBF\xBD ok \xEF\xBF\xBD\xEF\xBF\xBD").ids);
+  // Maximal subparts: a truncated 4-byte sequence is one U+FFFD, an overlong one is three.
+  EXPECT_EQ(tok.encode("a\xF0\x9F\x98z", replace).ids, tok.encode("a\xEF\xBF\xBDz").ids);
+  EXPECT_EQ(tok.encode("a\xE0\x80\x80z", replace).ids,
+            tok.encode("a\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBDz").ids);
+}
+
+TEST(Loaders, BadFilesGiveErrorsNamingFileAndPlace) {
+  roberta::test::TempDir dir;
+  const auto vocab = dir / "vocab.json";
+  const auto merges = dir / "merges.txt";
+  roberta::test::write_text(vocab, R"({"<s>":0,"<pad>":1,"</s>":2,"<unk>":3,"a":4,"b":5,"ab":6,"<mask>":7,"c":6})");
+  roberta::test::write_text(merges, "#version: 0.2\na b\n");
+  roberta::test::expect_error([&] { roberta::Tokenizer::from_vocab_merges(vocab, merges); },
+                              {"vocab.json", "\"ab\"", "\"c\"", "same id 6"});
+  roberta::test::write_text(vocab, R"({"<s>":0,"<pad>":1,"</s>":2,"<unk>":3,"a":4,"b":5,"ab":6,"<mask>":7000000})");
+  roberta::test::expect_error([&] { roberta::Tokenizer::from_vocab_merges(vocab, merges); },
+                              {"vocab.json", "7000000", "out of range"});
+  roberta::test::write_text(vocab, R"({"<s>":0,"<pad>":1,"</s>":2,"<unk>":3,"a":4,"b":5,"ab":6,"<mask>":7})");
+  roberta::test::write_text(merges, "#version: 0.2\na b\nb q\n");
+  roberta::test::expect_error([&] { roberta::Tokenizer::from_vocab_merges(vocab, merges); },
+                              {"merges.txt", "merge 2", "\"q\" is not in the vocabulary"});
+  roberta::test::write_text(merges, "#version: 0.2\na b c\n");
+  roberta::test::expect_error([&] { roberta::Tokenizer::from_vocab_merges(vocab, merges); },
+                              {"merges.txt", "line 2", "two tokens"});
+  roberta::test::write_text(dir / "tokenizer.json", R"({"model": {"type": "WordPiece", "vocab": {}}})");
+  roberta::test::expect_error([&] { roberta::Tokenizer::from_dir(dir.path()); }, {"tokenizer.json", "WordPiece"});
+  roberta::test::expect_error([&] { roberta::Tokenizer::from_dir(dir / "nowhere"); }, {"nowhere", "model folder not found"});
 }
 
 }  // namespace
