@@ -5,11 +5,13 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "kernels/activations.h"
 #include "kernels/attention.h"
 #include "kernels/gemm.h"
 #include "kernels/layer_norm.h"
+#include "kernels/packed_gemm.h"
 #include "roberta/error.h"
 #include "roberta/weights.h"
 #include "thread_pool.h"
@@ -33,6 +35,7 @@ struct Linear {
   const float* w = nullptr;  // (out, in)
   const float* b = nullptr;  // (out)
   size_t out = 0, in = 0;
+  std::string weight_name;
 };
 
 struct Norm {
@@ -40,8 +43,15 @@ struct Norm {
   const float* beta = nullptr;
 };
 
+// A Linear whose weight is repacked for the packed GEMM (the bias stays where it is).
+struct PackedLinear {
+  kernels::PackedWeight w;
+  const float* b = nullptr;
+  std::vector<float> own_bias;  // when several biases are joined (Q, K and V)
+};
+
 struct Layer {
-  Linear q, k, v, attn_out, inter, out;
+  PackedLinear qkv, attn_out, inter, out;  // Q, K and V joined into one (3H, H) product
   Norm attn_norm, out_norm;
 };
 
@@ -58,14 +68,19 @@ struct Model::Impl {
   Norm emb_norm;
   std::vector<Layer> layers;
   bool has_pooler = false, has_lm_head = false;
-  Linear pooler, lm_dense, decoder;
+  PackedLinear pooler, lm_dense;
+  Linear decoder;
   Norm lm_norm;
   std::vector<float> zero_decoder_bias;
+  std::set<std::string> released;  // tensors whose packed copy is used instead
   size_t params = 0;
 
   const float* tensor(const std::string& name, std::vector<int64_t> shape, bool required = true);
   std::optional<std::string> prefix_name(const std::string& name) const;
   Linear linear(const std::string& name, size_t out, size_t in);
+  PackedLinear packed(const std::vector<Linear>& parts);
+  void release(const Linear& l);
+  PackedLinear packed(const std::string& name, size_t out, size_t in) { return packed({linear(name, out, in)}); }
   Norm norm(const std::string& name, size_t size);
 };
 
@@ -93,9 +108,47 @@ const float* Model::Impl::tensor(const std::string& name, std::vector<int64_t> s
 Linear Model::Impl::linear(const std::string& name, size_t out, size_t in) {
   Linear l;
   l.out = out, l.in = in;
-  l.w = tensor(name + ".weight", {static_cast<int64_t>(out), static_cast<int64_t>(in)});
+  l.weight_name = name + ".weight";
+  l.w = tensor(l.weight_name, {static_cast<int64_t>(out), static_cast<int64_t>(in)});
   l.b = tensor(name + ".bias", {static_cast<int64_t>(out)});
   return l;
+}
+
+// Packs one Linear, or several with the same input size stacked along the output (Q, K, V).
+PackedLinear Model::Impl::packed(const std::vector<Linear>& parts) {
+  PackedLinear p;
+  const size_t in = parts[0].in;
+  size_t out = 0;
+  for (const Linear& l : parts) out += l.out;
+  if (parts.size() == 1) {
+    p.w = kernels::PackedWeight(parts[0].w, out, in);
+    p.b = parts[0].b;
+    release(parts[0]);
+    return p;
+  }
+  std::vector<float> w(out * in);
+  size_t row = 0;
+  for (const Linear& l : parts) {
+    std::copy_n(l.w, l.out * in, w.begin() + static_cast<ptrdiff_t>(row * in));
+    p.own_bias.insert(p.own_bias.end(), l.b, l.b + l.out);
+    row += l.out;
+  }
+  p.w = kernels::PackedWeight(w.data(), out, in);
+  p.b = p.own_bias.data();
+  for (const Linear& l : parts) release(l);
+  return p;
+}
+
+// Once packed, a weight's original is not read again: free its fp32 conversion, or let the
+// kernel drop its pages of the mapped file, so the weights are not held twice.
+void Model::Impl::release(const Linear& l) {
+  for (auto it = owned.begin(); it != owned.end(); ++it)
+    if (it->data() == l.w) {
+      owned.erase(it);
+      return;
+    }
+  if (const TensorInfo* t = store.find(l.weight_name)) WeightStore::release_pages(*t);
+  released.insert(l.weight_name);
 }
 
 Norm Model::Impl::norm(const std::string& name, size_t size) {
@@ -129,24 +182,23 @@ Model Model::load(const std::filesystem::path& dir) {
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const std::string l = p + "encoder.layer." + std::to_string(i) + ".";
     Layer layer;
-    layer.q = m.linear(l + "attention.self.query", H, H);
-    layer.k = m.linear(l + "attention.self.key", H, H);
-    layer.v = m.linear(l + "attention.self.value", H, H);
-    layer.attn_out = m.linear(l + "attention.output.dense", H, H);
+    layer.qkv = m.packed({m.linear(l + "attention.self.query", H, H), m.linear(l + "attention.self.key", H, H),
+                          m.linear(l + "attention.self.value", H, H)});
+    layer.attn_out = m.packed(l + "attention.output.dense", H, H);
     layer.attn_norm = m.norm(l + "attention.output.LayerNorm", H);
-    layer.inter = m.linear(l + "intermediate.dense", I, H);
-    layer.out = m.linear(l + "output.dense", H, I);
+    layer.inter = m.packed(l + "intermediate.dense", I, H);
+    layer.out = m.packed(l + "output.dense", H, I);
     layer.out_norm = m.norm(l + "output.LayerNorm", H);
-    m.layers.push_back(layer);
+    m.layers.push_back(std::move(layer));
   }
   if (m.store.find(p + "encoder.layer." + std::to_string(c.num_hidden_layers) + ".attention.self.query.weight"))
     throw Error(dir.string() + ": checkpoint has more layers than num_hidden_layers = " +
                 std::to_string(c.num_hidden_layers));
   m.has_pooler = m.store.find(p + "pooler.dense.weight") != nullptr;
-  if (m.has_pooler) m.pooler = m.linear(p + "pooler.dense", H, H);
+  if (m.has_pooler) m.pooler = m.packed(p + "pooler.dense", H, H);
   m.has_lm_head = m.store.find("lm_head.dense.weight") != nullptr;
   if (m.has_lm_head) {
-    m.lm_dense = m.linear("lm_head.dense", H, H);
+    m.lm_dense = m.packed("lm_head.dense", H, H);
     m.lm_norm = m.norm("lm_head.layer_norm", H);
     m.decoder.out = V, m.decoder.in = H;
     m.decoder.w = m.store.find("lm_head.decoder.weight")
@@ -173,8 +225,13 @@ const std::filesystem::path& Model::dir() const { return impl_->dir; }
 std::vector<std::string> Model::files() const { return impl_->store.files(); }
 
 size_t Model::weight_bytes() const {
-  size_t n = impl_->store.total_bytes();
-  for (const auto& v : impl_->owned) n += v.size() * sizeof(float);
+  const Impl& m = *impl_;
+  size_t n = 0;  // what is kept: unpacked tensors (mapped or converted) and the packed weights
+  for (const auto& v : m.owned) n += v.size() * sizeof(float);
+  for (const auto& [name, t] : m.store.tensors())
+    if (WeightStore::f32_in_place(t) && !m.released.count(name)) n += t.nbytes;
+  for (const Layer& l : m.layers) n += l.qkv.w.bytes() + l.attn_out.w.bytes() + l.inter.w.bytes() + l.out.w.bytes();
+  n += m.pooler.w.bytes() + m.lm_dense.w.bytes();
   return n;
 }
 
@@ -238,16 +295,14 @@ Outputs Model::forward(const Batch& batch, const ForwardOptions& options) const 
   qkv.resize(T * 3 * H), ctx.resize(T * H), tmp.resize(T * H), inter.resize(T * I);
   const size_t heads = static_cast<size_t>(c.num_attention_heads), d = static_cast<size_t>(c.head_size());
   for (const Layer& L : m.layers) {
-    kernels::linear(x.data.data(), T, H, L.q.w, L.q.b, H, qkv.data(), 3 * H);
-    kernels::linear(x.data.data(), T, H, L.k.w, L.k.b, H, qkv.data() + H, 3 * H);
-    kernels::linear(x.data.data(), T, H, L.v.w, L.v.b, H, qkv.data() + 2 * H, 3 * H);
+    kernels::packed_linear(x.data.data(), T, L.qkv.w, L.qkv.b, qkv.data(), 3 * H);
     kernels::self_attention(qkv.data(), batch.offsets.data(), B, heads, d, ctx.data());
-    kernels::linear(ctx.data(), T, H, L.attn_out.w, L.attn_out.b, H, tmp.data(), H);
+    kernels::packed_linear(ctx.data(), T, L.attn_out.w, L.attn_out.b, tmp.data(), H);
     kernels::layer_norm(tmp.data(), x.data.data(), L.attn_norm.gamma, L.attn_norm.beta, c.layer_norm_eps, T, H,
                         x.data.data());
-    kernels::linear(x.data.data(), T, H, L.inter.w, nullptr, I, inter.data(), I);
+    kernels::packed_linear(x.data.data(), T, L.inter.w, nullptr, inter.data(), I);
     kernels::bias_activation(inter.data(), L.inter.b, T, I, c.activation);
-    kernels::linear(inter.data(), T, I, L.out.w, L.out.b, H, tmp.data(), H);
+    kernels::packed_linear(inter.data(), T, L.out.w, L.out.b, tmp.data(), H);
     kernels::layer_norm(tmp.data(), x.data.data(), L.out_norm.gamma, L.out_norm.beta, c.layer_norm_eps, T, H,
                         x.data.data());
     if (options.all_hidden_states) out.hidden_states.push_back(x);
@@ -260,7 +315,7 @@ Outputs Model::forward(const Batch& batch, const ForwardOptions& options) const 
     const size_t R = rows.size();
     Matrix gathered(R, H), h(R, H);
     for (size_t r = 0; r < R; ++r) std::memcpy(gathered.row(r), x.row(rows[r]), H * sizeof(float));
-    kernels::linear(gathered.data.data(), R, H, m.lm_dense.w, nullptr, H, h.data.data(), H);
+    kernels::packed_linear(gathered.data.data(), R, m.lm_dense.w, nullptr, h.data.data(), H);
     kernels::bias_activation(h.data.data(), m.lm_dense.b, R, H, Activation::kGelu);
     kernels::layer_norm(h.data.data(), nullptr, m.lm_norm.gamma, m.lm_norm.beta, c.layer_norm_eps, R, H, h.data.data());
     out.logits = Matrix(R, V);
@@ -271,7 +326,7 @@ Outputs Model::forward(const Batch& batch, const ForwardOptions& options) const 
     for (size_t b = 0; b < B; ++b)
       if (batch.offsets[b + 1] > batch.offsets[b]) std::memcpy(first.row(b), x.row(batch.offsets[b]), H * sizeof(float));
     out.pooler_output = Matrix(B, H);
-    kernels::linear(first.data.data(), B, H, m.pooler.w, nullptr, H, out.pooler_output.data.data(), H);
+    kernels::packed_linear(first.data.data(), B, m.pooler.w, nullptr, out.pooler_output.data.data(), H);
     kernels::bias_activation(out.pooler_output.data.data(), m.pooler.b, B, H, Activation::kTanh);
   }
   out.last_hidden_state = std::move(x);

@@ -282,6 +282,13 @@ const float* WeightStore::f32_in_place(const TensorInfo& t) {
   return reinterpret_cast<const float*>(t.data);
 }
 
+void WeightStore::release_pages(const TensorInfo& t) {
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(t.data) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(t.data) + t.nbytes) / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 std::vector<float> WeightStore::to_float(const TensorInfo& t) const {
   const size_t n = static_cast<size_t>(t.numel());
   std::vector<float> out(n);

@@ -386,7 +386,7 @@ int cmd_info(const std::vector<std::string>& argv) {
             << (model.has_pooler() ? "pooler" : "no pooler") << "\n"
             << "stored dtypes     " << model.dtype_summary() << "\n"
             << "weight memory     " << std::fixed << std::setprecision(1) << model.weight_bytes() / 1048576.0
-            << " MiB (fp32 used in place from the mapped file; other dtypes converted)\n";
+            << " MiB (matrices repacked for the GEMM kernel, the rest used in place or converted to fp32)\n";
   for (const auto& f : model.files())
     std::cout << "file              " << f << " (" << std::filesystem::file_size(f) << " bytes)\n";
   try {

@@ -47,6 +47,9 @@ class WeightStore {
   std::vector<float> to_float(const TensorInfo& t) const;
   // Pointer to the float32 data in place when the tensor is F32 and 4-byte aligned, else nullptr.
   static const float* f32_in_place(const TensorInfo& t);
+  // Tells the kernel the tensor's pages of the mapped file are not needed now (they are read
+  // again from the file if touched later).
+  static void release_pages(const TensorInfo& t);
 
  private:
   void add_file(const std::filesystem::path& file);
