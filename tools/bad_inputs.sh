@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Feeds roberta bad inputs of every kind and prints a Markdown table of what the user sees
+# (message and exit status). Usage: bash tools/bad_inputs.sh BUILD_DIR > docs/bad-inputs.md
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bin=$(realpath "${1:-build}")/roberta
+py=/usr/bin/python3
+w=$(mktemp -d)
+trap 'rm -rf "$w"' EXIT
+"$py" tools/make_test_model.py --out "$w/good" --preset tiny --seed 1 > /dev/null
+"$py" tools/make_test_model.py --out "$w/nohead" --preset tiny --seed 1 --no-lm-head > /dev/null
+"$py" tools/make_test_model.py --out "$w/nopooler" --preset tiny --seed 1 --no-pooler > /dev/null
+variant() { rm -rf "$w/$1"; cp -r "$w/good" "$w/$1"; }
+edit_config() { "$py" -c "import json,sys; p='$w/$1/config.json'; c=json.load(open(p)); $2; json.dump(c,open(p,'w'))"; }
+
+rows=()
+case_() {  # case_ DESCRIPTION STDIN COMMAND...
+  local desc=$1 input=$2; shift 2
+  local err status
+  err=$(printf '%s\n' "$input" | "$@" 2>&1 >/dev/null | grep -E '^(error|warning)' | head -n 2 | sed "s|$w/||g" | tr '\n' ' ')
+  printf '%s\n' "$input" | "$@" > /dev/null 2>&1; status=$?
+  rows+=("| $desc | \`${err% }\` | $status |")
+}
+
+case_ "model folder does not exist" "" "$bin" fill-mask --model "$w/missing" "a <mask>"
+variant notok; rm "$w/notok/tokenizer.json" "$w/notok/vocab.json" "$w/notok/merges.txt"
+case_ "folder without tokenizer files" "" "$bin" fill-mask --model "$w/notok" "a <mask>"
+case_ "model without an MLM head" "" "$bin" fill-mask --model "$w/nohead" "a <mask>"
+variant cfg1; printf '{"vocab_size": 50265,' > "$w/cfg1/config.json"
+case_ "config.json is not valid JSON" "" "$bin" info --model "$w/cfg1"
+variant cfg2; edit_config cfg2 'c["num_attention_heads"]=5'
+case_ "hidden size not divisible by heads" "" "$bin" info --model "$w/cfg2"
+variant cfg3; edit_config cfg3 'c["num_hidden_layers"]=-2'
+case_ "negative number of layers" "" "$bin" info --model "$w/cfg3"
+variant cfg4; edit_config cfg4 'c["hidden_size"]=32.5'
+case_ "non-integer hidden size" "" "$bin" info --model "$w/cfg4"
+variant cfg5; edit_config cfg5 'c["position_embedding_type"]="relative_key"'
+case_ "unsupported position_embedding_type" "" "$bin" info --model "$w/cfg5"
+variant cfg6; edit_config cfg6 'c["intermediate_size"]=65'
+case_ "tensor shape disagrees with config" "" "$bin" info --model "$w/cfg6"
+variant st1; "$py" -c "p='$w/st1/model.safetensors'; d=open(p,'rb').read(); open(p,'wb').write(d[:len(d)//2])"
+case_ "truncated model.safetensors" "" "$bin" info --model "$w/st1"
+variant st2; "$py" -c "import struct; p='$w/st2/model.safetensors'; d=bytearray(open(p,'rb').read()); d[:8]=struct.pack('<Q', 1<<40); open(p,'wb').write(d)"
+case_ "safetensors header length past the end" "" "$bin" info --model "$w/st2"
+variant st3; "$py" - "$w/st3/model.safetensors" <<'PY'
+import json, struct, sys
+p = sys.argv[1]; d = open(p, 'rb').read(); n = struct.unpack('<Q', d[:8])[0]; h = json.loads(d[8:8 + n])
+h.pop('roberta.encoder.layer.1.output.dense.weight'); b = json.dumps(h).encode(); b += b' ' * (-len(b) % 8)
+open(p, 'wb').write(struct.pack('<Q', len(b)) + b + d[8 + n:])
+PY
+case_ "a tensor is missing" "" "$bin" info --model "$w/st3"
+variant bin; rm "$w/bin/model.safetensors"; touch "$w/bin/pytorch_model.bin"
+case_ "only pytorch_model.bin" "" "$bin" info --model "$w/bin"
+case_ "fill-mask: line without <mask>" "no mask here" "$bin" fill-mask --model "$w/good"
+case_ "fill-mask: empty line" "" "$bin" fill-mask --model "$w/good"
+case_ "fill-mask: line longer than the model allows" "$(printf 'w %.0s' {1..600})<mask>" "$bin" fill-mask --model "$w/good"
+case_ "fill-mask: invalid UTF-8" "$(printf 'caf\xc3 <mask>')" "$bin" fill-mask --model "$w/good"
+case_ "fill-mask: --top-k 0" "" "$bin" fill-mask --model "$w/good" --top-k 0 "a <mask>"
+case_ "unknown option" "" "$bin" fill-mask --model "$w/good" --topk 3 "a <mask>"
+touch "$w/exists.jsonl"
+case_ "embed --output onto an existing file" "text" "$bin" embed --model "$w/good" --output "$w/exists.jsonl"
+case_ "embed: over-long line (truncated)" "$(printf 'w %.0s' {1..600})" "$bin" embed --model "$w/good"
+case_ "embed --no-truncate: over-long line" "$(printf 'w %.0s' {1..600})" "$bin" embed --model "$w/good" --no-truncate
+case_ "embed --pooling pooler, model without pooler" "x" "$bin" embed --model "$w/nopooler" --pooling pooler
+case_ "embed --pooling median" "x" "$bin" embed --model "$w/good" --pooling median
+case_ "tokenize --input-format jsonl: not JSON" "not json" "$bin" tokenize --model "$w/good" --input-format jsonl
+variant voc; "$py" -c "import json; p='$w/voc/vocab.json'; v=json.load(open(p)); v['Ġthe']=4; json.dump(v,open(p,'w'))"; rm "$w/voc/tokenizer.json"
+case_ "vocab.json: two tokens with one id" "x" "$bin" tokenize --model "$w/voc"
+variant mer; rm "$w/mer/tokenizer.json"; printf '#version: 0.2\nĠ zzzq\n' > "$w/mer/merges.txt"
+case_ "merges.txt names an unknown token" "x" "$bin" tokenize --model "$w/mer"
+printf 'not numpy' > "$w/ids.npy"
+case_ "dump: input ids not a .npy file" "" "$bin" dump --model "$w/good" --input-ids "$w/ids.npy" --out "$w/d"
+case_ "compare: reference folder missing" "" "$bin" compare --model "$w/good" --reference "$w/nothere"
+
+echo "| bad input | what roberta prints (stderr) | exit status |"
+echo "| --- | --- | ---: |"
+printf '%s\n' "${rows[@]}"
