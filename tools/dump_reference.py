@@ -68,7 +68,7 @@ class Weights:
 
 
 @torch.no_grad()
-def forward(cfg, w, ids, mask):
+def forward(cfg, w, ids, mask, heads=True):
     H, nh, eps, pad = cfg["hidden_size"], cfg["num_attention_heads"], cfg.get("layer_norm_eps", 1e-12), cfg.get("pad_token_id", 1)
     act = activation(cfg.get("hidden_act", "gelu"))
     B, L = ids.shape
@@ -92,7 +92,7 @@ def forward(cfg, w, ids, mask):
         x = ln(lin(act(lin(x, p + "intermediate.dense")), p + "output.dense") + x, p + "output.LayerNorm")
         hidden.append(x)
     out = {"hidden": hidden}
-    if w.get("lm_head.dense.weight", required=False) is not None:
+    if heads and w.get("lm_head.dense.weight", required=False) is not None:
         t = F.gelu(F.linear(x, w.get("lm_head.dense.weight"), w.get("lm_head.dense.bias")))
         t = F.layer_norm(t, (H,), w.get("lm_head.layer_norm.weight"), w.get("lm_head.layer_norm.bias"), eps)
         dec = w.get("lm_head.decoder.weight", required=False)
@@ -104,7 +104,7 @@ def forward(cfg, w, ids, mask):
         if bias is None:
             bias = torch.zeros(dec.shape[0])
         out["logits"] = F.linear(t, dec, bias)
-    if w.body("pooler.dense.weight", required=False) is not None:
+    if heads and w.body("pooler.dense.weight", required=False) is not None:
         out["pooler"] = torch.tanh(lin(x[:, 0], "pooler.dense"))
     return out
 

@@ -671,7 +671,7 @@ products and attention) and the process's peak resident memory.
                       {"threads", args.integer("threads", 1, 1024).value_or(std::thread::hardware_concurrency())},
                       {"outputs", outputs}, {"runs", runs}, {"median_ms", median}, {"min_ms", sorted.front()},
                       {"max_ms", sorted.back()}, {"tokens_per_s", tokens_per_s}, {"gflops", gflops},
-                      {"peak_rss_mb", peak_mb}, {"all_ms", ms}}
+                      {"peak_rss_mb", peak_mb}, {"all_ms", ms}, {"lengths", lengths}}
                      .dump()
               << "\n";
   } else {
