@@ -10,13 +10,5 @@
 # JSON object with all figures.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-version=0.23.2
-scratch=${HF_TOKENIZERS_DIR:-${TMPDIR:-/tmp}/roberta-hf-tokenizers}
-installed=$(node -p "try{require('$scratch/node_modules/tokenizers/package.json').version}catch(e){''}" 2>/dev/null || true)
-if [[ "$installed" != "$version" ]]; then
-  echo "installing tokenizers@$version into $scratch" >&2
-  mkdir -p "$scratch"
-  npm install --prefix "$scratch" --no-save --no-audit --no-fund "tokenizers@$version" >&2
-fi
-export NODE_PATH="$scratch/node_modules${NODE_PATH:+:$NODE_PATH}"
+source "$here/hf_goldens/hf_tokenizers_env.sh"
 exec node "$here/bench_hf_tokenizer.js" "$@"

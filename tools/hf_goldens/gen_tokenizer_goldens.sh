@@ -6,7 +6,7 @@
 # Installs the npm package `tokenizers` (HF's Rust tokenizer, node binding) into a scratch folder
 # outside the repo if it is not there yet: $HF_TOKENIZERS_DIR, default
 # ${TMPDIR:-/tmp}/roberta-hf-tokenizers. The project never depends on it at run time.
-# ROBERTA_ASSETS overrides where the shared assets are (default /work/shared/assets).
+# ROBERTA_ASSETS overrides where the shared assets are (default: ../shared/assets beside the repo).
 set -euo pipefail
 if [[ $# -ne 1 ]]; then
   echo "usage: bash $0 OUTDIR" >&2
@@ -14,13 +14,5 @@ if [[ $# -ne 1 ]]; then
 fi
 out=$1
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-version=0.23.2
-scratch=${HF_TOKENIZERS_DIR:-${TMPDIR:-/tmp}/roberta-hf-tokenizers}
-installed=$(node -p "try{require('$scratch/node_modules/tokenizers/package.json').version}catch(e){''}" 2>/dev/null || true)
-if [[ "$installed" != "$version" ]]; then
-  echo "installing tokenizers@$version into $scratch" >&2
-  mkdir -p "$scratch"
-  npm install --prefix "$scratch" --no-save --no-audit --no-fund "tokenizers@$version" >&2
-fi
-export NODE_PATH="$scratch/node_modules${NODE_PATH:+:$NODE_PATH}"
-exec node "$here/gen_tokenizer_goldens.js" "$out" "${ROBERTA_ASSETS:-/work/shared/assets}"
+source "$here/hf_tokenizers_env.sh"
+exec node "$here/gen_tokenizer_goldens.js" "$out" "${ROBERTA_ASSETS:-$here/../../../shared/assets}"
