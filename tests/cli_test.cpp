@@ -279,6 +279,32 @@ TEST(Embed, EveryPoolingEqualsPyTorchReferenceInInputOrder) {
   }
 }
 
+TEST(Embed, SentenceTransformersConfigSetsTheDefaults) {
+  // A sentence-transformers folder: CLS pooling and a Normalize module, read from its config.
+  roberta::test::TempDir dir;
+  const auto model = dir / "st-model";
+  std::filesystem::copy(kTiny, model, std::filesystem::copy_options::recursive);
+  std::filesystem::create_directories(model / "1_Pooling");
+  roberta::test::write_text(model / "1_Pooling" / "config.json",
+                            R"({"word_embedding_dimension": 32, "pooling_mode_cls_token": true,
+                                "pooling_mode_mean_tokens": false, "pooling_mode_max_tokens": false})");
+  roberta::test::write_text(model / "modules.json",
+                            R"([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                                {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+                                {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}])");
+  const auto out = dir / "e.npy";
+  const Result res = run({"embed", "--model", model.string(), "--format", "npy", "--output", out.string(), kTexts});
+  ASSERT_EQ(res.status, 0) << res.err;
+  const auto values = roberta::read_npy(out).as_float();
+  const Reference& r = reference();
+  for (size_t b = 0; b < r.B; ++b) {
+    auto want = reference_pooling("cls", b);
+    double norm = 0;
+    for (float v : want) norm += double(v) * v;
+    for (size_t k = 0; k < r.H; ++k) EXPECT_NEAR(values[b * r.H + k], want[k] / std::sqrt(norm), 1e-5) << b;
+  }
+}
+
 TEST(Embed, JsonlOutputAndNoSilentOverwrite) {
   roberta::test::TempDir dir;
   const auto out = dir / "e.jsonl";
