@@ -196,11 +196,12 @@ Matrix Embedder::operator()(std::span<const std::string> texts, const EmbedOptio
     try {
       e = tokenizer_.encode(texts[i]);
     } catch (const Error& err) {
-      throw Error("input " + std::to_string(i + 1) + ": " + err.what());
+      throw Error(options.input_label + " " + std::to_string(options.first_index + i) + ": " + err.what());
     }
     if (e.size() > max_len) {
       if (!options.truncate)
-        throw Error("input " + std::to_string(i + 1) + ": " + std::to_string(e.size()) + " tokens, more than the " +
+        throw Error(options.input_label + " " + std::to_string(options.first_index + i) + ": " +
+                    std::to_string(e.size()) + " tokens, more than the " +
                     std::to_string(max_len) + " allowed");
       e.ids.resize(max_len - 1);
       e.ids.push_back(tokenizer_.eos_id());

@@ -296,18 +296,9 @@ One embedding per input line (FILE, or stdin), in input order.
       }
       if (chunk.empty()) break;
       std::vector<size_t> truncated;
-      Matrix e;
-      try {
-        e = embedder(chunk, options, &truncated);
-      } catch (const Error& err) {
-        // Messages name "input N" within the chunk: make it the line number.
-        std::string msg = err.what();
-        if (msg.rfind("input ", 0) == 0) {
-          const size_t n = std::stoul(msg.substr(6));
-          msg = "line " + std::to_string(rows + n) + msg.substr(6 + std::to_string(n).size());
-        }
-        throw Error(msg);
-      }
+      options.input_label = "line";
+      options.first_index = rows + 1;
+      const Matrix e = embedder(chunk, options, &truncated);
       for (size_t i : truncated)
         std::cerr << "warning: line " << rows + i + 1 << " was truncated to the maximum length\n";
       if (npy) {

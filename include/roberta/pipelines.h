@@ -61,6 +61,8 @@ struct EmbedOptions {
   size_t batch_size = 32;
   size_t max_length = 0;             // tokens incl. <s> </s>; 0: the model's maximum
   bool truncate = true;              // false: an over-long text is an error
+  std::string input_label = "input";  // errors say "<input_label> <first_index + i>: ..."
+  size_t first_index = 1;
 };
 
 class Embedder {
