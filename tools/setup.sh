@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs every Debian package that building, testing and the Python helpers need (run as root).
 set -euo pipefail
-packages=(cmake g++ make libopenblas-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev
-          python3-torch python3-numpy python3-regex)
+packages=(cmake g++ make pkg-config libopenblas-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev
+          python3-torch python3-numpy python3-regex
+          clang libclang-rt-14-dev)  # clang: the libFuzzer targets
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
