@@ -43,11 +43,22 @@ struct Norm {
   const float* beta = nullptr;
 };
 
-// A Linear whose weight is repacked for the packed GEMM (the bias stays where it is).
+// A Linear whose weight is repacked for the packed GEMM, in fp32 or bf16 (the bias stays fp32).
 struct PackedLinear {
   kernels::PackedWeight w;
+  kernels::PackedWeightBf16 w_bf16;
+  bool bf16 = false;
   const float* b = nullptr;
   std::vector<float> own_bias;  // when several biases are joined (Q, K and V)
+
+  // y (M, out) with row stride ldy = x (M, in) · Wᵀ (+ bias unless with_bias is false)
+  void apply(const float* x, size_t M, float* y, size_t ldy, bool with_bias = true) const {
+    if (bf16)
+      kernels::packed_linear(x, M, w_bf16, with_bias ? b : nullptr, y, ldy);
+    else
+      kernels::packed_linear(x, M, w, with_bias ? b : nullptr, y, ldy);
+  }
+  size_t bytes() const { return bf16 ? w_bf16.bytes() : w.bytes(); }
 };
 
 struct Layer {
@@ -59,6 +70,7 @@ struct Layer {
 
 struct Model::Impl {
   std::filesystem::path dir;
+  LoadOptions options;
   ModelConfig config;
   WeightStore store;
   std::vector<std::vector<float>> owned;  // converted (F16/BF16/unaligned) tensors
@@ -120,8 +132,15 @@ PackedLinear Model::Impl::packed(const std::vector<Linear>& parts) {
   const size_t in = parts[0].in;
   size_t out = 0;
   for (const Linear& l : parts) out += l.out;
+  p.bf16 = options.weights == WeightType::kBF16;
+  const auto pack = [&](const float* w) {
+    if (p.bf16)
+      p.w_bf16 = kernels::PackedWeightBf16(w, out, in);
+    else
+      p.w = kernels::PackedWeight(w, out, in);
+  };
   if (parts.size() == 1) {
-    p.w = kernels::PackedWeight(parts[0].w, out, in);
+    pack(parts[0].w);
     p.b = parts[0].b;
     release(parts[0]);
     return p;
@@ -133,7 +152,7 @@ PackedLinear Model::Impl::packed(const std::vector<Linear>& parts) {
     p.own_bias.insert(p.own_bias.end(), l.b, l.b + l.out);
     row += l.out;
   }
-  p.w = kernels::PackedWeight(w.data(), out, in);
+  pack(w.data());
   p.b = p.own_bias.data();
   for (const Linear& l : parts) release(l);
   return p;
@@ -157,11 +176,12 @@ Norm Model::Impl::norm(const std::string& name, size_t size) {
   return {tensor(name + (legacy ? ".gamma" : ".weight"), shape), tensor(name + (legacy ? ".beta" : ".bias"), shape)};
 }
 
-Model Model::load(const std::filesystem::path& dir) {
+Model Model::load(const std::filesystem::path& dir, const LoadOptions& options) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) throw Error(dir.string() + ": model folder not found");
   auto impl = std::make_shared<Impl>();
   impl->dir = dir;
+  impl->options = options;
   impl->config = ModelConfig::from_file(dir / "config.json");
   impl->store = WeightStore::open_dir(dir);
   Impl& m = *impl;
@@ -230,8 +250,8 @@ size_t Model::weight_bytes() const {
   for (const auto& v : m.owned) n += v.size() * sizeof(float);
   for (const auto& [name, t] : m.store.tensors())
     if (WeightStore::f32_in_place(t) && !m.released.count(name)) n += t.nbytes;
-  for (const Layer& l : m.layers) n += l.qkv.w.bytes() + l.attn_out.w.bytes() + l.inter.w.bytes() + l.out.w.bytes();
-  n += m.pooler.w.bytes() + m.lm_dense.w.bytes();
+  for (const Layer& l : m.layers) n += l.qkv.bytes() + l.attn_out.bytes() + l.inter.bytes() + l.out.bytes();
+  n += m.pooler.bytes() + m.lm_dense.bytes();
   return n;
 }
 
@@ -295,14 +315,14 @@ Outputs Model::forward(const Batch& batch, const ForwardOptions& options) const 
   qkv.resize(T * 3 * H), ctx.resize(T * H), tmp.resize(T * H), inter.resize(T * I);
   const size_t heads = static_cast<size_t>(c.num_attention_heads), d = static_cast<size_t>(c.head_size());
   for (const Layer& L : m.layers) {
-    kernels::packed_linear(x.data.data(), T, L.qkv.w, L.qkv.b, qkv.data(), 3 * H);
+    L.qkv.apply(x.data.data(), T, qkv.data(), 3 * H);
     kernels::self_attention(qkv.data(), batch.offsets.data(), B, heads, d, ctx.data());
-    kernels::packed_linear(ctx.data(), T, L.attn_out.w, L.attn_out.b, tmp.data(), H);
+    L.attn_out.apply(ctx.data(), T, tmp.data(), H);
     kernels::layer_norm(tmp.data(), x.data.data(), L.attn_norm.gamma, L.attn_norm.beta, c.layer_norm_eps, T, H,
                         x.data.data());
-    kernels::packed_linear(x.data.data(), T, L.inter.w, nullptr, inter.data(), I);
+    L.inter.apply(x.data.data(), T, inter.data(), I, /*with_bias=*/false);  // the bias goes with the activation
     kernels::bias_activation(inter.data(), L.inter.b, T, I, c.activation);
-    kernels::packed_linear(inter.data(), T, L.out.w, L.out.b, tmp.data(), H);
+    L.out.apply(inter.data(), T, tmp.data(), H);
     kernels::layer_norm(tmp.data(), x.data.data(), L.out_norm.gamma, L.out_norm.beta, c.layer_norm_eps, T, H,
                         x.data.data());
     if (options.all_hidden_states) out.hidden_states.push_back(x);
@@ -315,7 +335,7 @@ Outputs Model::forward(const Batch& batch, const ForwardOptions& options) const 
     const size_t R = rows.size();
     Matrix gathered(R, H), h(R, H);
     for (size_t r = 0; r < R; ++r) std::memcpy(gathered.row(r), x.row(rows[r]), H * sizeof(float));
-    kernels::packed_linear(gathered.data.data(), R, m.lm_dense.w, nullptr, h.data.data(), H);
+    m.lm_dense.apply(gathered.data.data(), R, h.data.data(), H, /*with_bias=*/false);
     kernels::bias_activation(h.data.data(), m.lm_dense.b, R, H, Activation::kGelu);
     kernels::layer_norm(h.data.data(), nullptr, m.lm_norm.gamma, m.lm_norm.beta, c.layer_norm_eps, R, H, h.data.data());
     out.logits = Matrix(R, V);
@@ -326,7 +346,7 @@ Outputs Model::forward(const Batch& batch, const ForwardOptions& options) const 
     for (size_t b = 0; b < B; ++b)
       if (batch.offsets[b + 1] > batch.offsets[b]) std::memcpy(first.row(b), x.row(batch.offsets[b]), H * sizeof(float));
     out.pooler_output = Matrix(B, H);
-    kernels::packed_linear(first.data.data(), B, m.pooler.w, nullptr, out.pooler_output.data.data(), H);
+    m.pooler.apply(first.data.data(), B, out.pooler_output.data.data(), H, /*with_bias=*/false);
     kernels::bias_activation(out.pooler_output.data.data(), m.pooler.b, B, H, Activation::kTanh);
   }
   out.last_hidden_state = std::move(x);

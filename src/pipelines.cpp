@@ -26,8 +26,8 @@ std::string clean_up_tokenization_spaces(std::string text) {
 
 FillMask::FillMask(Model model, Tokenizer tokenizer) : model_(std::move(model)), tokenizer_(std::move(tokenizer)) {}
 
-FillMask FillMask::load(const std::filesystem::path& dir) {
-  Model model = Model::load(dir);
+FillMask FillMask::load(const std::filesystem::path& dir, const LoadOptions& options) {
+  Model model = Model::load(dir, options);
   Tokenizer tokenizer = Tokenizer::from_dir(dir);
   if (!model.has_lm_head())
     throw Error(dir.string() + ": the model has no MLM head (no lm_head.* tensors), so it cannot fill masks");
@@ -142,7 +142,7 @@ const char* pooling_name(Pooling p) {
 Embedder::Embedder(Model model, Tokenizer tokenizer, Pooling default_pooling, bool default_normalize)
     : model_(std::move(model)), tokenizer_(std::move(tokenizer)), pooling_(default_pooling), normalize_(default_normalize) {}
 
-Embedder Embedder::load(const std::filesystem::path& dir) {
+Embedder Embedder::load(const std::filesystem::path& dir, const LoadOptions& options) {
   Pooling pooling = Pooling::kMean;
   bool normalize = false;
   const auto read_json = [](const std::filesystem::path& p) {
@@ -177,7 +177,7 @@ Embedder Embedder::load(const std::filesystem::path& dir) {
             m["type"].get<std::string>().ends_with("models.Normalize"))
           normalize = true;
   }
-  return Embedder(Model::load(dir), Tokenizer::from_dir(dir), pooling, normalize);
+  return Embedder(Model::load(dir, options), Tokenizer::from_dir(dir), pooling, normalize);
 }
 
 Matrix Embedder::operator()(std::span<const std::string> texts, const EmbedOptions& options,

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "../src/kernels/packed_gemm.h"
@@ -38,6 +39,52 @@ TEST(PackedGemm, MatchesFloat64Reference) {
           }
           EXPECT_LT(max_err, 1e-5) << "M=" << M << " N=" << N << " K=" << K << " bias=" << with_bias;
         }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+namespace {
+
+float round_bf16(float f) {
+  const uint16_t h = roberta::kernels::to_bf16(f);
+  const uint32_t bits = uint32_t{h} << 16;
+  float out;
+  std::memcpy(&out, &bits, 4);
+  return out;
+}
+
+TEST(PackedGemmBf16, MatchesFloat64ReferenceOfBf16RoundedInputs) {
+  EXPECT_EQ(roberta::kernels::to_bf16(1.0f), 0x3F80);
+  EXPECT_EQ(roberta::kernels::to_bf16(1.00390625f), 0x3F80);  // halfway: to even
+  EXPECT_EQ(roberta::kernels::to_bf16(1.01171875f), 0x3F82);  // halfway: to even (up)
+  std::mt19937 rng(7);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::printf("  AVX512-BF16 instructions: %s\n", roberta::kernels::has_bf16_instructions() ? "yes" : "no");
+  for (size_t M : {1, 5, 8, 17, 70}) {
+    for (size_t N : {3, 32, 45, 768}) {
+      for (size_t K : {1, 2, 7, 256, 301, 768}) {
+        std::vector<float> x(M * K), w(N * K), bias(N);
+        for (auto& v : x) v = dist(rng);
+        for (auto& v : w) v = dist(rng);
+        for (auto& v : bias) v = dist(rng);
+        const roberta::kernels::PackedWeightBf16 packed(w.data(), N, K);
+        const size_t ldy = N + 3;
+        std::vector<float> y(M * ldy, -7.0f);
+        roberta::kernels::packed_linear(x.data(), M, packed, bias.data(), y.data(), ldy);
+        double max_err = 0;
+        for (size_t m = 0; m < M; ++m) {
+          for (size_t n = 0; n < N; ++n) {
+            double want = bias[n];
+            for (size_t k = 0; k < K; ++k)
+              want += static_cast<double>(round_bf16(x[m * K + k])) * round_bf16(w[n * K + k]);
+            max_err = std::max(max_err, std::abs(want - y[m * ldy + n]) / std::sqrt(static_cast<double>(K)));
+          }
+          for (size_t n = N; n < ldy; ++n) ASSERT_EQ(y[m * ldy + n], -7.0f) << "wrote past N";
+        }
+        EXPECT_LT(max_err, 1e-5) << "M=" << M << " N=" << N << " K=" << K;
       }
     }
   }

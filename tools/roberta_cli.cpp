@@ -36,7 +36,8 @@ Commands:
   bench       time forward passes (median ms, tokens/s, GFLOP/s, peak memory)
   eval-mlm    masked-LM top-1/top-5 accuracy on prepared masked inputs
 
-Every command takes --model DIR (a Hugging Face model folder) and --threads N.
+Every command takes --model DIR (a Hugging Face model folder) and --threads N; the ones that run
+the model take --dtype fp32|bf16 (bf16: the encoder's matrices in bfloat16, opt-in).
 Run `roberta COMMAND --help` for the options of a command.
 Exit status: 0 success, 1 error in the input or the model, 2 usage error.
 )";
@@ -64,6 +65,17 @@ class LineSource {
   bool stdin_;
   size_t count_ = 0;
 };
+
+// --dtype fp32|bf16: how the encoder's matrices are held.
+LoadOptions load_options(const Args& args) {
+  LoadOptions o;
+  const std::string dtype = args.get("dtype").value_or("fp32");
+  if (dtype == "bf16")
+    o.weights = WeightType::kBF16;
+  else if (dtype != "fp32")
+    throw UsageError("--dtype must be fp32 or bf16");
+  return o;
+}
 
 void apply_threads(const Args& args) {
   if (auto n = args.integer("threads", 1, 1024)) set_num_threads(static_cast<unsigned>(*n));
@@ -162,7 +174,7 @@ Writes one JSON object per input: {"ids":[...],"tokens":[...],"offsets":[[s,e],.
 // ---------------------------------------------------------------- fill-mask
 
 int cmd_fill_mask(const std::vector<std::string>& argv) {
-  const Args args(argv, {"model", "top-k", "targets", "threads"}, {"json", "help"});
+  const Args args(argv, {"model", "top-k", "targets", "threads", "dtype"}, {"json", "help"});
   if (args.flag("help")) {
     std::cout << R"(usage: roberta fill-mask --model DIR [--top-k 5] [--targets w1,w2] [--json] [TEXT ...]
 
@@ -175,7 +187,7 @@ stdin), like Hugging Face's pipeline("fill-mask"). Scores are softmax probabilit
     return 0;
   }
   apply_threads(args);
-  const FillMask fill = FillMask::load(args.require("model"));
+  const FillMask fill = FillMask::load(args.require("model"), load_options(args));
   FillMaskOptions options;
   if (auto k = args.integer("top-k", 1, 1'000'000)) options.top_k = static_cast<size_t>(*k);
   if (auto t = args.get("targets")) {
@@ -225,7 +237,7 @@ stdin), like Hugging Face's pipeline("fill-mask"). Scores are softmax probabilit
 // ---------------------------------------------------------------- embed
 
 int cmd_embed(const std::vector<std::string>& argv) {
-  const Args args(argv, {"model", "pooling", "batch-size", "max-length", "format", "output", "threads"},
+  const Args args(argv, {"model", "pooling", "batch-size", "max-length", "format", "output", "threads", "dtype"},
                   {"normalize", "no-normalize", "force", "no-truncate", "help"});
   if (args.flag("help")) {
     std::cout << R"(usage: roberta embed --model DIR [options] [FILE]
@@ -274,7 +286,7 @@ One embedding per input line (FILE, or stdin), in input order.
     std::error_code ec;
     total_bytes = std::filesystem::file_size(path, ec);
   }
-  const Embedder embedder = Embedder::load(args.require("model"));
+  const Embedder embedder = Embedder::load(args.require("model"), load_options(args));
   const size_t dim = static_cast<size_t>(embedder.model().config().hidden_size);
 
   // Streams the input in chunks: memory stays bounded whatever the number of lines.
@@ -456,7 +468,7 @@ std::map<std::string, std::pair<std::vector<int64_t>, std::vector<float>>> run_p
 }
 
 int cmd_dump(const std::vector<std::string>& argv) {
-  const Args args(argv, {"model", "input-ids", "attention-mask", "out", "threads"}, {"force", "help"});
+  const Args args(argv, {"model", "input-ids", "attention-mask", "out", "threads", "dtype"}, {"force", "help"});
   if (args.flag("help")) {
     std::cout << R"(usage: roberta dump --model DIR --input-ids IDS.npy [--attention-mask MASK.npy] --out DIR [--force]
 
@@ -467,7 +479,7 @@ Without --attention-mask, tokens equal to pad_token_id are padding.
     return 0;
   }
   apply_threads(args);
-  const Model model = Model::load(args.require("model"));
+  const Model model = Model::load(args.require("model"), load_options(args));
   const std::filesystem::path out_dir = args.require("out");
   std::error_code ec;
   if (std::filesystem::exists(out_dir, ec) && !std::filesystem::is_empty(out_dir, ec) && !args.flag("force"))
@@ -487,7 +499,7 @@ Without --attention-mask, tokens equal to pad_token_id are padding.
 }
 
 int cmd_compare(const std::vector<std::string>& argv) {
-  const Args args(argv, {"model", "reference", "atol", "rtol", "threads"}, {"json", "help"});
+  const Args args(argv, {"model", "reference", "atol", "rtol", "threads", "dtype"}, {"json", "help"});
   if (args.flag("help")) {
     std::cout << R"(usage: roberta compare --model DIR --reference DUMPDIR [--atol 1e-4] [--rtol 1e-3] [--json]
 
@@ -499,7 +511,7 @@ Runs the engine on the dump's input_ids/attention_mask and compares every tensor
   }
   apply_threads(args);
   const double atol = args.number("atol").value_or(1e-4), rtol = args.number("rtol").value_or(1e-3);
-  const Model model = Model::load(args.require("model"));
+  const Model model = Model::load(args.require("model"), load_options(args));
   const std::filesystem::path ref = args.require("reference");
   if (!std::filesystem::is_directory(ref)) throw Error(ref.string() + ": reference dump folder not found");
   const PaddedInput in = read_inputs(ref / "input_ids.npy", ref / "attention_mask.npy",
@@ -589,7 +601,7 @@ Runs the engine on the dump's input_ids/attention_mask and compares every tensor
 // ---------------------------------------------------------------- bench
 
 int cmd_bench(const std::vector<std::string>& argv) {
-  const Args args(argv, {"model", "batch", "seq", "lengths", "seed", "threads", "runs", "warmup", "outputs"},
+  const Args args(argv, {"model", "batch", "seq", "lengths", "seed", "threads", "runs", "warmup", "outputs", "dtype"},
                   {"json", "help"});
   if (args.flag("help")) {
     std::cout << R"(usage: roberta bench --model DIR [--batch 1] [--seq 128] [--lengths uniform:MIN:MAX --seed S]
@@ -604,7 +616,7 @@ products and attention) and the process's peak resident memory.
     return 0;
   }
   apply_threads(args);
-  const Model model = Model::load(args.require("model"));
+  const Model model = Model::load(args.require("model"), load_options(args));
   const ModelConfig& c = model.config();
   const size_t B = static_cast<size_t>(args.integer("batch", 1, 1'000'000).value_or(1));
   const size_t runs = static_cast<size_t>(args.integer("runs", 1, 1'000'000).value_or(5));
@@ -676,7 +688,7 @@ products and attention) and the process's peak resident memory.
 // ---------------------------------------------------------------- eval-mlm
 
 int cmd_eval_mlm(const std::vector<std::string>& argv) {
-  const Args args(argv, {"model", "masks", "batch-size", "threads"}, {"help"});
+  const Args args(argv, {"model", "masks", "batch-size", "threads", "dtype"}, {"help"});
   if (args.flag("help")) {
     std::cout << R"(usage: roberta eval-mlm --model DIR --masks FILE.jsonl [--batch-size 16]
 
@@ -687,7 +699,7 @@ Prints {"top1": ..., "top5": ..., "masked": N, "sequences": S}.
     return 0;
   }
   apply_threads(args);
-  const Model model = Model::load(args.require("model"));
+  const Model model = Model::load(args.require("model"), load_options(args));
   if (!model.has_lm_head()) throw Error(model.dir().string() + ": the model has no MLM head");
   const std::string path = args.require("masks");
   std::ifstream in(path, std::ios::binary);

@@ -56,12 +56,20 @@ struct Outputs {
   Matrix pooler_output;               // (sequences, hidden)
 };
 
+// How the encoder's matrices are held. kBF16 (opt-in) rounds them to bfloat16 and multiplies
+// with AVX512-BF16 where the CPU has it: half the memory traffic, about 3 significant digits.
+enum class WeightType { kF32, kBF16 };
+
+struct LoadOptions {
+  WeightType weights = WeightType::kF32;
+};
+
 class Model {
  public:
   // Loads config.json and the safetensors weights of a Hugging Face model folder. Accepts names
   // with or without the `roberta.` prefix, legacy gamma/beta LayerNorm names, a tied or missing
   // decoder, and no pooler or LM head. Errors name the file, field or tensor.
-  static Model load(const std::filesystem::path& dir);
+  static Model load(const std::filesystem::path& dir, const LoadOptions& options = {});
 
   Outputs forward(const Batch& batch, const ForwardOptions& options = {}) const;
 

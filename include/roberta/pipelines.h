@@ -33,7 +33,7 @@ struct FillMaskOptions {
 class FillMask {
  public:
   FillMask(Model model, Tokenizer tokenizer);
-  static FillMask load(const std::filesystem::path& dir);
+  static FillMask load(const std::filesystem::path& dir, const LoadOptions& options = {});
 
   // One candidate list per <mask>, in text order, like Hugging Face's fill-mask pipeline.
   // Throws roberta::Error when the text has no <mask> or is longer than the model allows.
@@ -69,7 +69,7 @@ class Embedder {
  public:
   Embedder(Model model, Tokenizer tokenizer, Pooling default_pooling = Pooling::kMean, bool default_normalize = false);
   // Reads 1_Pooling/config.json and modules.json (sentence-transformers) for the defaults.
-  static Embedder load(const std::filesystem::path& dir);
+  static Embedder load(const std::filesystem::path& dir, const LoadOptions& options = {});
 
   // One row per text, in input order. Texts are sorted by length into batches internally.
   // `truncated`, when given, receives the indices of texts that were cut to max_length.

@@ -6,6 +6,7 @@
 // picked at run time) and reads the panel straight through, so neither operand is copied per call
 // and the bias is added when the block is first written. Panels are split over the thread pool.
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <new>
 
@@ -33,8 +34,41 @@ class PackedWeight {
   std::unique_ptr<float[], Free> data_;  // 64-byte aligned: one panel row is one cache line
 };
 
+// The same weight in bfloat16 (round to nearest even), laid out for AVX512-BF16's vdpbf16ps:
+// panel p, k-pair q holds (W[p*32 + j][2q], W[p*32 + j][2q + 1]) at [p][q][j][0..1]; k is padded
+// to an even count with zeros. Products accumulate in fp32.
+class PackedWeightBf16 {
+ public:
+  static constexpr size_t kPanel = 32;
+
+  PackedWeightBf16() = default;
+  PackedWeightBf16(const float* w, size_t n, size_t k);
+
+  size_t n() const { return n_; }
+  size_t k() const { return k_; }
+  size_t k_pairs() const { return (k_ + 1) / 2; }
+  const uint16_t* panel(size_t p) const { return data_.get() + p * k_pairs() * kPanel * 2; }
+  size_t panels() const { return (n_ + kPanel - 1) / kPanel; }
+  size_t bytes() const { return panels() * k_pairs() * kPanel * 2 * sizeof(uint16_t); }
+
+ private:
+  struct Free {
+    void operator()(uint16_t* p) const { ::operator delete[](p, std::align_val_t(64)); }
+  };
+  size_t n_ = 0, k_ = 0;
+  std::unique_ptr<uint16_t[], Free> data_;
+};
+
+// fp32 -> bfloat16 with round to nearest even (NaN stays NaN), as torch and OpenBLAS convert.
+uint16_t to_bf16(float f);
+
 // y (M, N) with row stride ldy = x (M, K) · Wᵀ (+ bias[N] when bias is not null).
 void packed_linear(const float* x, size_t M, const PackedWeight& w, const float* bias, float* y, size_t ldy);
+// The same with bf16 weights: x is rounded to bf16, products are summed in fp32.
+void packed_linear(const float* x, size_t M, const PackedWeightBf16& w, const float* bias, float* y, size_t ldy);
+
+// Whether this CPU has AVX512-BF16 (else the bf16 product is emulated, correctly but slowly).
+bool has_bf16_instructions();
 
 // The instruction set the kernel runs with here: "avx512", "avx2" or "portable".
 const char* packed_gemm_isa();
