@@ -688,13 +688,15 @@ products and attention) and the process's peak resident memory.
 // ---------------------------------------------------------------- eval-mlm
 
 int cmd_eval_mlm(const std::vector<std::string>& argv) {
-  const Args args(argv, {"model", "masks", "batch-size", "threads", "dtype"}, {"help"});
+  const Args args(argv, {"model", "masks", "batch-size", "threads", "dtype"}, {"agreement", "help"});
   if (args.flag("help")) {
-    std::cout << R"(usage: roberta eval-mlm --model DIR --masks FILE.jsonl [--batch-size 16]
+    std::cout << R"(usage: roberta eval-mlm --model DIR --masks FILE.jsonl [--batch-size 16] [--dtype bf16 --agreement]
 
-Masked-LM accuracy on prepared inputs (tools/eval_mlm.py --masks-out writes them): each line is
-{"ids": [...], "positions": [...], "labels": [...]}, ids already holding <mask> at the positions.
+Masked-LM accuracy on prepared inputs (tools/train_demo.py eval --masks-out writes them): each
+line is {"ids": [...], "positions": [...], "labels": [...]}, ids holding <mask> at the positions.
 Prints {"top1": ..., "top5": ..., "masked": N, "sequences": S}.
+  --agreement   also run the model in fp32 and report how the --dtype model agrees with it:
+                top-1 the same, fp32's top-1 among the top 5, largest logit and hidden-state difference
 )";
     return 0;
   }
@@ -709,18 +711,39 @@ Prints {"top1": ..., "top5": ..., "masked": N, "sequences": S}.
   Batch batch;
   std::vector<size_t> rows;
   std::vector<int64_t> labels;
+  const bool agreement = args.flag("agreement");
+  std::optional<Model> reference;
+  if (agreement) reference = Model::load(args.require("model"));
+  size_t same_top1 = 0, ref_top1_in_top5 = 0;
+  double max_logit_diff = 0, max_hidden_diff = 0;
+  const auto rank_of = [](const float* z, size_t V, int64_t id) {  // tokens ranked above id
+    size_t higher = 0;  // ties count for the lower id, as torch.topk orders them
+    for (size_t v = 0; v < V; ++v) higher += z[v] > z[id] || (z[v] == z[id] && static_cast<int64_t>(v) < id);
+    return higher;
+  };
   const auto flush = [&] {
     if (batch.num_sequences() == 0) return;
     ForwardOptions fo;
     fo.logits = true;
     fo.logit_rows = rows;
     const Outputs out = model.forward(batch, fo);
+    if (reference) {
+      const Outputs ref = reference->forward(batch, fo);
+      for (size_t i = 0; i < ref.last_hidden_state.data.size(); ++i)
+        max_hidden_diff = std::max<double>(max_hidden_diff, std::abs(ref.last_hidden_state.data[i] - out.last_hidden_state.data[i]));
+      for (size_t r = 0; r < rows.size(); ++r) {
+        const float* z = out.logits.row(r);
+        const float* zr = ref.logits.row(r);
+        const size_t V = out.logits.cols;
+        for (size_t v = 0; v < V; ++v) max_logit_diff = std::max<double>(max_logit_diff, std::abs(z[v] - zr[v]));
+        const auto top = static_cast<int64_t>(std::max_element(zr, zr + V) - zr);
+        const size_t rank = rank_of(z, V, top);
+        same_top1 += rank == 0;
+        ref_top1_in_top5 += rank < 5;
+      }
+    }
     for (size_t r = 0; r < rows.size(); ++r) {
-      const float* z = out.logits.row(r);
-      const float label_logit = z[labels[r]];
-      size_t higher = 0;  // tokens scored above the label (ties count for the lower id, as topk does)
-      for (size_t v = 0; v < out.logits.cols; ++v)
-        if (z[v] > label_logit || (z[v] == label_logit && static_cast<int64_t>(v) < labels[r])) ++higher;
+      const size_t higher = rank_of(out.logits.row(r), out.logits.cols, labels[r]);
       top1 += higher == 0;
       top5 += higher < 5;
       ++masked;
@@ -764,10 +787,15 @@ Prints {"top1": ..., "top5": ..., "masked": N, "sequences": S}.
   }
   flush();
   if (masked == 0) throw Error(path + ": no masked positions");
-  std::cout << json{{"top1", static_cast<double>(top1) / masked}, {"top5", static_cast<double>(top5) / masked},
-                    {"masked", masked}, {"sequences", sequences}}
-                   .dump()
-            << "\n";
+  json result{{"top1", static_cast<double>(top1) / masked}, {"top5", static_cast<double>(top5) / masked},
+              {"masked", masked}, {"sequences", sequences}};
+  if (agreement) {
+    result["top1_agreement_with_fp32"] = static_cast<double>(same_top1) / masked;
+    result["fp32_top1_in_top5"] = static_cast<double>(ref_top1_in_top5) / masked;
+    result["max_abs_logit_diff"] = max_logit_diff;
+    result["max_abs_last_hidden_diff"] = max_hidden_diff;
+  }
+  std::cout << result.dump() << "\n";
   return 0;
 }
 
