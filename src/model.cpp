@@ -7,7 +7,6 @@
 #include <optional>
 #include <set>
 
-#include "kernels/activations.h"
 #include "kernels/attention.h"
 #include "kernels/gemm.h"
 #include "kernels/layer_norm.h"
@@ -51,12 +50,12 @@ struct PackedLinear {
   const float* b = nullptr;
   std::vector<float> own_bias;  // when several biases are joined (Q, K and V)
 
-  // y (M, out) with row stride ldy = x (M, in) · Wᵀ (+ bias unless with_bias is false)
-  void apply(const float* x, size_t M, float* y, size_t ldy, bool with_bias = true) const {
+  // y (M, out) with row stride ldy = act(x (M, in) · Wᵀ + bias)
+  void apply(const float* x, size_t M, float* y, size_t ldy, Activation act = Activation::kLinear) const {
     if (bf16)
-      kernels::packed_linear(x, M, w_bf16, with_bias ? b : nullptr, y, ldy);
+      kernels::packed_linear(x, M, w_bf16, b, y, ldy, act);
     else
-      kernels::packed_linear(x, M, w, with_bias ? b : nullptr, y, ldy);
+      kernels::packed_linear(x, M, w, b, y, ldy, act);
   }
   size_t bytes() const { return bf16 ? w_bf16.bytes() : w.bytes(); }
 };
@@ -320,8 +319,7 @@ Outputs Model::forward(const Batch& batch, const ForwardOptions& options) const 
     L.attn_out.apply(ctx.data(), T, tmp.data(), H);
     kernels::layer_norm(tmp.data(), x.data.data(), L.attn_norm.gamma, L.attn_norm.beta, c.layer_norm_eps, T, H,
                         x.data.data());
-    L.inter.apply(x.data.data(), T, inter.data(), I, /*with_bias=*/false);  // the bias goes with the activation
-    kernels::bias_activation(inter.data(), L.inter.b, T, I, c.activation);
+    L.inter.apply(x.data.data(), T, inter.data(), I, c.activation);
     L.out.apply(inter.data(), T, tmp.data(), H);
     kernels::layer_norm(tmp.data(), x.data.data(), L.out_norm.gamma, L.out_norm.beta, c.layer_norm_eps, T, H,
                         x.data.data());
@@ -335,8 +333,7 @@ Outputs Model::forward(const Batch& batch, const ForwardOptions& options) const 
     const size_t R = rows.size();
     Matrix gathered(R, H), h(R, H);
     for (size_t r = 0; r < R; ++r) std::memcpy(gathered.row(r), x.row(rows[r]), H * sizeof(float));
-    m.lm_dense.apply(gathered.data.data(), R, h.data.data(), H, /*with_bias=*/false);
-    kernels::bias_activation(h.data.data(), m.lm_dense.b, R, H, Activation::kGelu);
+    m.lm_dense.apply(gathered.data.data(), R, h.data.data(), H, Activation::kGelu);
     kernels::layer_norm(h.data.data(), nullptr, m.lm_norm.gamma, m.lm_norm.beta, c.layer_norm_eps, R, H, h.data.data());
     out.logits = Matrix(R, V);
     kernels::linear(h.data.data(), R, H, m.decoder.w, m.decoder.b, V, out.logits.data.data(), V);
@@ -346,8 +343,7 @@ Outputs Model::forward(const Batch& batch, const ForwardOptions& options) const 
     for (size_t b = 0; b < B; ++b)
       if (batch.offsets[b + 1] > batch.offsets[b]) std::memcpy(first.row(b), x.row(batch.offsets[b]), H * sizeof(float));
     out.pooler_output = Matrix(B, H);
-    m.pooler.apply(first.data.data(), B, out.pooler_output.data.data(), H, /*with_bias=*/false);
-    kernels::bias_activation(out.pooler_output.data.data(), m.pooler.b, B, H, Activation::kTanh);
+    m.pooler.apply(first.data.data(), B, out.pooler_output.data.data(), H, Activation::kTanh);
   }
   out.last_hidden_state = std::move(x);
   return out;

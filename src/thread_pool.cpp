@@ -2,6 +2,7 @@
 
 #include <cblas.h>
 
+#include <chrono>
 #include <cstdlib>
 
 #include "roberta/roberta.h"
@@ -12,6 +13,14 @@ namespace {
 unsigned g_requested_threads = 0;  // 0: all cores
 std::mutex g_global_mutex;
 std::unique_ptr<ThreadPool> g_pool;
+
+constexpr int kSpinMicroseconds = 1000;  // how long an idle worker watches for work before sleeping
+
+inline void cpu_relax() {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#endif
+}
 }  // namespace
 
 void set_num_threads(unsigned n) {
@@ -62,17 +71,25 @@ void ThreadPool::run(Job& job) {
 }
 
 void ThreadPool::worker_loop() {
+  uint64_t seen = 0;  // posted_ when this worker last looked at the queue
+  bool queue_had_more = false;
   for (;;) {
+    // Spin briefly for the next job before sleeping on the condition variable.
+    const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicroseconds);
+    for (unsigned i = 1; !queue_had_more && posted_.load(std::memory_order_acquire) == seen; ++i) {
+      if (i % 64 == 0 && std::chrono::steady_clock::now() > spin_until) break;
+      cpu_relax();
+    }
     std::shared_ptr<Job> job;
     {
       std::unique_lock lock(mutex_);
       wake_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
       if (stop_) return;
+      seen = posted_.load(std::memory_order_relaxed);
+      while (!jobs_.empty() && jobs_.front()->next.load() >= jobs_.front()->n) jobs_.pop_front();  // all handed out
+      queue_had_more = jobs_.size() > 1;
+      if (jobs_.empty()) continue;
       job = jobs_.front();
-      if (job->next.load() >= job->n) {
-        jobs_.pop_front();
-        continue;
-      }
     }
     run(*job);
     std::lock_guard lock(mutex_);
@@ -92,6 +109,7 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t)>& fn) {
   {
     std::lock_guard lock(mutex_);
     jobs_.push_back(job);
+    posted_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
   run(*job);

@@ -1,10 +1,13 @@
 #pragma once
 // The engine's one thread pool. parallel_for runs on the pool's workers and on the calling thread,
 // so calls from several user threads at once never deadlock (a busy pool just means the caller
-// does more of the work itself). Idle workers sleep; they never spin against OpenBLAS.
+// does more of the work itself). A worker that runs out of work spins for a short while (about a
+// millisecond) before it sleeps, so the many small parallel loops of a forward pass do not each
+// pay a wake-up; OpenBLAS runs single-threaded inside the engine, so there is nothing to fight.
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <exception>
 #include <functional>
@@ -43,6 +46,7 @@ class ThreadPool {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Job>> jobs_;
+  std::atomic<uint64_t> posted_{0};  // jobs ever posted: what a spinning worker watches
   bool stop_ = false;
   std::vector<std::thread> workers_;
 };

@@ -1,12 +1,14 @@
 // The packed GEMM against a float64 reference, over shapes that hit every edge: rows not a
-// multiple of the 8-row block, columns not a multiple of the 32-column panel, k not a multiple
-// of the 256-deep slice, with and without bias, and a strided output.
+// multiple of the 12-row block or of the 96-row chunk, columns not a multiple of the 32-column
+// panel, k not a multiple of the 256-deep slice, with and without bias, a strided output, and
+// the fused activation.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <random>
 
+#include "../src/kernels/activations.h"
 #include "../src/kernels/packed_gemm.h"
 
 namespace {
@@ -15,7 +17,7 @@ TEST(PackedGemm, MatchesFloat64Reference) {
   std::mt19937 rng(42);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   std::printf("  kernel: %s\n", roberta::kernels::packed_gemm_isa());
-  for (size_t M : {1, 3, 8, 13, 64, 70}) {
+  for (size_t M : {1, 3, 8, 12, 13, 64, 70, 100, 197}) {
     for (size_t N : {1, 31, 32, 33, 100, 768}) {
       for (size_t K : {1, 7, 256, 300, 770}) {
         if (M * N * K > 20'000'000) continue;
@@ -44,6 +46,38 @@ TEST(PackedGemm, MatchesFloat64Reference) {
   }
 }
 
+// The activation applied by the GEMM's epilogue equals the activation applied afterwards, on
+// every tile of a product split over several tasks and row chunks.
+TEST(PackedGemm, FusedActivationEqualsSeparatePass) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  const size_t M = 197, N = 300, K = 64, ldy = N + 2;
+  std::vector<float> x(M * K), w(N * K), bias(N);
+  for (auto& v : x) v = dist(rng);
+  for (auto& v : w) v = dist(rng);
+  for (auto& v : bias) v = dist(rng);
+  const roberta::kernels::PackedWeight packed(w.data(), N, K);
+  const roberta::kernels::PackedWeightBf16 packed_bf16(w.data(), N, K);
+  for (const auto act : {roberta::Activation::kGelu, roberta::Activation::kRelu, roberta::Activation::kTanh}) {
+    std::vector<float> plain(M * ldy, -7.0f), fused(M * ldy, -7.0f), plain_bf16(M * ldy), fused_bf16(M * ldy);
+    roberta::kernels::packed_linear(x.data(), M, packed, bias.data(), plain.data(), ldy);
+    roberta::kernels::packed_linear(x.data(), M, packed, bias.data(), fused.data(), ldy, act);
+    roberta::kernels::packed_linear(x.data(), M, packed_bf16, bias.data(), plain_bf16.data(), ldy);
+    roberta::kernels::packed_linear(x.data(), M, packed_bf16, bias.data(), fused_bf16.data(), ldy, act);
+    std::vector<float> separate = plain, separate_bf16 = plain_bf16;  // the pass the model ran before fusing
+    roberta::kernels::bias_activation(separate.data(), nullptr, M, ldy, act);
+    roberta::kernels::bias_activation(separate_bf16.data(), nullptr, M, ldy, act);
+    for (size_t m = 0; m < M; ++m) {
+      for (size_t n = 0; n < N; ++n) {
+        ASSERT_EQ(fused[m * ldy + n], separate[m * ldy + n]) << m << "," << n;
+        ASSERT_EQ(fused_bf16[m * ldy + n], separate_bf16[m * ldy + n]) << m << "," << n;
+        ASSERT_NEAR(fused[m * ldy + n], roberta::kernels::activate(act, plain[m * ldy + n]), 1e-6);
+      }
+      ASSERT_EQ(fused[m * ldy + N], -7.0f) << "wrote past N";
+    }
+  }
+}
+
 }  // namespace
 
 namespace {
@@ -63,7 +97,7 @@ TEST(PackedGemmBf16, MatchesFloat64ReferenceOfBf16RoundedInputs) {
   std::mt19937 rng(7);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   std::printf("  AVX512-BF16 instructions: %s\n", roberta::kernels::has_bf16_instructions() ? "yes" : "no");
-  for (size_t M : {1, 5, 8, 17, 70}) {
+  for (size_t M : {1, 5, 8, 12, 17, 70, 130}) {
     for (size_t N : {3, 32, 45, 768}) {
       for (size_t K : {1, 2, 7, 256, 301, 768}) {
         std::vector<float> x(M * K), w(N * K), bias(N);

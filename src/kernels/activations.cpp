@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "../thread_pool.h"
 #include "vector_math.h"
@@ -53,45 +54,44 @@ void apply(float* x, const float* bias, size_t rows, size_t cols) {
       apply_row<A>(x + r * cols, bias, cols);
   });
 }
+
+// f(std::integral_constant<Activation, A>{}) for the run-time activation a.
+template <typename F>
+auto dispatch(Activation a, F&& f) {
+  using enum Activation;
+  switch (a) {
+    case kGelu: return f(std::integral_constant<Activation, kGelu>{});
+    case kGeluTanh: return f(std::integral_constant<Activation, kGeluTanh>{});
+    case kGelu10: return f(std::integral_constant<Activation, kGelu10>{});
+    case kQuickGelu: return f(std::integral_constant<Activation, kQuickGelu>{});
+    case kLaplace: return f(std::integral_constant<Activation, kLaplace>{});
+    case kRelu: return f(std::integral_constant<Activation, kRelu>{});
+    case kRelu2: return f(std::integral_constant<Activation, kRelu2>{});
+    case kRelu6: return f(std::integral_constant<Activation, kRelu6>{});
+    case kLeakyRelu: return f(std::integral_constant<Activation, kLeakyRelu>{});
+    case kSilu: return f(std::integral_constant<Activation, kSilu>{});
+    case kTanh: return f(std::integral_constant<Activation, kTanh>{});
+    case kSigmoid: return f(std::integral_constant<Activation, kSigmoid>{});
+    case kMish: return f(std::integral_constant<Activation, kMish>{});
+    case kLinear: break;
+  }
+  return f(std::integral_constant<Activation, kLinear>{});
+}
+
 }  // namespace
 
 float activate(Activation a, float x) {
-  switch (a) {
-    case Activation::kGelu: return act<Activation::kGelu>(x);
-    case Activation::kGeluTanh: return act<Activation::kGeluTanh>(x);
-    case Activation::kGelu10: return act<Activation::kGelu10>(x);
-    case Activation::kQuickGelu: return act<Activation::kQuickGelu>(x);
-    case Activation::kLaplace: return act<Activation::kLaplace>(x);
-    case Activation::kRelu: return act<Activation::kRelu>(x);
-    case Activation::kRelu2: return act<Activation::kRelu2>(x);
-    case Activation::kRelu6: return act<Activation::kRelu6>(x);
-    case Activation::kLeakyRelu: return act<Activation::kLeakyRelu>(x);
-    case Activation::kSilu: return act<Activation::kSilu>(x);
-    case Activation::kTanh: return act<Activation::kTanh>(x);
-    case Activation::kSigmoid: return act<Activation::kSigmoid>(x);
-    case Activation::kMish: return act<Activation::kMish>(x);
-    case Activation::kLinear: return x;
-  }
-  return x;
+  return dispatch(a, [x](auto tag) { return act<tag()>(x); });
 }
 
 void bias_activation(float* x, const float* bias, size_t rows, size_t cols, Activation a) {
-  switch (a) {
-    case Activation::kGelu: return apply<Activation::kGelu>(x, bias, rows, cols);
-    case Activation::kGeluTanh: return apply<Activation::kGeluTanh>(x, bias, rows, cols);
-    case Activation::kGelu10: return apply<Activation::kGelu10>(x, bias, rows, cols);
-    case Activation::kQuickGelu: return apply<Activation::kQuickGelu>(x, bias, rows, cols);
-    case Activation::kLaplace: return apply<Activation::kLaplace>(x, bias, rows, cols);
-    case Activation::kRelu: return apply<Activation::kRelu>(x, bias, rows, cols);
-    case Activation::kRelu2: return apply<Activation::kRelu2>(x, bias, rows, cols);
-    case Activation::kRelu6: return apply<Activation::kRelu6>(x, bias, rows, cols);
-    case Activation::kLeakyRelu: return apply<Activation::kLeakyRelu>(x, bias, rows, cols);
-    case Activation::kSilu: return apply<Activation::kSilu>(x, bias, rows, cols);
-    case Activation::kTanh: return apply<Activation::kTanh>(x, bias, rows, cols);
-    case Activation::kSigmoid: return apply<Activation::kSigmoid>(x, bias, rows, cols);
-    case Activation::kMish: return apply<Activation::kMish>(x, bias, rows, cols);
-    case Activation::kLinear: return apply<Activation::kLinear>(x, bias, rows, cols);
-  }
+  dispatch(a, [&](auto tag) { apply<tag()>(x, bias, rows, cols); });
+}
+
+void activation_rows(float* x, size_t ldx, size_t rows, size_t cols, Activation a) {
+  dispatch(a, [&](auto tag) {
+    for (size_t r = 0; r < rows; ++r) apply_row<tag()>(x + r * ldx, nullptr, cols);
+  });
 }
 
 }  // namespace roberta::kernels

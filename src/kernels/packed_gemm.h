@@ -2,13 +2,17 @@
 // A GEMM for the engine's one shape of product, y (M, N) = x (M, K) · Wᵀ + bias, with the weight
 // W (N, K) repacked once at load time into panels of 32 output columns:
 //   panel p holds W[p*32 + j][k] at [p][k][j], zero-padded past N.
-// The inner kernel keeps an 8 x 32 block of y in registers (AVX-512; AVX2 and portable fallbacks
-// picked at run time) and reads the panel straight through, so neither operand is copied per call
-// and the bias is added when the block is first written. Panels are split over the thread pool.
+// The inner kernel keeps a block of y in registers (AVX-512: 8 x 32 for fp32, 12 x 32 for bf16;
+// AVX2 and portable fallbacks picked at run time) and reads the panel straight through,
+// prefetching ahead, so neither operand is copied per call. The bias is added after the products
+// (as PyTorch's addmm rounds) and the activation once a tile is complete, while it is in cache.
+// Panels are split over the thread pool in contiguous ranges.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <new>
+
+#include "roberta/config.h"
 
 namespace roberta::kernels {
 
@@ -62,10 +66,13 @@ class PackedWeightBf16 {
 // fp32 -> bfloat16 with round to nearest even (NaN stays NaN), as torch and OpenBLAS convert.
 uint16_t to_bf16(float f);
 
-// y (M, N) with row stride ldy = x (M, K) · Wᵀ (+ bias[N] when bias is not null).
-void packed_linear(const float* x, size_t M, const PackedWeight& w, const float* bias, float* y, size_t ldy);
+// y (M, N) with row stride ldy = act(x (M, K) · Wᵀ (+ bias[N] when bias is not null)); the
+// activation is applied to each tile while it is still in cache.
+void packed_linear(const float* x, size_t M, const PackedWeight& w, const float* bias, float* y, size_t ldy,
+                   Activation act = Activation::kLinear);
 // The same with bf16 weights: x is rounded to bf16, products are summed in fp32.
-void packed_linear(const float* x, size_t M, const PackedWeightBf16& w, const float* bias, float* y, size_t ldy);
+void packed_linear(const float* x, size_t M, const PackedWeightBf16& w, const float* bias, float* y, size_t ldy,
+                   Activation act = Activation::kLinear);
 
 // Whether this CPU has AVX512-BF16 (else the bf16 product is emulated, correctly but slowly).
 bool has_bf16_instructions();

@@ -1,0 +1,136 @@
+// roberta-kernel-bench: Google Benchmark of the engine's kernels on roberta-base's shapes, next to
+// OpenBLAS's sgemm and the machine's memory read bandwidth. Usage:
+//   build/roberta-kernel-bench [--benchmark_filter=Linear] [--threads=2]
+// GFLOP/s and GB/s are reported as counters ("FLOPS", "bytes_per_second").
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../src/kernels/attention.h"
+#include "../src/kernels/packed_gemm.h"
+#include "../src/thread_pool.h"
+#include "roberta/roberta.h"
+
+namespace {
+
+std::vector<float> random_vector(size_t n, float scale = 1.0f) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+// The four products of an encoder layer: Q/K/V joined, attention output, FFN in, FFN out.
+const std::vector<std::vector<int64_t>> kShapes = {
+    {16, 2304, 768},  {16, 768, 768},  {16, 3072, 768},  {16, 768, 3072},   //
+    {128, 2304, 768}, {128, 768, 768}, {128, 3072, 768}, {128, 768, 3072},  //
+    {1024, 2304, 768}, {1024, 3072, 768}, {1024, 768, 3072}};
+
+void set_flops(benchmark::State& state, double flops_per_iteration) {
+  state.counters["FLOPS"] =
+      benchmark::Counter(flops_per_iteration, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+}
+
+// y (M, N) = x (M, K) · Wᵀ + b with the weight packed once, as the model does.
+void BM_PackedLinear(benchmark::State& state) {
+  const size_t M = state.range(0), N = state.range(1), K = state.range(2);
+  // Several copies of the weight, used in turn, so that it comes from memory as in a forward pass.
+  const size_t copies = std::max<size_t>(1, (256u << 20) / (N * K * 4));
+  const std::vector<float> w = random_vector(N * K, 0.02f), x = random_vector(M * K), b = random_vector(N);
+  std::vector<roberta::kernels::PackedWeight> packed;
+  for (size_t i = 0; i < copies; ++i) packed.emplace_back(w.data(), N, K);
+  std::vector<float> y(M * N);
+  size_t i = 0;
+  for (auto _ : state) {
+    roberta::kernels::packed_linear(x.data(), M, packed[i++ % copies], b.data(), y.data(), N);
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_flops(state, 2.0 * M * N * K);
+}
+
+// The same product through OpenBLAS (weights stored (N, K), transposed in the call), threaded by OpenBLAS.
+void BM_OpenBlasSgemm(benchmark::State& state) {
+  const size_t M = state.range(0), N = state.range(1), K = state.range(2);
+  const size_t copies = std::max<size_t>(1, (256u << 20) / (N * K * 4));
+  std::vector<std::vector<float>> w(copies, random_vector(N * K, 0.02f));
+  const std::vector<float> x = random_vector(M * K);
+  std::vector<float> y(M * N);
+  openblas_set_num_threads(static_cast<int>(roberta::ThreadPool::global().num_threads()));
+  size_t i = 0;
+  for (auto _ : state) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x.data(), K, w[i++ % copies].data(), K, 0.0f,
+                y.data(), N);
+    benchmark::DoNotOptimize(y.data());
+  }
+  openblas_set_num_threads(1);
+  set_flops(state, 2.0 * M * N * K);
+}
+
+// Self-attention of one sequence of L tokens, 12 heads of 64 (the (L, 3H) Q/K/V input).
+void BM_SelfAttention(benchmark::State& state) {
+  const size_t L = state.range(0), heads = 12, d = 64, H = heads * d;
+  const std::vector<float> qkv = random_vector(L * 3 * H);
+  std::vector<float> ctx(L * H);
+  const size_t offsets[2] = {0, L};
+  for (auto _ : state) {
+    roberta::kernels::self_attention(qkv.data(), offsets, 1, heads, d, ctx.data());
+    benchmark::DoNotOptimize(ctx.data());
+  }
+  set_flops(state, 4.0 * L * L * H);
+}
+
+// Read bandwidth over 512 MB split across the pool: the ceiling for small-batch inference,
+// which streams every weight once per forward pass.
+void BM_ReadBandwidth(benchmark::State& state) {
+  const size_t n = (512u << 20) / sizeof(float);
+  std::vector<float> data(n, 1.0f);
+  roberta::ThreadPool& pool = roberta::ThreadPool::global();
+  const size_t parts = pool.num_threads() * 8;
+  std::vector<float> sums(parts);
+  for (auto _ : state) {
+    pool.parallel_for(parts, [&](size_t p) {
+      float acc[16] = {};
+      for (size_t i = n * p / parts; i + 16 <= n * (p + 1) / parts; i += 16)
+        for (int k = 0; k < 16; ++k) acc[k] += data[i + k];
+      float s = 0;
+      for (float a : acc) s += a;
+      sums[p] = s;
+    });
+    benchmark::DoNotOptimize(sums.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * n * sizeof(float)));
+}
+
+}  // namespace
+
+BENCHMARK(BM_PackedLinear)->Apply([](benchmark::internal::Benchmark* b) {
+  b->ArgNames({"M", "N", "K"});
+  for (const auto& s : kShapes) b->Args(s);
+})->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_OpenBlasSgemm)->Apply([](benchmark::internal::Benchmark* b) {
+  b->ArgNames({"M", "N", "K"});
+  for (const auto& s : kShapes) b->Args(s);
+})->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_SelfAttention)->ArgName("L")->Arg(16)->Arg(128)->Arg(512)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_ReadBandwidth)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+int main(int argc, char** argv) {
+  unsigned threads = 0;
+  std::vector<char*> rest;
+  for (int i = 0; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--threads=", 10) == 0)
+      threads = static_cast<unsigned>(std::stoul(argv[i] + 10));
+    else
+      rest.push_back(argv[i]);
+  }
+  roberta::set_num_threads(threads);
+  int n = static_cast<int>(rest.size());
+  benchmark::Initialize(&n, rest.data());
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+}
