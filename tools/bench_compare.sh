@@ -4,7 +4,8 @@
 #   MODEL_DIR defaults to a roberta-base-shaped random model made in ${TMPDIR:-/tmp}/roberta-bench.
 # Installs onnxruntime-node into a scratch folder (never a project dependency), exports the model
 # with tools/export_onnx.py, then for each round runs every workload in roberta.cpp, ORT and
-# PyTorch one after the other, and prints medians over rounds with the ratios. Not part of CI.
+# PyTorch one after the other (and W3 once more in roberta.cpp with --dtype bf16), and prints
+# medians over rounds with the ratios and roberta.cpp's peak memory on W3. Not part of CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scratch=${TMPDIR:-/tmp}/roberta-bench
@@ -30,6 +31,8 @@ for round in $(seq "$rounds"); do
     torch=$(OMP_WAIT_POLICY=PASSIVE OPENBLAS_NUM_THREADS=$threads "$py" tools/bench_torch.py "$model" "$threads" "$runs" "$lengths")
     echo "{\"workload\":\"$w\",\"round\":$round,\"ours\":$ours,\"ort\":$ort,\"torch\":$torch}" >> "$results"
   done
+  bf16=$(build/roberta bench --model "$model" ${spec[W3]} --threads "$threads" --runs "$runs" --dtype bf16 --json)
+  echo "{\"workload\":\"W3 bf16\",\"round\":$round,\"ours\":$bf16}" >> "$results"
 done
 "$py" - "$results" "$threads" <<'PY'
 import json, statistics, sys
@@ -44,5 +47,13 @@ for w in ["W1", "W2", "W3", "W4", "W5"]:
     pt = statistics.median(x["torch"]["median_ms"] for x in r)
     tokens = r[0]["ours"]["tokens"]
     print(f"| {w} | {tokens} | {ours:.1f} | {ort:.1f} | {pt:.1f} | {ort / ours:.2f}x | {pt / ours:.2f}x | {tokens / ours * 1000:.0f} |")
+    if w == "W3":
+        b = [x for x in rows if x["workload"] == "W3 bf16"]
+        bf = statistics.median(x["ours"]["median_ms"] for x in b)
+        print(f"| W3, roberta.cpp --dtype bf16 | {tokens} | {bf:.1f} | {ort:.1f} (fp32) | {pt:.1f} (fp32) | {ort / bf:.2f}x | "
+              f"{pt / bf:.2f}x | {tokens / bf * 1000:.0f} |")
+w3 = [x for x in rows if x["workload"] == "W3"]
+print(f"peak memory of roberta bench on W3: {max(x['ours']['peak_rss_mb'] for x in w3):.0f} MB fp32, "
+      f"{max(x['ours']['peak_rss_mb'] for x in rows if x['workload'] == 'W3 bf16'):.0f} MB bf16")
 PY
 rm -f "$results"

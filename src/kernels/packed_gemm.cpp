@@ -201,14 +201,14 @@ const Kernel& kernel() {
 
 // Runs block(r, rows, p, k0, k1) over every (row block, panel, k slice) of y (M, N), panels split
 // over the thread pool in contiguous ranges, then finish(m0, m1, col0, col1) on each finished tile.
-// Small M (one chunk of rows) walks each panel from start to end, so every thread streams its
-// weights from memory in one sequential pass; larger M keeps a chunk of x in cache while the
-// panels' k slices pass by.
+// Rows go in chunks of 16 blocks; within a chunk each panel is walked from start to end, so a
+// thread streams its weights in one sequential pass (which the prefetches run ahead of) while the
+// chunk of x stays in cache, and each k slice of the panel is reused by all the chunk's blocks.
 template <typename Block, typename Finish>
 void for_each_block(size_t M, size_t N, size_t depth, size_t slice, size_t block_rows, const Block& block,
                     const Finish& finish) {
   const size_t P = (N + PackedWeight::kPanel - 1) / PackedWeight::kPanel;
-  const size_t chunk = block_rows * 8;
+  const size_t chunk = block_rows * 16;
   ThreadPool& pool = ThreadPool::global();
   // A few more tasks than threads balance uneven speeds when there is enough work.
   const size_t tasks = std::min(P, static_cast<size_t>(pool.num_threads()) * (M > chunk ? 4 : 1));
@@ -216,17 +216,11 @@ void for_each_block(size_t M, size_t N, size_t depth, size_t slice, size_t block
     const size_t p0 = P * t / tasks, p1 = P * (t + 1) / tasks;
     for (size_t m0 = 0; m0 < M; m0 += chunk) {
       const size_t m1 = std::min(M, m0 + chunk);
-      const auto rows_of = [&](size_t p, size_t k0) {
-        const size_t k1 = std::min(depth, k0 + slice);
-        for (size_t r = m0; r < m1; r += block_rows) block(r, std::min(block_rows, m1 - r), p, k0, k1);
-      };
-      if (M <= chunk) {
-        for (size_t p = p0; p < p1; ++p)
-          for (size_t k0 = 0; k0 < depth; k0 += slice) rows_of(p, k0);
-      } else {
-        for (size_t k0 = 0; k0 < depth; k0 += slice)
-          for (size_t p = p0; p < p1; ++p) rows_of(p, k0);
-      }
+      for (size_t p = p0; p < p1; ++p)
+        for (size_t k0 = 0; k0 < depth; k0 += slice) {
+          const size_t k1 = std::min(depth, k0 + slice);
+          for (size_t r = m0; r < m1; r += block_rows) block(r, std::min(block_rows, m1 - r), p, k0, k1);
+        }
       finish(m0, m1, p0 * PackedWeight::kPanel, std::min(N, p1 * PackedWeight::kPanel));
     }
   });
