@@ -32,11 +32,11 @@ std::string shell_quote(const std::string& s) {
   return q + "'";
 }
 
-// Runs the binary with `args`, feeding `input` on stdin.
-Result run(const std::vector<std::string>& args, const std::string& input = "") {
+// Runs the binary with `args`, feeding `input` on stdin; `env` ("NAME=value") is added to its environment.
+Result run(const std::vector<std::string>& args, const std::string& input = "", const std::string& env = "") {
   roberta::test::TempDir dir;
   roberta::test::write_text(dir / "stdin", input);
-  std::string cmd = shell_quote(kBinary);
+  std::string cmd = (env.empty() ? "" : "env " + shell_quote(env) + " ") + shell_quote(kBinary);
   for (const auto& a : args) cmd += " " + shell_quote(a);
   cmd += " < " + shell_quote((dir / "stdin").string()) + " > " + shell_quote((dir / "stdout").string()) + " 2> " +
          shell_quote((dir / "stderr").string());
@@ -199,6 +199,20 @@ TEST(FillMask, BadLinesAreErrorsButOtherLinesAreAnswered) {
   EXPECT_NE(res.err.find("error: line 4: the text has"), std::string::npos) << res.err;
   EXPECT_NE(res.err.find("at most 512"), std::string::npos) << res.err;
   EXPECT_NE(res.err.find("error: line 5: invalid UTF-8 in text at byte 4"), std::string::npos) << res.err;
+}
+
+TEST(FillMask, ModelComesFromRobertaModelWhenNotGiven) {
+  const std::string text = "A <mask> here.";
+  const Result given = run({"fill-mask", "--model", kTiny, "--json", text});
+  ASSERT_EQ(given.status, 0) << given.err;
+  const Result from_env = run({"fill-mask", "--json", text}, "", "ROBERTA_MODEL=" + kTiny);
+  ASSERT_EQ(from_env.status, 0) << from_env.err;
+  EXPECT_EQ(from_env.out, given.out);
+  EXPECT_FALSE(given.out.empty());
+  // --model wins over the environment.
+  const Result both = run({"fill-mask", "--model", kTiny, "--json", text}, "", "ROBERTA_MODEL=/nonexistent");
+  EXPECT_EQ(both.status, 0) << both.err;
+  EXPECT_EQ(both.out, given.out);
 }
 
 TEST(FillMask, ModelProblemsAreClearErrors) {

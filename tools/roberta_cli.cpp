@@ -9,6 +9,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -36,11 +38,21 @@ Commands:
   bench       time forward passes (median ms, tokens/s, GFLOP/s, peak memory)
   eval-mlm    masked-LM top-1/top-5 accuracy on prepared masked inputs
 
-Every command takes --model DIR (a Hugging Face model folder) and --threads N; the ones that run
-the model take --dtype fp32|bf16 (bf16: the encoder's matrices in bfloat16, opt-in).
+Every command takes --model DIR (a Hugging Face model folder; default: $ROBERTA_MODEL, else the
+demo model this program was built with) and --threads N; the ones that run the model take
+--dtype fp32|bf16 (bf16: the encoder's matrices in bfloat16, opt-in).
 Run `roberta COMMAND --help` for the options of a command.
 Exit status: 0 success, 1 error in the input or the model, 2 usage error.
 )";
+
+// --model, else $ROBERTA_MODEL, else the demo model of the source tree this program was built from.
+std::string model_dir(const Args& args) {
+  if (auto dir = args.get("model")) return *dir;
+  if (const char* env = std::getenv("ROBERTA_MODEL"); env && *env) return env;
+  if (std::filesystem::is_directory(ROBERTA_DEFAULT_MODEL)) return ROBERTA_DEFAULT_MODEL;
+  throw UsageError(std::string("missing --model DIR (ROBERTA_MODEL is not set and the demo model ") +
+                   ROBERTA_DEFAULT_MODEL + " is not there)");
+}
 
 // Inputs one at a time: the given texts, or else stdin lines (without "\n" / "\r\n"), so that
 // memory does not grow with the number of lines.
@@ -114,7 +126,7 @@ int cmd_tokenize(const std::vector<std::string>& argv) {
   const Args args(argv, {"model", "text", "input-format", "max-length", "threads"},
                   {"no-special-tokens", "replace-invalid-utf8", "byte-offsets", "help"});
   if (args.flag("help")) {
-    std::cout << R"(usage: roberta tokenize --model DIR [--text TEXT] [options] < lines
+    std::cout << R"(usage: roberta tokenize [--model DIR] [--text TEXT] [options] < lines
 
 Writes one JSON object per input: {"ids":[...],"tokens":[...],"offsets":[[s,e],...]}
 (offsets in code points, as Hugging Face gives them).
@@ -127,7 +139,7 @@ Writes one JSON object per input: {"ids":[...],"tokens":[...],"offsets":[[s,e],.
 )";
     return 0;
   }
-  const Tokenizer tok = Tokenizer::from_dir(args.require("model"));
+  const Tokenizer tok = Tokenizer::from_dir(model_dir(args));
   EncodeOptions options;
   options.add_special_tokens = !args.flag("no-special-tokens");
   if (auto n = args.integer("max-length", 1, 1'000'000'000)) options.max_length = static_cast<size_t>(*n);
@@ -176,7 +188,7 @@ Writes one JSON object per input: {"ids":[...],"tokens":[...],"offsets":[[s,e],.
 int cmd_fill_mask(const std::vector<std::string>& argv) {
   const Args args(argv, {"model", "top-k", "targets", "threads", "dtype"}, {"json", "help"});
   if (args.flag("help")) {
-    std::cout << R"(usage: roberta fill-mask --model DIR [--top-k 5] [--targets w1,w2] [--json] [TEXT ...]
+    std::cout << R"(usage: roberta fill-mask [--model DIR] [--top-k 5] [--targets w1,w2] [--json] [TEXT ...]
 
 Predicts the token at each <mask> of each text (texts from the arguments, or one per line from
 stdin), like Hugging Face's pipeline("fill-mask"). Scores are softmax probabilities.
@@ -187,7 +199,7 @@ stdin), like Hugging Face's pipeline("fill-mask"). Scores are softmax probabilit
     return 0;
   }
   apply_threads(args);
-  const FillMask fill = FillMask::load(args.require("model"), load_options(args));
+  const FillMask fill = FillMask::load(model_dir(args), load_options(args));
   FillMaskOptions options;
   if (auto k = args.integer("top-k", 1, 1'000'000)) options.top_k = static_cast<size_t>(*k);
   if (auto t = args.get("targets")) {
@@ -240,7 +252,7 @@ int cmd_embed(const std::vector<std::string>& argv) {
   const Args args(argv, {"model", "pooling", "batch-size", "max-length", "format", "output", "threads", "dtype"},
                   {"normalize", "no-normalize", "force", "no-truncate", "help"});
   if (args.flag("help")) {
-    std::cout << R"(usage: roberta embed --model DIR [options] [FILE]
+    std::cout << R"(usage: roberta embed [--model DIR] [options] [FILE]
 
 One embedding per input line (FILE, or stdin), in input order.
   --pooling mean|cls|max|pooler  default: the folder's sentence-transformers 1_Pooling config, else mean
@@ -286,7 +298,7 @@ One embedding per input line (FILE, or stdin), in input order.
     std::error_code ec;
     total_bytes = std::filesystem::file_size(path, ec);
   }
-  const Embedder embedder = Embedder::load(args.require("model"), load_options(args));
+  const Embedder embedder = Embedder::load(model_dir(args), load_options(args));
   const size_t dim = static_cast<size_t>(embedder.model().config().hidden_size);
 
   // Streams the input in chunks: memory stays bounded whatever the number of lines.
@@ -369,10 +381,10 @@ One embedding per input line (FILE, or stdin), in input order.
 int cmd_info(const std::vector<std::string>& argv) {
   const Args args(argv, {"model"}, {"help"});
   if (args.flag("help")) {
-    std::cout << "usage: roberta info --model DIR\n\nConfig summary, parameter count, dtypes, files and memory.\n";
+    std::cout << "usage: roberta info [--model DIR]\n\nConfig summary, parameter count, dtypes, files and memory.\n";
     return 0;
   }
-  const std::filesystem::path dir = args.require("model");
+  const std::filesystem::path dir = model_dir(args);
   const Model model = Model::load(dir);
   const ModelConfig& c = model.config();
   std::cout << "model folder      " << dir.string() << "\n"
@@ -470,7 +482,7 @@ std::map<std::string, std::pair<std::vector<int64_t>, std::vector<float>>> run_p
 int cmd_dump(const std::vector<std::string>& argv) {
   const Args args(argv, {"model", "input-ids", "attention-mask", "out", "threads", "dtype"}, {"force", "help"});
   if (args.flag("help")) {
-    std::cout << R"(usage: roberta dump --model DIR --input-ids IDS.npy [--attention-mask MASK.npy] --out DIR [--force]
+    std::cout << R"(usage: roberta dump [--model DIR] --input-ids IDS.npy [--attention-mask MASK.npy] --out DIR [--force]
 
 Writes input_ids.npy, attention_mask.npy, hidden_states_0..N.npy (B, L, H), logits.npy (B, L, V)
 and pooler_output.npy (B, H) in the format of tools/dump_reference.py. Padding positions are 0.
@@ -479,7 +491,7 @@ Without --attention-mask, tokens equal to pad_token_id are padding.
     return 0;
   }
   apply_threads(args);
-  const Model model = Model::load(args.require("model"), load_options(args));
+  const Model model = Model::load(model_dir(args), load_options(args));
   const std::filesystem::path out_dir = args.require("out");
   std::error_code ec;
   if (std::filesystem::exists(out_dir, ec) && !std::filesystem::is_empty(out_dir, ec) && !args.flag("force"))
@@ -501,7 +513,7 @@ Without --attention-mask, tokens equal to pad_token_id are padding.
 int cmd_compare(const std::vector<std::string>& argv) {
   const Args args(argv, {"model", "reference", "atol", "rtol", "threads", "dtype"}, {"json", "help"});
   if (args.flag("help")) {
-    std::cout << R"(usage: roberta compare --model DIR --reference DUMPDIR [--atol 1e-4] [--rtol 1e-3] [--json]
+    std::cout << R"(usage: roberta compare [--model DIR] --reference DUMPDIR [--atol 1e-4] [--rtol 1e-3] [--json]
 
 Runs the engine on the dump's input_ids/attention_mask and compares every tensor the dump holds
 (hidden_states_*, logits, pooler_output) over real (mask = 1) positions. An element passes when
@@ -511,7 +523,7 @@ Runs the engine on the dump's input_ids/attention_mask and compares every tensor
   }
   apply_threads(args);
   const double atol = args.number("atol").value_or(1e-4), rtol = args.number("rtol").value_or(1e-3);
-  const Model model = Model::load(args.require("model"), load_options(args));
+  const Model model = Model::load(model_dir(args), load_options(args));
   const std::filesystem::path ref = args.require("reference");
   if (!std::filesystem::is_directory(ref)) throw Error(ref.string() + ": reference dump folder not found");
   const PaddedInput in = read_inputs(ref / "input_ids.npy", ref / "attention_mask.npy",
@@ -604,7 +616,7 @@ int cmd_bench(const std::vector<std::string>& argv) {
   const Args args(argv, {"model", "batch", "seq", "lengths", "seed", "threads", "runs", "warmup", "outputs", "dtype"},
                   {"json", "help"});
   if (args.flag("help")) {
-    std::cout << R"(usage: roberta bench --model DIR [--batch 1] [--seq 128] [--lengths uniform:MIN:MAX --seed S]
+    std::cout << R"(usage: roberta bench [--model DIR] [--batch 1] [--seq 128] [--lengths uniform:MIN:MAX --seed S]
                      [--threads T] [--runs 5] [--warmup 1] [--outputs hidden|logits] [--json]
 
 Times forward passes on random token ids: a warm-up, then --runs timed runs. Prints the median,
@@ -616,7 +628,7 @@ products and attention) and the process's peak resident memory.
     return 0;
   }
   apply_threads(args);
-  const Model model = Model::load(args.require("model"), load_options(args));
+  const Model model = Model::load(model_dir(args), load_options(args));
   const ModelConfig& c = model.config();
   const size_t B = static_cast<size_t>(args.integer("batch", 1, 1'000'000).value_or(1));
   const size_t runs = static_cast<size_t>(args.integer("runs", 1, 1'000'000).value_or(5));
@@ -690,7 +702,7 @@ products and attention) and the process's peak resident memory.
 int cmd_eval_mlm(const std::vector<std::string>& argv) {
   const Args args(argv, {"model", "masks", "batch-size", "threads", "dtype"}, {"agreement", "help"});
   if (args.flag("help")) {
-    std::cout << R"(usage: roberta eval-mlm --model DIR --masks FILE.jsonl [--batch-size 16] [--dtype bf16 --agreement]
+    std::cout << R"(usage: roberta eval-mlm [--model DIR] --masks FILE.jsonl [--batch-size 16] [--dtype bf16 --agreement]
 
 Masked-LM accuracy on prepared inputs (tools/train_demo.py eval --masks-out writes them): each
 line is {"ids": [...], "positions": [...], "labels": [...]}, ids holding <mask> at the positions.
@@ -701,7 +713,7 @@ Prints {"top1": ..., "top5": ..., "masked": N, "sequences": S}.
     return 0;
   }
   apply_threads(args);
-  const Model model = Model::load(args.require("model"), load_options(args));
+  const Model model = Model::load(model_dir(args), load_options(args));
   if (!model.has_lm_head()) throw Error(model.dir().string() + ": the model has no MLM head");
   const std::string path = args.require("masks");
   std::ifstream in(path, std::ios::binary);
@@ -713,7 +725,7 @@ Prints {"top1": ..., "top5": ..., "masked": N, "sequences": S}.
   std::vector<int64_t> labels;
   const bool agreement = args.flag("agreement");
   std::optional<Model> reference;
-  if (agreement) reference = Model::load(args.require("model"));
+  if (agreement) reference = Model::load(model_dir(args));
   size_t same_top1 = 0, ref_top1_in_top5 = 0;
   double max_logit_diff = 0, max_hidden_diff = 0;
   const auto rank_of = [](const float* z, size_t V, int64_t id) {  // tokens ranked above id
