@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "roberta/pipelines.h"
@@ -61,6 +63,22 @@ TEST(DemoModel, PlausibleWordInTopFiveForAtLeastEightOfTen) {
     plausible += found;
   }
   EXPECT_GE(plausible, 8);
+}
+
+// The README's first command runs fill-mask without --model: the program's default is this model.
+TEST(DemoModel, IsTheProgramsDefaultModel) {
+  const char* text = kCases[0].text;
+  const std::string cmd = std::string("env -u ROBERTA_MODEL '") + ROBERTA_BINARY + "' fill-mask --json '" + text + "'";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+  ASSERT_EQ(pclose(pipe), 0) << out;
+  const auto from_program = nlohmann::json::parse(out);
+  const auto from_library = roberta::FillMask::load(ROBERTA_DEMO_MODEL)(text).at(0);
+  ASSERT_EQ(from_program.size(), from_library.size());
+  for (size_t i = 0; i < from_library.size(); ++i) EXPECT_EQ(from_program[i]["token"], from_library[i].token) << i;
 }
 
 }  // namespace
