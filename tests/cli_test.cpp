@@ -232,7 +232,7 @@ TEST(Cli, UsageErrorsExitWithTwo) {
   for (const auto& args : std::vector<std::vector<std::string>>{
            {"fill-mask", "--model", kTiny, "--top-k", "zero", "a <mask>"},
            {"fill-mask", "--model", kTiny, "--frobnicate"},
-           {"fill-mask", "a <mask>"},
+           {"fill-mask", "--model"},
            {"embed", "--model", kTiny, "--pooling", "median"},
            {"no-such-command"}}) {
     const Result r = run(args);
