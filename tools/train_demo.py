@@ -378,16 +378,20 @@ def cmd_train(args):
     save()
 
 
+def heldout_windows(stream, seq_len, count):
+    """Up to `count` consecutive (seq_len - 2)-token windows of the stream, each as <s> window </s>."""
+    body = seq_len - 2
+    count = min(len(stream) // body, count)
+    return np.concatenate([np.full((count, 1), BOS), stream[:count * body].reshape(count, body),
+                           np.full((count, 1), EOS)], axis=1).astype(np.int64)
+
+
 class HeldOut:
     """A fixed sample of the held-out text with fixed masks (every chosen token is <mask>), scored during
     training to watch for over-fitting: loss and top-1 accuracy over the masked tokens."""
 
     def __init__(self, stream, seq_len, mask_id, sequences, seed=1):
-        body = seq_len - 2
-        count = min(len(stream) // body, sequences)
-        ids = np.concatenate([np.full((count, 1), BOS), stream[:count * body].reshape(count, body),
-                              np.full((count, 1), EOS)], axis=1)
-        self.ids = torch.from_numpy(ids.astype(np.int64))
+        self.ids = torch.from_numpy(heldout_windows(stream, seq_len, sequences))
         gen = torch.Generator().manual_seed(seed)
         self.chosen = (torch.rand(self.ids.shape, generator=gen) < 0.15)
         self.chosen[:, 0] = self.chosen[:, -1] = False
@@ -502,13 +506,12 @@ def cmd_eval(args):
         stream = np.array(id_stream(BpeTokenizer.from_dir(args.model), split_corpus(args.corpus)[2])[0], dtype=np.int32)
     else:
         stream = np.load(os.path.join(args.work, "heldout-ids.npy"))
-    body = shape["seq_len"] - 2
     gen = torch.Generator().manual_seed(args.seed)
     top1 = top5 = total = 0
     mask_id = vocab["<mask>"]
     with open(args.masks_out, "w") as out, torch.no_grad():
-        for s in range(min(len(stream) // body, args.max_sequences)):
-            ids = torch.tensor(np.concatenate(([BOS], stream[s * body:(s + 1) * body], [EOS])), dtype=torch.int64)[None]
+        for window in heldout_windows(stream, shape["seq_len"], args.max_sequences):
+            ids = torch.from_numpy(window)[None]
             special = (ids == BOS) | (ids == EOS) | (ids == PAD)
             chosen = (torch.rand(ids.shape, generator=gen) < 0.15) & ~special
             if not chosen.any():
