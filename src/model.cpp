@@ -12,7 +12,7 @@
 #include "kernels/layer_norm.h"
 #include "kernels/packed_gemm.h"
 #include "roberta/error.h"
-#include "roberta/weights.h"
+#include "roberta/dev/weights.h"
 #include "thread_pool.h"
 
 namespace roberta {

@@ -1,4 +1,4 @@
-#include "roberta/npy.h"
+#include "roberta/dev/npy.h"
 
 #include <cstring>
 #include <fstream>

@@ -5,14 +5,14 @@
 #include <chrono>
 #include <cstdlib>
 
-#include "roberta/roberta.h"
+#include "roberta/threads.h"
 
 namespace roberta {
 
 namespace {
 unsigned g_requested_threads = 0;  // 0: all cores
 std::mutex g_global_mutex;
-std::unique_ptr<ThreadPool> g_pool;
+std::shared_ptr<ThreadPool> g_pool;  // callers hold a reference while they use it
 
 constexpr int kSpinMicroseconds = 1000;  // how long an idle worker watches for work before sleeping
 
@@ -26,18 +26,24 @@ inline void cpu_relax() {
 void set_num_threads(unsigned n) {
   std::lock_guard lock(g_global_mutex);
   g_requested_threads = n;
-  g_pool.reset();  // rebuilt on next use
+  g_pool.reset();  // rebuilt on next use; callers still holding the old pool finish on it
 }
 
-ThreadPool& ThreadPool::global() {
+unsigned num_threads() {
+  std::lock_guard lock(g_global_mutex);
+  if (g_pool) return g_pool->num_threads();
+  return g_requested_threads ? g_requested_threads : std::max(1u, std::thread::hardware_concurrency());
+}
+
+std::shared_ptr<ThreadPool> ThreadPool::global() {
   std::lock_guard lock(g_global_mutex);
   if (!g_pool) {
     unsigned n = g_requested_threads ? g_requested_threads : std::max(1u, std::thread::hardware_concurrency());
     // We split GEMMs over our own threads; OpenBLAS's threads would fight ours for the cores.
     openblas_set_num_threads(1);
-    g_pool = std::make_unique<ThreadPool>(n);
+    g_pool = std::make_shared<ThreadPool>(n);
   }
-  return *g_pool;
+  return g_pool;
 }
 
 ThreadPool::ThreadPool(unsigned num_threads) : num_threads_(std::max(1u, num_threads)) {

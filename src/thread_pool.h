@@ -20,7 +20,9 @@ namespace roberta {
 
 class ThreadPool {
  public:
-  static ThreadPool& global();
+  // The pool forward passes use. Hold the returned pointer for as long as you use the pool:
+  // set_num_threads() replaces the global pool, and the old one lives until its last user is done.
+  static std::shared_ptr<ThreadPool> global();
   explicit ThreadPool(unsigned num_threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;

@@ -1,4 +1,4 @@
-#include "roberta/weights.h"
+#include "roberta/dev/weights.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

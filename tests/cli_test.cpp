@@ -10,7 +10,7 @@
 #include <numeric>
 #include <sstream>
 
-#include "roberta/npy.h"
+#include "roberta/dev/npy.h"
 #include "test_util.h"
 
 namespace {

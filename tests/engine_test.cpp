@@ -7,6 +7,8 @@
 
 #include "../src/kernels/activations.h"
 #include "roberta/roberta.h"
+#include "roberta/dev/npy.h"
+#include "roberta/dev/weights.h"
 #include "test_util.h"
 
 namespace {

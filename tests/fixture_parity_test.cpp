@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "roberta/model.h"
-#include "roberta/npy.h"
+#include "roberta/dev/npy.h"
 
 namespace {
 

@@ -60,7 +60,7 @@ void BM_OpenBlasSgemm(benchmark::State& state) {
   std::vector<std::vector<float>> w(copies, random_vector(N * K, 0.02f));
   const std::vector<float> x = random_vector(M * K);
   std::vector<float> y(M * N);
-  openblas_set_num_threads(static_cast<int>(roberta::ThreadPool::global().num_threads()));
+  openblas_set_num_threads(static_cast<int>(roberta::ThreadPool::global()->num_threads()));
   size_t i = 0;
   for (auto _ : state) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x.data(), K, w[i++ % copies].data(), K, 0.0f,
@@ -89,7 +89,8 @@ void BM_SelfAttention(benchmark::State& state) {
 void BM_ReadBandwidth(benchmark::State& state) {
   const size_t n = (512u << 20) / sizeof(float);
   std::vector<float> data(n, 1.0f);
-  roberta::ThreadPool& pool = roberta::ThreadPool::global();
+  const auto pool_ref = roberta::ThreadPool::global();
+  roberta::ThreadPool& pool = *pool_ref;
   const size_t parts = pool.num_threads() * 8;
   std::vector<float> sums(parts);
   for (auto _ : state) {

@@ -20,6 +20,7 @@
 #include "cli_args.h"
 #include "roberta/pipelines.h"
 #include "roberta/roberta.h"
+#include "roberta/dev/npy.h"
 
 namespace roberta::cli {
 namespace {

@@ -1,13 +1,33 @@
 #pragma once
-// The one exception type of roberta.cpp. Its message names the file, field or position at fault.
+// The one exception type of roberta.cpp. Its message names the file, field or position at fault;
+// its kind tells a caller (the server, the Python package) what went wrong without parsing the
+// message:
+//
+//   try { model.forward(batch); }
+//   catch (const roberta::Error& e) {
+//     if (e.kind() == roberta::ErrorKind::kInvalidInput) ... // 4xx / ValueError
+//   }
 #include <stdexcept>
 #include <string>
 
 namespace roberta {
 
+enum class ErrorKind {
+  kInvalidInput,  // the text, ids, options or request: the caller can fix it
+  kInvalidModel,  // the model folder's config, weights or tokenizer files are wrong or unsupported
+  kIo,            // a file could not be opened, read or written
+};
+
+const char* error_kind_name(ErrorKind kind);  // "invalid input", "invalid model", "I/O"
+
 class Error : public std::runtime_error {
  public:
-  explicit Error(const std::string& message) : std::runtime_error(message) {}
+  explicit Error(const std::string& message, ErrorKind kind = ErrorKind::kInvalidInput)
+      : std::runtime_error(message), kind_(kind) {}
+  ErrorKind kind() const { return kind_; }
+
+ private:
+  ErrorKind kind_;
 };
 
 }  // namespace roberta

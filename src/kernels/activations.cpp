@@ -49,7 +49,7 @@ template <Activation A>
 void apply(float* x, const float* bias, size_t rows, size_t cols) {
   const size_t rows_per_task = std::max<size_t>(1, 32768 / std::max<size_t>(cols, 1));
   const size_t tasks = (rows + rows_per_task - 1) / rows_per_task;
-  ThreadPool::global().parallel_for(tasks, [&](size_t task) {
+  ThreadPool::global()->parallel_for(tasks, [&](size_t task) {
     for (size_t r = task * rows_per_task; r < std::min(rows, (task + 1) * rows_per_task); ++r)
       apply_row<A>(x + r * cols, bias, cols);
   });

@@ -38,7 +38,7 @@ void self_attention(const float* qkv, const size_t* offsets, size_t num_sequence
                     float* ctx) {
   const size_t H = heads * head_size, ld = 3 * H;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_size));
-  ThreadPool::global().parallel_for(num_sequences * heads, [&](size_t task) {
+  ThreadPool::global()->parallel_for(num_sequences * heads, [&](size_t task) {
     const size_t s = task / heads, h = task % heads;
     const size_t begin = offsets[s], L = offsets[s + 1] - begin;
     if (L == 0) return;

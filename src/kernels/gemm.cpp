@@ -10,7 +10,8 @@ namespace roberta::kernels {
 
 void linear(const float* x, size_t M, size_t K, const float* w, const float* bias, size_t N, float* y, size_t ldy) {
   if (M == 0 || N == 0) return;
-  ThreadPool& pool = ThreadPool::global();
+  const std::shared_ptr<ThreadPool> pool_ref = ThreadPool::global();
+  ThreadPool& pool = *pool_ref;
   // Enough work per part to be worth a thread: ~1 MFLOP.
   const size_t max_parts = std::max<size_t>(1, (2 * M * N * K) / (1 << 20));
   const size_t parts = std::min<size_t>({pool.num_threads(), max_parts, (N + 15) / 16});

@@ -48,7 +48,7 @@ void layer_norm(const float* x, const float* residual, const float* gamma, const
                 size_t cols, float* out) {
   const size_t rows_per_task = std::max<size_t>(1, 16384 / std::max<size_t>(cols, 1));
   const size_t tasks = (rows + rows_per_task - 1) / rows_per_task;
-  ThreadPool::global().parallel_for(tasks, [&](size_t task) {
+  ThreadPool::global()->parallel_for(tasks, [&](size_t task) {
     thread_local std::vector<float> sum;
     sum.resize(cols);
     for (size_t r = task * rows_per_task; r < std::min(rows, (task + 1) * rows_per_task); ++r)

@@ -17,7 +17,7 @@ PackedWeight::PackedWeight(const float* w, size_t n, size_t k)
     : n_(n), k_(k), data_(static_cast<float*>(::operator new[](bytes(), std::align_val_t(64)))) {
   // Panels are independent: pack them on the thread pool. Within a panel, walk k in tiles so
   // that both the 32 source rows and the destination stay in cache.
-  ThreadPool::global().parallel_for(panels(), [&](size_t p) {
+  ThreadPool::global()->parallel_for(panels(), [&](size_t p) {
     float* dst = data_.get() + p * k * kPanel;
     const size_t rows = std::min(kPanel, n - p * kPanel);
     if (rows < kPanel) std::memset(dst, 0, k * kPanel * sizeof(float));
@@ -209,7 +209,8 @@ void for_each_block(size_t M, size_t N, size_t depth, size_t slice, size_t block
                     const Finish& finish) {
   const size_t P = (N + PackedWeight::kPanel - 1) / PackedWeight::kPanel;
   const size_t chunk = block_rows * 16;
-  ThreadPool& pool = ThreadPool::global();
+  const std::shared_ptr<ThreadPool> pool_ref = ThreadPool::global();
+  ThreadPool& pool = *pool_ref;
   // A few more tasks than threads balance uneven speeds when there is enough work.
   const size_t tasks = std::min(P, static_cast<size_t>(pool.num_threads()) * (M > chunk ? 4 : 1));
   pool.parallel_for(tasks, [&](size_t t) {
@@ -270,7 +271,7 @@ static float from_bf16(uint16_t h) {
 
 PackedWeightBf16::PackedWeightBf16(const float* w, size_t n, size_t k)
     : n_(n), k_(k), data_(static_cast<uint16_t*>(::operator new[](bytes(), std::align_val_t(64)))) {
-  ThreadPool::global().parallel_for(panels(), [&](size_t p) {
+  ThreadPool::global()->parallel_for(panels(), [&](size_t p) {
     uint16_t* dst = data_.get() + p * k_pairs() * kPanel * 2;
     std::memset(dst, 0, k_pairs() * kPanel * 2 * sizeof(uint16_t));
     for (size_t j = 0; j < kPanel && p * kPanel + j < n; ++j) {
@@ -398,7 +399,7 @@ void packed_linear(const float* x, size_t M, const PackedWeightBf16& w, const fl
   xb.resize(M * Q);
   uint32_t* xp = xb.data();
   constexpr size_t kConvertRows = 64;
-  ThreadPool::global().parallel_for((M + kConvertRows - 1) / kConvertRows, [&](size_t t) {
+  ThreadPool::global()->parallel_for((M + kConvertRows - 1) / kConvertRows, [&](size_t t) {
     const size_t m0 = t * kConvertRows, rows = std::min(kConvertRows, M - m0);
     kern.convert(x + m0 * K, rows, K, xp + m0 * Q);
   });

@@ -3,7 +3,7 @@
 #include <string_view>
 
 #include "roberta/error.h"
-#include "roberta/npy.h"
+#include "roberta/dev/npy.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

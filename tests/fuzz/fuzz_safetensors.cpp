@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "roberta/weights.h"
+#include "roberta/dev/weights.h"
 #include "roberta/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
