@@ -5,7 +5,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "../src/kernels/activations.h"
+#include "kernels/activations.h"
 #include "roberta/roberta.h"
 #include "roberta/dev/npy.h"
 #include "roberta/dev/weights.h"

@@ -8,8 +8,8 @@
 #include <cstring>
 #include <random>
 
-#include "../src/kernels/activations.h"
-#include "../src/kernels/packed_gemm.h"
+#include "kernels/activations.h"
+#include "kernels/packed_gemm.h"
 
 namespace {
 

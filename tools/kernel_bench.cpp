@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "../src/kernels/attention.h"
-#include "../src/kernels/packed_gemm.h"
-#include "../src/thread_pool.h"
+#include "kernels/attention.h"
+#include "kernels/packed_gemm.h"
+#include "thread_pool.h"
 #include "roberta/roberta.h"
 
 namespace {
