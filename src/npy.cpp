@@ -54,7 +54,7 @@ std::string dict_value(const std::string& header, const std::string& key, const 
 
 NpyArray read_npy(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path.string() + ": cannot open file");
+  if (!in) throw Error(path.string() + ": cannot open file", ErrorKind::kIo);
   std::ostringstream ss;
   ss << in.rdbuf();
   return parse_npy(ss.str(), path.string());
@@ -164,10 +164,10 @@ namespace {
 void write_raw(const std::filesystem::path& path, const char* descr, const std::vector<int64_t>& shape, const void* data,
                size_t nbytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw Error(path.string() + ": cannot create file");
+  if (!out) throw Error(path.string() + ": cannot create file", ErrorKind::kIo);
   write_npy_header(out, descr, shape);
   out.write(static_cast<const char*>(data), static_cast<std::streamsize>(nbytes));
-  if (!out) throw Error(path.string() + ": write failed");
+  if (!out) throw Error(path.string() + ": write failed", ErrorKind::kIo);
 }
 }  // namespace
 

@@ -51,18 +51,18 @@ class MappedFile {
  public:
   explicit MappedFile(const std::filesystem::path& path) : path_(path.string()) {
     fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) throw Error(path_ + ": cannot open file: " + std::strerror(errno));
+    if (fd_ < 0) throw Error(path_ + ": cannot open file: " + std::strerror(errno), ErrorKind::kIo);
     struct stat st {};
     if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
       ::close(fd_);
-      throw Error(path_ + ": not a regular file");
+      throw Error(path_ + ": not a regular file", ErrorKind::kIo);
     }
     size_ = static_cast<size_t>(st.st_size);
     if (size_ > 0) {
       void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
       if (p == MAP_FAILED) {
         ::close(fd_);
-        throw Error(path_ + ": mmap failed: " + std::strerror(errno));
+        throw Error(path_ + ": mmap failed: " + std::strerror(errno), ErrorKind::kIo);
       }
       data_ = static_cast<const uint8_t*>(p);
     }
@@ -81,6 +81,8 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  // A read-only mapping of a file (whose dropped pages are read back), not an in-memory copy.
+  bool is_mapped() const { return buffer_.empty() && data_ != nullptr; }
 
  private:
   std::string path_;
@@ -94,6 +96,11 @@ namespace {
 
 using json = nlohmann::json;
 
+// What is wrong inside a checkpoint is a model error.
+struct ModelError : Error {
+  explicit ModelError(const std::string& message) : Error(message, ErrorKind::kInvalidModel) {}
+};
+
 DType parse_dtype(const std::string& s, const std::string& where) {
   static const std::pair<const char*, DType> kNames[] = {
       {"F64", DType::kF64}, {"F32", DType::kF32}, {"F16", DType::kF16}, {"BF16", DType::kBF16},
@@ -101,7 +108,7 @@ DType parse_dtype(const std::string& s, const std::string& where) {
       {"U8", DType::kU8},   {"BOOL", DType::kBool}};
   for (const auto& [name, d] : kNames)
     if (s == name) return d;
-  throw Error(where + ": dtype \"" + s + "\" is not supported");
+  throw ModelError(where + ": dtype \"" + s + "\" is not supported");
 }
 
 float half_to_float(uint16_t h) {
@@ -137,13 +144,13 @@ WeightStore WeightStore::from_bytes(const std::string& name, std::vector<uint8_t
 
 void WeightStore::add_file(std::shared_ptr<MappedFile> file) {
   const std::string name = file->path();
-  if (file->size() < 8) throw Error(name + ": too small to be a safetensors file (" + std::to_string(file->size()) + " bytes)");
+  if (file->size() < 8) throw ModelError(name + ": too small to be a safetensors file (" + std::to_string(file->size()) + " bytes)");
   uint64_t header_len;
   std::memcpy(&header_len, file->data(), 8);
   if (header_len > file->size() - 8)
-    throw Error(name + ": header length " + std::to_string(header_len) + " is larger than the file (" +
+    throw ModelError(name + ": header length " + std::to_string(header_len) + " is larger than the file (" +
                 std::to_string(file->size()) + " bytes)");
-  if (header_len > 100'000'000) throw Error(name + ": header length " + std::to_string(header_len) + " is unreasonably large");
+  if (header_len > 100'000'000) throw ModelError(name + ": header length " + std::to_string(header_len) + " is unreasonably large");
   const char* header_begin = reinterpret_cast<const char*>(file->data() + 8);
   // Reject duplicate names, which a plain JSON parse would silently merge.
   std::set<std::string> seen;
@@ -159,12 +166,12 @@ void WeightStore::add_file(std::shared_ptr<MappedFile> file) {
                            return true;
                          });
   } catch (const json::parse_error& e) {
-    throw Error(name + ": invalid JSON header at byte " + std::to_string(e.byte));
+    throw ModelError(name + ": invalid JSON header at byte " + std::to_string(e.byte));
   } catch (const json::exception& e) {
-    throw Error(name + ": invalid JSON header: " + e.what());
+    throw ModelError(name + ": invalid JSON header: " + e.what());
   }
-  if (!duplicate.empty()) throw Error(name + ": tensor \"" + duplicate + "\" appears twice in the header");
-  if (!header.is_object()) throw Error(name + ": header is not a JSON object");
+  if (!duplicate.empty()) throw ModelError(name + ": tensor \"" + duplicate + "\" appears twice in the header");
+  if (!header.is_object()) throw ModelError(name + ": header is not a JSON object");
   const size_t data_begin = 8 + header_len;
   const size_t data_size = file->size() - data_begin;
   struct Span {
@@ -176,44 +183,44 @@ void WeightStore::add_file(std::shared_ptr<MappedFile> file) {
     if (key == "__metadata__") continue;
     const std::string where = name + ": tensor \"" + key + "\"";
     if (!value.is_object() || !value.contains("dtype") || !value.contains("shape") || !value.contains("data_offsets"))
-      throw Error(where + ": expected {dtype, shape, data_offsets}");
-    if (!value["dtype"].is_string()) throw Error(where + ": dtype must be a string");
+      throw ModelError(where + ": expected {dtype, shape, data_offsets}");
+    if (!value["dtype"].is_string()) throw ModelError(where + ": dtype must be a string");
     TensorInfo t;
     t.name = key;
     t.file = name;
     t.dtype = parse_dtype(value["dtype"], where);
     const json& shape = value["shape"];
-    if (!shape.is_array() || shape.size() > 8) throw Error(where + ": shape must be an array of at most 8 dimensions");
+    if (!shape.is_array() || shape.size() > 8) throw ModelError(where + ": shape must be an array of at most 8 dimensions");
     uint64_t numel = 1;
     for (const json& d : shape) {
-      if (!d.is_number_unsigned()) throw Error(where + ": shape " + shape.dump() + " has a negative or non-integer dimension");
+      if (!d.is_number_unsigned()) throw ModelError(where + ": shape " + shape.dump() + " has a negative or non-integer dimension");
       const uint64_t v = d.get<uint64_t>();
       if (v > (uint64_t{1} << 40) || (v > 0 && numel > (uint64_t{1} << 40) / v))
-        throw Error(where + ": shape " + shape.dump() + " is too large");
+        throw ModelError(where + ": shape " + shape.dump() + " is too large");
       numel *= v;
       t.shape.push_back(static_cast<int64_t>(v));
     }
     const json& offsets = value["data_offsets"];
     if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned())
-      throw Error(where + ": data_offsets must be two non-negative integers");
+      throw ModelError(where + ": data_offsets must be two non-negative integers");
     const uint64_t begin = offsets[0].get<uint64_t>(), end = offsets[1].get<uint64_t>();
-    if (begin > end) throw Error(where + ": data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) + "] are reversed");
+    if (begin > end) throw ModelError(where + ": data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) + "] are reversed");
     if (end > data_size)
-      throw Error(where + ": data_offsets end " + std::to_string(end) + " is past the end of the data (" +
+      throw ModelError(where + ": data_offsets end " + std::to_string(end) + " is past the end of the data (" +
                   std::to_string(data_size) + " bytes)");
     if (end - begin != numel * dtype_size(t.dtype))
-      throw Error(where + ": " + std::to_string(end - begin) + " bytes of data but dtype " + dtype_name(t.dtype) +
+      throw ModelError(where + ": " + std::to_string(end - begin) + " bytes of data but dtype " + dtype_name(t.dtype) +
                   " and shape " + shape.dump() + " need " + std::to_string(numel * dtype_size(t.dtype)));
     t.data = file->data() + data_begin + begin;
     t.nbytes = end - begin;
     spans.push_back({begin, end, key});
-    if (tensors_.count(key)) throw Error(where + ": also defined in " + tensors_[key].file);
+    if (tensors_.count(key)) throw ModelError(where + ": also defined in " + tensors_[key].file);
     tensors_.emplace(key, std::move(t));
   }
   std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
   for (size_t i = 1; i < spans.size(); ++i)
     if (spans[i].begin < spans[i - 1].end)
-      throw Error(name + ": tensors \"" + spans[i - 1].tensor + "\" and \"" + spans[i].tensor + "\" overlap");
+      throw ModelError(name + ": tensors \"" + spans[i - 1].tensor + "\" and \"" + spans[i].tensor + "\" overlap");
   files_.push_back(std::move(file));
 }
 
@@ -235,29 +242,29 @@ WeightStore WeightStore::open_dir(const std::filesystem::path& dir) {
     try {
       index = json::parse(ss.str());
     } catch (const json::exception& e) {
-      throw Error(index_path.string() + ": invalid JSON: " + e.what());
+      throw ModelError(index_path.string() + ": invalid JSON: " + e.what());
     }
     if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
-      throw Error(index_path.string() + ": missing object \"weight_map\"");
+      throw ModelError(index_path.string() + ": missing object \"weight_map\"");
     std::set<std::string> shards;
     for (const auto& [tensor, shard] : index["weight_map"].items()) {
-      if (!shard.is_string()) throw Error(index_path.string() + ": weight_map[\"" + tensor + "\"] is not a file name");
+      if (!shard.is_string()) throw ModelError(index_path.string() + ": weight_map[\"" + tensor + "\"] is not a file name");
       const std::string s = shard;
       if (s.empty() || s.find('/') != std::string::npos || s == "..")
-        throw Error(index_path.string() + ": shard name \"" + s + "\" must be a plain file name");
+        throw ModelError(index_path.string() + ": shard name \"" + s + "\" must be a plain file name");
       shards.insert(s);
     }
     WeightStore store;
     for (const auto& s : shards) store.add_file(dir / s);
     for (const auto& [tensor, shard] : index["weight_map"].items())
       if (!store.tensors_.count(tensor))
-        throw Error(index_path.string() + ": tensor \"" + tensor + "\" is not in " + shard.get<std::string>());
+        throw ModelError(index_path.string() + ": tensor \"" + tensor + "\" is not in " + shard.get<std::string>());
     return store;
   }
   if (std::filesystem::exists(dir / "pytorch_model.bin", ec))
     throw Error(dir.string() + ": only pytorch_model.bin found; convert it first with "
                                "/usr/bin/python3 tools/convert_checkpoint.py " + dir.string());
-  throw Error(dir.string() + ": no model.safetensors or model.safetensors.index.json");
+  throw ModelError(dir.string() + ": no model.safetensors or model.safetensors.index.json");
 }
 
 const TensorInfo* WeightStore::find(const std::string& name) const {
@@ -282,11 +289,16 @@ const float* WeightStore::f32_in_place(const TensorInfo& t) {
   return reinterpret_cast<const float*>(t.data);
 }
 
-void WeightStore::release_pages(const TensorInfo& t) {
+bool WeightStore::release_pages(const TensorInfo& t) const {
+  const bool mapped = std::any_of(files_.begin(), files_.end(), [&](const std::shared_ptr<MappedFile>& f) {
+    return f->is_mapped() && t.data >= f->data() && t.data + t.nbytes <= f->data() + f->size();
+  });
+  if (!mapped) return false;
   const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const uintptr_t begin = (reinterpret_cast<uintptr_t>(t.data) + page - 1) / page * page;
   const uintptr_t end = (reinterpret_cast<uintptr_t>(t.data) + t.nbytes) / page * page;
   if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+  return true;
 }
 
 std::vector<float> WeightStore::to_float(const TensorInfo& t) const {
@@ -319,7 +331,7 @@ std::vector<float> WeightStore::to_float(const TensorInfo& t) const {
       }
       break;
     default:
-      throw Error(t.file + ": tensor \"" + t.name + "\" has dtype " + dtype_name(t.dtype) + ", expected a float type");
+      throw ModelError(t.file + ": tensor \"" + t.name + "\" has dtype " + dtype_name(t.dtype) + ", expected a float type");
   }
   return out;
 }

@@ -29,7 +29,7 @@ TEST(PackedGemm, MatchesFloat64Reference) {
         for (const bool with_bias : {false, true}) {
           const size_t ldy = N + 5;
           std::vector<float> y(M * ldy, -7.0f);
-          roberta::kernels::packed_linear(x.data(), M, packed, with_bias ? bias.data() : nullptr, y.data(), ldy);
+          roberta::kernels::packed_linear(y.data(), ldy, x.data(), packed, with_bias ? bias.data() : nullptr, M);
           double max_err = 0;
           for (size_t m = 0; m < M; ++m) {
             for (size_t n = 0; n < N; ++n) {
@@ -58,12 +58,12 @@ TEST(PackedGemm, FusedActivationEqualsSeparatePass) {
   for (auto& v : bias) v = dist(rng);
   const roberta::kernels::PackedWeight packed(w.data(), N, K);
   const roberta::kernels::PackedWeightBf16 packed_bf16(w.data(), N, K);
-  for (const auto act : {roberta::Activation::kGelu, roberta::Activation::kRelu, roberta::Activation::kTanh}) {
+  for (const auto act : {roberta::kernels::Activation::kGelu, roberta::kernels::Activation::kRelu, roberta::kernels::Activation::kTanh}) {
     std::vector<float> plain(M * ldy, -7.0f), fused(M * ldy, -7.0f), plain_bf16(M * ldy), fused_bf16(M * ldy);
-    roberta::kernels::packed_linear(x.data(), M, packed, bias.data(), plain.data(), ldy);
-    roberta::kernels::packed_linear(x.data(), M, packed, bias.data(), fused.data(), ldy, act);
-    roberta::kernels::packed_linear(x.data(), M, packed_bf16, bias.data(), plain_bf16.data(), ldy);
-    roberta::kernels::packed_linear(x.data(), M, packed_bf16, bias.data(), fused_bf16.data(), ldy, act);
+    roberta::kernels::packed_linear(plain.data(), ldy, x.data(), packed, bias.data(), M);
+    roberta::kernels::packed_linear(fused.data(), ldy, x.data(), packed, bias.data(), M, act);
+    roberta::kernels::packed_linear(plain_bf16.data(), ldy, x.data(), packed_bf16, bias.data(), M);
+    roberta::kernels::packed_linear(fused_bf16.data(), ldy, x.data(), packed_bf16, bias.data(), M, act);
     std::vector<float> separate = plain, separate_bf16 = plain_bf16;  // the pass the model ran before fusing
     roberta::kernels::bias_activation(separate.data(), nullptr, M, ldy, act);
     roberta::kernels::bias_activation(separate_bf16.data(), nullptr, M, ldy, act);
@@ -107,7 +107,7 @@ TEST(PackedGemmBf16, MatchesFloat64ReferenceOfBf16RoundedInputs) {
         const roberta::kernels::PackedWeightBf16 packed(w.data(), N, K);
         const size_t ldy = N + 3;
         std::vector<float> y(M * ldy, -7.0f);
-        roberta::kernels::packed_linear(x.data(), M, packed, bias.data(), y.data(), ldy);
+        roberta::kernels::packed_linear(y.data(), ldy, x.data(), packed, bias.data(), M);
         double max_err = 0;
         for (size_t m = 0; m < M; ++m) {
           for (size_t n = 0; n < N; ++n) {

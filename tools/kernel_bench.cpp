@@ -12,7 +12,7 @@
 
 #include "kernels/attention.h"
 #include "kernels/packed_gemm.h"
-#include "thread_pool.h"
+#include "util/thread_pool.h"
 #include "roberta/roberta.h"
 
 namespace {
@@ -47,7 +47,7 @@ void BM_PackedLinear(benchmark::State& state) {
   std::vector<float> y(M * N);
   size_t i = 0;
   for (auto _ : state) {
-    roberta::kernels::packed_linear(x.data(), M, packed[i++ % copies], b.data(), y.data(), N);
+    roberta::kernels::packed_linear(y.data(), N, x.data(), packed[i++ % copies], b.data(), M);
     benchmark::DoNotOptimize(y.data());
   }
   set_flops(state, 2.0 * M * N * K);
@@ -78,7 +78,7 @@ void BM_SelfAttention(benchmark::State& state) {
   std::vector<float> ctx(L * H);
   const size_t offsets[2] = {0, L};
   for (auto _ : state) {
-    roberta::kernels::self_attention(qkv.data(), offsets, 1, heads, d, ctx.data());
+    roberta::kernels::self_attention(ctx.data(), qkv.data(), offsets, 1, heads, d);
     benchmark::DoNotOptimize(ctx.data());
   }
   set_flops(state, 4.0 * L * L * H);

@@ -9,27 +9,6 @@
 
 namespace roberta {
 
-// Hugging Face's `hidden_act` names (ACT2FN), grouped by the function they compute.
-enum class Activation {
-  kGelu,        // gelu, gelu_python: x * Phi(x) with erf
-  kGeluTanh,    // gelu_new, gelu_pytorch_tanh, gelu_fast, gelu_accurate
-  kGelu10,      // gelu_10: erf GELU clipped to [-10, 10]
-  kQuickGelu,   // quick_gelu: x * sigmoid(1.702 x)
-  kLaplace,     // laplace
-  kRelu,
-  kRelu2,       // relu(x)^2
-  kRelu6,
-  kLeakyRelu,   // slope 0.01
-  kSilu,        // silu, swish
-  kTanh,
-  kSigmoid,
-  kMish,
-  kLinear,
-};
-
-// Throws roberta::Error for a name Hugging Face does not define (or `prelu`, which has weights).
-Activation parse_activation(const std::string& name);
-
 struct ModelConfig {
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
@@ -40,8 +19,7 @@ struct ModelConfig {
   int64_t type_vocab_size = 1;
   int64_t pad_token_id = 1;
   double layer_norm_eps = 1e-5;
-  std::string hidden_act = "gelu";
-  Activation activation = Activation::kGelu;
+  std::string hidden_act = "gelu";  // validated: one of Hugging Face's ACT2FN names except prelu
   std::string model_type = "roberta";
   std::string position_embedding_type = "absolute";
 

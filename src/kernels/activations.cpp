@@ -4,7 +4,7 @@
 #include <cmath>
 #include <type_traits>
 
-#include "../thread_pool.h"
+#include "util/thread_pool.h"
 #include "vector_math.h"
 
 namespace roberta::kernels {

@@ -1,7 +1,7 @@
 #pragma once
 #include <cstddef>
 
-#include "roberta/config.h"
+#include "activation.h"
 
 namespace roberta::kernels {
 

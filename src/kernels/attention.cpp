@@ -5,7 +5,8 @@
 #include <cmath>
 #include <vector>
 
-#include "../thread_pool.h"
+#include "util/scratch.h"
+#include "util/thread_pool.h"
 #include "vector_math.h"
 
 namespace roberta::kernels {
@@ -34,16 +35,16 @@ ROBERTA_VECTOR_CLONES void softmax_row(float* __restrict row, size_t n) {
 }
 }  // namespace
 
-void self_attention(const float* qkv, const size_t* offsets, size_t num_sequences, size_t heads, size_t head_size,
-                    float* ctx) {
+void self_attention(float* ctx, const float* qkv, const size_t* offsets, size_t num_sequences, size_t heads,
+                    size_t head_size) {
   const size_t H = heads * head_size, ld = 3 * H;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_size));
   ThreadPool::global()->parallel_for(num_sequences * heads, [&](size_t task) {
     const size_t s = task / heads, h = task % heads;
     const size_t begin = offsets[s], L = offsets[s + 1] - begin;
     if (L == 0) return;
-    thread_local std::vector<float> scores;
-    scores.resize(L * L);
+    thread_local std::vector<float> scores_buffer;
+    const util::Scratch<float> scores(scores_buffer, L * L);
     const float* q = qkv + begin * ld + h * head_size;
     const float* k = q + H;
     const float* v = q + 2 * H;

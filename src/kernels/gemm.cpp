@@ -4,11 +4,11 @@
 
 #include <algorithm>
 
-#include "../thread_pool.h"
+#include "util/thread_pool.h"
 
 namespace roberta::kernels {
 
-void linear(const float* x, size_t M, size_t K, const float* w, const float* bias, size_t N, float* y, size_t ldy) {
+void linear(float* y, size_t ldy, const float* x, const float* w, const float* bias, size_t M, size_t N, size_t K) {
   if (M == 0 || N == 0) return;
   const std::shared_ptr<ThreadPool> pool_ref = ThreadPool::global();
   ThreadPool& pool = *pool_ref;

@@ -3,16 +3,17 @@
 #include <cmath>
 #include <vector>
 
-#include "../thread_pool.h"
+#include "util/thread_pool.h"
 #include "vector_math.h"
 
 namespace roberta::kernels {
 
 namespace {
 // out = LayerNorm(x + residual) for one row; 8 partial double sums so the loops vectorise.
-ROBERTA_VECTOR_CLONES void layer_norm_row(const float* __restrict x, const float* __restrict residual,
-                                          const float* __restrict gamma, const float* __restrict beta, double eps,
-                                          size_t cols, float* __restrict sum, float* out) {
+// x and residual may be out itself, so they are not __restrict: only the scratch row `sum` is.
+ROBERTA_VECTOR_CLONES void layer_norm_row(float* out, const float* x, const float* residual,
+                                          const float* __restrict gamma, const float* __restrict beta,
+                                          float* __restrict sum, size_t cols, double eps) {
   double lane[8] = {};
   size_t c = 0;
   for (; c + 8 <= cols; c += 8)
@@ -44,16 +45,16 @@ ROBERTA_VECTOR_CLONES void layer_norm_row(const float* __restrict x, const float
 }
 }  // namespace
 
-void layer_norm(const float* x, const float* residual, const float* gamma, const float* beta, double eps, size_t rows,
-                size_t cols, float* out) {
+void layer_norm(float* out, const float* x, const float* residual, const float* gamma, const float* beta, size_t rows,
+                size_t cols, double eps) {
   const size_t rows_per_task = std::max<size_t>(1, 16384 / std::max<size_t>(cols, 1));
   const size_t tasks = (rows + rows_per_task - 1) / rows_per_task;
   ThreadPool::global()->parallel_for(tasks, [&](size_t task) {
     thread_local std::vector<float> sum;
     sum.resize(cols);
     for (size_t r = task * rows_per_task; r < std::min(rows, (task + 1) * rows_per_task); ++r)
-      layer_norm_row(x + r * cols, residual ? residual + r * cols : nullptr, gamma, beta, eps, cols, sum.data(),
-                     out + r * cols);
+      layer_norm_row(out + r * cols, x + r * cols, residual ? residual + r * cols : nullptr, gamma, beta, sum.data(),
+                     cols, eps);
   });
 }
 

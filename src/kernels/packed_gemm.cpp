@@ -8,8 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "../thread_pool.h"
+#include "util/thread_pool.h"
 #include "activations.h"
+#include "isa.h"
+#include "util/scratch.h"
 
 namespace roberta::kernels {
 
@@ -181,16 +183,14 @@ struct Kernel {
   const char* isa;
 };
 
-// ROBERTA_ISA=avx2 or =portable caps the choice (to test every path on one machine).
+// The best kernel that the CPU and ROBERTA_ISA (kernels/isa.h) allow.
 Kernel pick_kernel() {
-  const char* cap = std::getenv("ROBERTA_ISA");
-  const std::string limit = cap ? cap : "";
+  const Isa isa = usable_isa();
 #if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (limit.empty() && __builtin_cpu_supports("avx512f")) return {block_avx512<8>, 8, "avx512"};
-  if ((limit.empty() || limit == "avx2") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    return {block_avx2, 8, "avx2"};
+  if (isa >= Isa::kAvx512) return {block_avx512<8>, 8, "avx512"};
+  if (isa >= Isa::kAvx2) return {block_avx2, 8, "avx2"};
 #endif
+  (void)isa;
   return {block_portable, 8, "portable"};
 }
 
@@ -231,7 +231,7 @@ void for_each_block(size_t M, size_t N, size_t depth, size_t slice, size_t block
 
 const char* packed_gemm_isa() { return kernel().isa; }
 
-void packed_linear(const float* x, size_t M, const PackedWeight& w, const float* bias, float* y, size_t ldy,
+void packed_linear(float* y, size_t ldy, const float* x, const PackedWeight& w, const float* bias, size_t M,
                    Activation act) {
   const size_t K = w.k(), N = w.n();
   if (M == 0 || N == 0) return;
@@ -371,9 +371,7 @@ struct Bf16Kernel {
 
 Bf16Kernel pick_bf16_kernel() {
 #if defined(ROBERTA_HAVE_BF16_KERNEL)
-  __builtin_cpu_init();
-  if (!std::getenv("ROBERTA_ISA") && __builtin_cpu_supports("avx512bf16"))
-    return {bf16_block_avx512<kMaxRows>, to_bf16_pairs_avx512};
+  if (usable_isa() >= Isa::kAvx512Bf16) return {bf16_block_avx512<kMaxRows>, to_bf16_pairs_avx512};
 #endif
   return {bf16_block_portable, to_bf16_pairs_portable};
 }
@@ -382,21 +380,20 @@ Bf16Kernel pick_bf16_kernel() {
 
 bool has_bf16_instructions() {
 #if defined(ROBERTA_HAVE_BF16_KERNEL)
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512bf16");
+  return usable_isa() >= Isa::kAvx512Bf16;
 #else
   return false;
 #endif
 }
 
-void packed_linear(const float* x, size_t M, const PackedWeightBf16& w, const float* bias, float* y, size_t ldy,
+void packed_linear(float* y, size_t ldy, const float* x, const PackedWeightBf16& w, const float* bias, size_t M,
                    Activation act) {
   const size_t K = w.k(), N = w.n(), Q = w.k_pairs();
   if (M == 0 || N == 0) return;
   static const Bf16Kernel kern = pick_bf16_kernel();
   // x rounded to bf16 once per call, rows split over the pool when there are many.
-  thread_local std::vector<uint32_t> xb;  // the caller's; the pool's threads see it through xp
-  xb.resize(M * Q);
+  thread_local std::vector<uint32_t> xb_buffer;  // the caller's; the pool's threads see it through xp
+  const util::Scratch<uint32_t> xb(xb_buffer, M * Q);
   uint32_t* xp = xb.data();
   constexpr size_t kConvertRows = 64;
   ThreadPool::global()->parallel_for((M + kConvertRows - 1) / kConvertRows, [&](size_t t) {

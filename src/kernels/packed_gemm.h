@@ -12,7 +12,7 @@
 #include <memory>
 #include <new>
 
-#include "roberta/config.h"
+#include "activation.h"
 
 namespace roberta::kernels {
 
@@ -68,13 +68,14 @@ uint16_t to_bf16(float f);
 
 // y (M, N) with row stride ldy = act(x (M, K) · Wᵀ (+ bias[N] when bias is not null)); the
 // activation is applied to each tile while it is still in cache.
-void packed_linear(const float* x, size_t M, const PackedWeight& w, const float* bias, float* y, size_t ldy,
+void packed_linear(float* y, size_t ldy, const float* x, const PackedWeight& w, const float* bias, size_t M,
                    Activation act = Activation::kLinear);
 // The same with bf16 weights: x is rounded to bf16, products are summed in fp32.
-void packed_linear(const float* x, size_t M, const PackedWeightBf16& w, const float* bias, float* y, size_t ldy,
+void packed_linear(float* y, size_t ldy, const float* x, const PackedWeightBf16& w, const float* bias, size_t M,
                    Activation act = Activation::kLinear);
 
-// Whether this CPU has AVX512-BF16 (else the bf16 product is emulated, correctly but slowly).
+// Whether the bf16 product runs on AVX512-BF16 here (the CPU has it and ROBERTA_ISA allows it);
+// else it is emulated, correctly but slowly.
 bool has_bf16_instructions();
 
 // The instruction set the kernel runs with here: "avx512", "avx2" or "portable".

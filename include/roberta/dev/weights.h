@@ -47,9 +47,10 @@ class WeightStore {
   std::vector<float> to_float(const TensorInfo& t) const;
   // Pointer to the float32 data in place when the tensor is F32 and 4-byte aligned, else nullptr.
   static const float* f32_in_place(const TensorInfo& t);
-  // Tells the kernel the tensor's pages of the mapped file are not needed now (they are read
-  // again from the file if touched later).
-  static void release_pages(const TensorInfo& t);
+  // Tells the kernel the tensor's pages of a mapped file are not needed now (they are read again
+  // from the file if touched later). Does nothing for a tensor held in memory (from_bytes), whose
+  // pages could not be read back; returns whether pages were released.
+  bool release_pages(const TensorInfo& t) const;
 
  private:
   void add_file(const std::filesystem::path& file);

@@ -1,4 +1,4 @@
-#include "thread_pool.h"
+#include "util/thread_pool.h"
 
 #include <cblas.h>
 

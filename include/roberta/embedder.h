@@ -1,0 +1,69 @@
+#pragma once
+// Sentence embeddings as sentence-transformers computes them. Load once, call from any thread.
+//
+//   roberta::Embedder embed = roberta::Embedder::load("models/my-sentence-model");
+//   roberta::Matrix e = embed({"first text", "second text"});   // (2, hidden), ready to compare
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "roberta/model.h"
+#include "roberta/tokenizer.h"
+
+namespace roberta {
+
+enum class Pooling { kMean, kCls, kMax, kPooler };
+Pooling parse_pooling(const std::string& name);  // "mean", "cls", "max", "pooler"
+const char* pooling_name(Pooling p);
+
+struct EmbedOptions {
+  std::optional<Pooling> pooling;    // default: the folder's sentence-transformers config, else mean
+  std::optional<bool> normalize;     // L2-normalise; default as above, else false
+  size_t batch_size = 32;
+  size_t max_length = 0;             // tokens incl. <s> </s>; 0: max_seq_length()
+  bool truncate = true;              // false: an over-long text is an error
+  std::string input_label = "input";  // errors say "<input_label> <first_index + i>: ..."
+  size_t first_index = 1;
+};
+
+// What a sentence-transformers folder configures; the defaults of an Embedder.
+struct SentenceTransformerConfig {
+  Pooling pooling = Pooling::kMean;  // 1_Pooling/config.json
+  bool normalize = false;            // a models.Normalize entry in modules.json
+  size_t max_seq_length = 0;         // sentence_bert_config.json; 0: the model's maximum
+  bool do_lower_case = false;        // sentence_bert_config.json: texts go through str.lower()
+
+  // Reads the files of `dir` that exist (none: the defaults above); errors name the file.
+  static SentenceTransformerConfig from_dir(const std::filesystem::path& dir);
+};
+
+class Embedder {
+ public:
+  Embedder(Model model, Tokenizer tokenizer, SentenceTransformerConfig config = {});
+  // Model, tokenizer and SentenceTransformerConfig::from_dir(dir).
+  static Embedder load(const std::filesystem::path& dir, const LoadOptions& options = {});
+
+  // One row per text, in input order. Texts are sorted by length into batches internally.
+  // `truncated`, when given, receives the indices of texts that were cut to max_length.
+  Matrix operator()(std::span<const std::string> texts, const EmbedOptions& options = {},
+                    std::vector<size_t>* truncated = nullptr) const;
+
+  Pooling default_pooling() const { return config_.pooling; }
+  bool default_normalize() const { return config_.normalize; }
+  // Tokens per text (incl. <s> </s>) when EmbedOptions::max_length is 0: sentence-transformers'
+  // max_seq_length, capped at the model's maximum.
+  size_t max_seq_length() const;
+  const SentenceTransformerConfig& config() const { return config_; }
+  const Model& model() const { return model_; }
+  const Tokenizer& tokenizer() const { return tokenizer_; }
+
+ private:
+  Model model_;
+  Tokenizer tokenizer_;
+  SentenceTransformerConfig config_;
+};
+
+}  // namespace roberta

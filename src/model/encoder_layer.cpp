@@ -1,0 +1,36 @@
+#include "kernels/attention.h"
+#include "kernels/layer_norm.h"
+#include "model/parts.h"
+
+namespace roberta {
+
+EncoderLayer load_encoder_layer(const WeightScope& s, const ModelConfig& c) {
+  const auto H = static_cast<size_t>(c.hidden_size), I = static_cast<size_t>(c.intermediate_size);
+  EncoderLayer L;
+  L.qkv = s.packed_joined({"attention.self.query", "attention.self.key", "attention.self.value"}, H, H);
+  L.attn_out = s.packed("attention.output.dense", H, H);
+  L.attn_norm = s.layer_norm("attention.output.LayerNorm", H);
+  L.intermediate = s.packed("intermediate.dense", I, H);
+  L.output = s.packed("output.dense", H, I);
+  L.out_norm = s.layer_norm("output.LayerNorm", H);
+  return L;
+}
+
+void encoder_layer_forward(Matrix& x, const EncoderLayer& L, const Batch& batch, const ModelConfig& c,
+                           kernels::Activation act, const LayerWorkspace& ws) {
+  const size_t T = x.rows;
+  const auto H = static_cast<size_t>(c.hidden_size), I = static_cast<size_t>(c.intermediate_size);
+  float* h = x.data.data();
+  // attention: x = LayerNorm(x + dense(softmax(Q Kᵀ / sqrt(d)) V))
+  L.qkv.apply(ws.qkv, 3 * H, h, T);
+  kernels::self_attention(ws.context, ws.qkv, batch.offsets.data(), batch.num_sequences(),
+                          static_cast<size_t>(c.num_attention_heads), static_cast<size_t>(c.head_size()));
+  L.attn_out.apply(ws.tmp, H, ws.context, T);
+  kernels::layer_norm(h, ws.tmp, h, L.attn_norm.gamma, L.attn_norm.beta, T, H, c.layer_norm_eps);
+  // feed-forward: x = LayerNorm(x + output(act(intermediate(x))))
+  L.intermediate.apply(ws.intermediate, I, h, T, act);
+  L.output.apply(ws.tmp, H, ws.intermediate, T);
+  kernels::layer_norm(h, ws.tmp, h, L.out_norm.gamma, L.out_norm.beta, T, H, c.layer_norm_eps);
+}
+
+}  // namespace roberta

@@ -1,0 +1,55 @@
+#include <cstring>
+
+#include "kernels/gemm.h"
+#include "kernels/layer_norm.h"
+#include "model/parts.h"
+
+namespace roberta {
+
+std::optional<LmHead> load_lm_head(const WeightScope& root, const Embeddings& e, const ModelConfig& c) {
+  const WeightScope s = root.sub("lm_head");
+  if (!s.has("dense.weight")) return std::nullopt;
+  const auto H = static_cast<size_t>(c.hidden_size), V = static_cast<size_t>(c.vocab_size);
+  LmHead head;
+  head.dense = s.packed("dense", H, H);
+  head.norm = s.layer_norm("layer_norm", H);
+  head.decoder = s.has("decoder.weight") ? s.tensor("decoder.weight", {c.vocab_size, c.hidden_size})
+                                         : e.word;  // tied to the word embeddings
+  if (s.has("decoder.bias"))
+    head.decoder_bias = s.tensor("decoder.bias", {c.vocab_size});
+  else if (s.has("bias"))
+    head.decoder_bias = s.tensor("bias", {c.vocab_size});
+  else {
+    head.zero_bias.assign(V, 0.0f);
+    head.decoder_bias = head.zero_bias.data();
+  }
+  return head;
+}
+
+Matrix lm_head_forward(const LmHead& head, const Matrix& x, const std::vector<size_t>& rows, const ModelConfig& c) {
+  const size_t R = rows.size(), H = x.cols, V = static_cast<size_t>(c.vocab_size);
+  Matrix gathered(R, H), h(R, H);
+  for (size_t r = 0; r < R; ++r) std::memcpy(gathered.row(r), x.row(rows[r]), H * sizeof(float));
+  head.dense.apply(h.data.data(), H, gathered.data.data(), R, kernels::Activation::kGelu);
+  kernels::layer_norm(h.data.data(), h.data.data(), nullptr, head.norm.gamma, head.norm.beta, R, H, c.layer_norm_eps);
+  Matrix logits(R, V);
+  kernels::linear(logits.data.data(), V, h.data.data(), head.decoder, head.decoder_bias, R, V, H);
+  return logits;
+}
+
+std::optional<Pooler> load_pooler(const WeightScope& scope, const ModelConfig& c) {
+  if (!scope.has("pooler.dense.weight")) return std::nullopt;
+  const auto H = static_cast<size_t>(c.hidden_size);
+  return Pooler{scope.packed("pooler.dense", H, H)};
+}
+
+Matrix pooler_forward(const Pooler& pooler, const Matrix& x, const Batch& batch) {
+  const size_t B = batch.num_sequences(), H = x.cols;
+  Matrix first(B, H), pooled(B, H);
+  for (size_t b = 0; b < B; ++b)
+    if (batch.offsets[b + 1] > batch.offsets[b]) std::memcpy(first.row(b), x.row(batch.offsets[b]), H * sizeof(float));
+  pooler.dense.apply(pooled.data.data(), H, first.data.data(), B, kernels::Activation::kTanh);
+  return pooled;
+}
+
+}  // namespace roberta

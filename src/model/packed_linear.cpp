@@ -1,0 +1,64 @@
+#include "model/packed_linear.h"
+
+#include <algorithm>
+
+namespace roberta {
+
+PackedLinear PackedLinear::join(const std::vector<LinearWeights>& parts, WeightType type) {
+  PackedLinear p;
+  const size_t in = parts.at(0).in;
+  size_t out = 0;
+  for (const LinearWeights& l : parts) out += l.out;
+  std::vector<float> joined;
+  const float* w = parts[0].weight;
+  if (parts.size() > 1) {
+    joined.resize(out * in);
+    size_t row = 0;
+    for (const LinearWeights& l : parts) {
+      std::copy_n(l.weight, l.out * in, joined.begin() + static_cast<ptrdiff_t>(row * in));
+      row += l.out;
+    }
+    w = joined.data();
+  }
+  for (const LinearWeights& l : parts) p.bias_.insert(p.bias_.end(), l.bias, l.bias + l.out);
+  if (type == WeightType::kBF16)
+    p.weight_.emplace<kernels::PackedWeightBf16>(w, out, in);
+  else
+    p.weight_.emplace<kernels::PackedWeight>(w, out, in);
+  return p;
+}
+
+void PackedLinear::apply(float* y, size_t ldy, const float* x, size_t M, kernels::Activation act) const {
+  std::visit(
+      [&](const auto& w) {
+        if constexpr (!std::is_same_v<std::decay_t<decltype(w)>, std::monostate>)
+          kernels::packed_linear(y, ldy, x, w, bias_.data(), M, act);
+      },
+      weight_);
+}
+
+size_t PackedLinear::out() const { return bias_.size(); }
+
+size_t PackedLinear::in() const {
+  return std::visit(
+      [](const auto& w) -> size_t {
+        if constexpr (std::is_same_v<std::decay_t<decltype(w)>, std::monostate>)
+          return 0;
+        else
+          return w.k();
+      },
+      weight_);
+}
+
+size_t PackedLinear::bytes() const {
+  return std::visit(
+      [](const auto& w) -> size_t {
+        if constexpr (std::is_same_v<std::decay_t<decltype(w)>, std::monostate>)
+          return 0;
+        else
+          return w.bytes();
+      },
+      weight_);
+}
+
+}  // namespace roberta

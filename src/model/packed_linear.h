@@ -1,0 +1,43 @@
+#pragma once
+// A linear layer whose weight is repacked once at load for the packed GEMM, in fp32 or bf16
+// panels (the bias stays fp32). Several layers with the same input (Q, K, V) can be joined into
+// one product.
+//
+//   PackedLinear qkv = PackedLinear::join({q, k, v}, WeightType::kF32);   // (3H, H)
+//   qkv.apply(y, 3 * H, x, T);                                           // y (T, 3H) = x · Wᵀ + b
+#include <cstddef>
+#include <variant>
+#include <vector>
+
+#include "kernels/activation.h"
+#include "kernels/packed_gemm.h"
+#include "roberta/model.h"
+
+namespace roberta {
+
+// A torch.nn.Linear as stored in the checkpoint: weight (out, in), bias (out).
+struct LinearWeights {
+  const float* weight = nullptr;
+  const float* bias = nullptr;
+  size_t out = 0, in = 0;
+};
+
+class PackedLinear {
+ public:
+  PackedLinear() = default;
+  // Packs one layer, or several with the same input size stacked along the output.
+  static PackedLinear join(const std::vector<LinearWeights>& parts, WeightType type);
+
+  // y (M, out) with row stride ldy = act(x (M, in) · Wᵀ + bias)
+  void apply(float* y, size_t ldy, const float* x, size_t M,
+             kernels::Activation act = kernels::Activation::kLinear) const;
+  size_t out() const;
+  size_t in() const;
+  size_t bytes() const;  // the packed panels
+
+ private:
+  std::variant<std::monostate, kernels::PackedWeight, kernels::PackedWeightBf16> weight_;
+  std::vector<float> bias_;  // (out)
+};
+
+}  // namespace roberta

@@ -1,0 +1,72 @@
+#pragma once
+// The parts of RobertaModel and its heads, in the order of Hugging Face's RobertaModel.forward,
+// each as weights (a struct, with the shape of every tensor) and one function. Tokens of a batch
+// are packed end to end: T tokens in B sequences, sequence b is rows [offsets[b], offsets[b+1]).
+// H = hidden size, I = intermediate size, V = vocabulary.
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+#include "kernels/activation.h"
+#include "model/packed_linear.h"
+#include "model/weight_scope.h"
+#include "roberta/config.h"
+#include "roberta/model.h"
+
+namespace roberta {
+
+// ---- embeddings: word + position + token type, then LayerNorm
+struct Embeddings {
+  const float* word = nullptr;      // (V, H)
+  const float* position = nullptr;  // (max_position_embeddings, H)
+  const float* token_type = nullptr;  // (type_vocab_size, H)
+  LayerNormWeights norm;            // (H)
+};
+Embeddings load_embeddings(const WeightScope& scope, const ModelConfig& c);
+// x (T, H) = LayerNorm(word[id] + position[pos] + token_type[type]); positions as Hugging Face
+// computes them from the ids: pad_token_id + running count of non-pad ids; pad ids get pad_token_id.
+void embeddings_forward(Matrix& x, const Embeddings& e, const Batch& batch, const ModelConfig& c);
+
+// ---- one post-LayerNorm encoder block
+struct EncoderLayer {
+  PackedLinear qkv;           // (3H, H): Q, K and V joined into one product
+  PackedLinear attn_out;      // (H, H)
+  LayerNormWeights attn_norm; // (H)
+  PackedLinear intermediate;  // (I, H), followed by hidden_act
+  PackedLinear output;        // (H, I)
+  LayerNormWeights out_norm;  // (H)
+};
+EncoderLayer load_encoder_layer(const WeightScope& scope, const ModelConfig& c);
+
+// Intermediate buffers of one forward pass, reused by every layer.
+struct LayerWorkspace {
+  float* qkv;           // (T, 3H)
+  float* context;       // (T, H)
+  float* tmp;           // (T, H)
+  float* intermediate;  // (T, I)
+};
+// x (T, H) = the block applied to x, in place.
+void encoder_layer_forward(Matrix& x, const EncoderLayer& L, const Batch& batch, const ModelConfig& c,
+                           kernels::Activation act, const LayerWorkspace& ws);
+
+// ---- RobertaLMHead: dense -> gelu -> LayerNorm -> decoder (tied to the word embeddings or not)
+struct LmHead {
+  PackedLinear dense;        // (H, H)
+  LayerNormWeights norm;     // (H)
+  const float* decoder = nullptr;  // (V, H), unpacked: one OpenBLAS product
+  const float* decoder_bias = nullptr;  // (V)
+  std::vector<float> zero_bias;         // when the checkpoint has no decoder bias
+};
+std::optional<LmHead> load_lm_head(const WeightScope& root, const Embeddings& e, const ModelConfig& c);
+// logits (rows.size(), V) at the packed token rows `rows` of x (T, H).
+Matrix lm_head_forward(const LmHead& head, const Matrix& x, const std::vector<size_t>& rows, const ModelConfig& c);
+
+// ---- RobertaPooler: tanh(dense(hidden state of each sequence's first token))
+struct Pooler {
+  PackedLinear dense;  // (H, H)
+};
+std::optional<Pooler> load_pooler(const WeightScope& scope, const ModelConfig& c);
+// pooled (B, H) from x (T, H).
+Matrix pooler_forward(const Pooler& pooler, const Matrix& x, const Batch& batch);
+
+}  // namespace roberta

@@ -1,0 +1,93 @@
+#include "model/weight_scope.h"
+
+#include "roberta/error.h"
+
+namespace roberta {
+
+namespace {
+
+std::string shape_string(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+}  // namespace
+
+WeightLoader::WeightLoader(WeightStore store, std::filesystem::path dir, WeightType type)
+    : store_(std::move(store)), dir_(std::move(dir)), type_(type) {
+  if (store_.find("roberta.embeddings.word_embeddings.weight"))
+    encoder_prefix_ = "roberta.";  // RobertaForMaskedLM and the other task models
+  else if (!store_.find("embeddings.word_embeddings.weight"))
+    throw Error(dir_.string() + ": no word embeddings (expected \"roberta.embeddings.word_embeddings.weight\" or "
+                                "\"embeddings.word_embeddings.weight\")",
+                ErrorKind::kInvalidModel);
+}
+
+WeightScope WeightLoader::root() { return {*this, ""}; }
+WeightScope WeightLoader::encoder() { return {*this, encoder_prefix_}; }
+
+const float* WeightLoader::tensor(const std::string& name, const std::vector<int64_t>& shape) {
+  const TensorInfo* t = store_.find(name);
+  if (!t) throw Error(dir_.string() + ": tensor \"" + name + "\" is missing", ErrorKind::kInvalidModel);
+  if (t->shape != shape)
+    throw Error(t->file + ": tensor \"" + name + "\" has shape " + shape_string(t->shape) + " but config.json implies " +
+                    shape_string(shape),
+                ErrorKind::kInvalidModel);
+  params_ += static_cast<size_t>(t->numel());
+  if (const float* in_place = WeightStore::f32_in_place(*t)) return in_place;
+  owned_.push_back(store_.to_float(*t));
+  return owned_.back().data();
+}
+
+// Once packed, a weight's original is not read again: free its fp32 conversion, or let the
+// kernel drop its pages of the mapped file, so the weights are not held twice.
+void WeightLoader::release(const std::string& name, const float* data) {
+  for (auto it = owned_.begin(); it != owned_.end(); ++it)
+    if (it->data() == data) {
+      owned_.erase(it);
+      return;
+    }
+  if (const TensorInfo* t = store_.find(name)) store_.release_pages(*t);
+  released_.insert(name);
+}
+
+size_t WeightLoader::unpacked_bytes() const {
+  size_t n = 0;
+  for (const auto& v : owned_) n += v.size() * sizeof(float);
+  for (const auto& [name, t] : store_.tensors())
+    if (WeightStore::f32_in_place(t) && !released_.count(name)) n += t.nbytes;
+  return n;
+}
+
+const float* WeightScope::tensor(const std::string& name, const std::vector<int64_t>& shape) const {
+  return loader_->tensor(prefix_ + name, shape);
+}
+
+LinearWeights WeightScope::linear(const std::string& name, size_t out, size_t in) const {
+  LinearWeights l;
+  l.out = out, l.in = in;
+  l.weight = tensor(name + ".weight", {static_cast<int64_t>(out), static_cast<int64_t>(in)});
+  l.bias = tensor(name + ".bias", {static_cast<int64_t>(out)});
+  return l;
+}
+
+PackedLinear WeightScope::packed(const std::string& name, size_t out, size_t in) const {
+  return packed_joined({name}, out, in);
+}
+
+PackedLinear WeightScope::packed_joined(const std::vector<std::string>& names, size_t out, size_t in) const {
+  std::vector<LinearWeights> parts;
+  for (const std::string& name : names) parts.push_back(linear(name, out, in));
+  PackedLinear p = PackedLinear::join(parts, loader_->type());
+  for (size_t i = 0; i < names.size(); ++i) loader_->release(prefix_ + names[i] + ".weight", parts[i].weight);
+  return p;
+}
+
+LayerNormWeights WeightScope::layer_norm(const std::string& name, size_t size) const {
+  const std::vector<int64_t> shape{static_cast<int64_t>(size)};
+  const bool legacy = !has(name + ".weight") && has(name + ".gamma");
+  return {tensor(name + (legacy ? ".gamma" : ".weight"), shape), tensor(name + (legacy ? ".beta" : ".bias"), shape)};
+}
+
+}  // namespace roberta

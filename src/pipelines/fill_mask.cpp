@@ -1,0 +1,122 @@
+#include "roberta/fill_mask.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "roberta/error.h"
+
+namespace roberta {
+
+std::string clean_up_tokenization_spaces(std::string text) {
+  static const std::pair<const char*, const char*> kRules[] = {
+      {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"},
+      {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+  for (const auto& [from, to] : kRules) {
+    const std::string f = from, t = to;
+    for (size_t pos = 0; (pos = text.find(f, pos)) != std::string::npos; pos += t.size()) text.replace(pos, f.size(), t);
+  }
+  return text;
+}
+
+FillMask::FillMask(Model model, Tokenizer tokenizer) : model_(std::move(model)), tokenizer_(std::move(tokenizer)) {
+  const std::string dir = model_.dir().string();
+  if (!model_.has_lm_head())
+    throw Error(dir + ": the model has no MLM head (no lm_head.* tensors), so it cannot fill masks",
+                ErrorKind::kInvalidModel);
+  if (!tokenizer_.mask_id()) throw Error(dir + ": the tokenizer has no <mask> token", ErrorKind::kInvalidModel);
+  if (static_cast<int64_t>(tokenizer_.vocab_size()) > model_.config().vocab_size)
+    throw Error(dir + ": the tokenizer has " + std::to_string(tokenizer_.vocab_size()) +
+                    " ids but the model's vocab_size is " + std::to_string(model_.config().vocab_size),
+                ErrorKind::kInvalidModel);
+}
+
+FillMask FillMask::load(const std::filesystem::path& dir, const LoadOptions& options) {
+  return FillMask(Model::load(dir, options), Tokenizer::from_dir(dir));
+}
+
+std::vector<int32_t> FillMask::target_ids(const std::vector<std::string>& targets,
+                                          std::vector<std::string>* notes) const {
+  std::vector<int32_t> ids;
+  for (const std::string& target : targets) {
+    if (auto id = tokenizer_.token_to_id(target)) {
+      ids.push_back(*id);
+      continue;
+    }
+    EncodeOptions no_specials;
+    no_specials.add_special_tokens = false;
+    const Encoding e = tokenizer_.encode(target, no_specials);
+    if (e.ids.empty()) {
+      if (notes) notes->push_back("target \"" + target + "\" gives no token; ignored");
+      continue;
+    }
+    if (notes)
+      notes->push_back("target \"" + target + "\" is not one token of the vocabulary; using \"" +
+                       tokenizer_.id_to_token(e.ids[0]) + "\"");
+    ids.push_back(e.ids[0]);
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+std::vector<std::vector<FillMaskCandidate>> FillMask::operator()(std::string_view text,
+                                                                 const FillMaskOptions& options) const {
+  const Encoding enc = tokenizer_.encode(text);
+  const int32_t mask = *tokenizer_.mask_id();
+  std::vector<size_t> mask_rows;
+  for (size_t i = 0; i < enc.ids.size(); ++i)
+    if (enc.ids[i] == mask) mask_rows.push_back(i);
+  if (mask_rows.empty()) throw Error("no <mask> in the text");
+  const int64_t max_len = model_.config().max_sequence_length();
+  if (static_cast<int64_t>(enc.size()) > max_len)
+    throw Error("the text has " + std::to_string(enc.size()) + " tokens; the model allows at most " +
+                std::to_string(max_len));
+  Batch batch;
+  batch.add_sequence(enc.ids);
+  ForwardOptions fo;
+  fo.logits = true;
+  fo.logit_rows = mask_rows;
+  const Outputs out = model_.forward(batch, fo);
+
+  std::vector<int32_t> allowed;
+  if (!options.targets.empty()) {
+    allowed = target_ids(options.targets, nullptr);
+    if (allowed.empty()) throw Error("none of the targets is a token of the vocabulary");
+  }
+  const bool single_mask = mask_rows.size() == 1;
+  const size_t V = out.logits.cols;
+  std::vector<std::vector<FillMaskCandidate>> results;
+  for (size_t m = 0; m < mask_rows.size(); ++m) {
+    const float* logits = out.logits.row(m);
+    // softmax over the whole vocabulary, in double for the normaliser
+    const float max = *std::max_element(logits, logits + V);
+    double sum = 0;
+    for (size_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(logits[v]) - max);
+    std::vector<int32_t> candidates = allowed;
+    if (candidates.empty()) {
+      candidates.resize(V);
+      std::iota(candidates.begin(), candidates.end(), 0);
+    }
+    const size_t k = std::min(options.top_k, candidates.size());
+    // Highest logit first; ties by lower id (as torch.topk gives on CPU for equal values).
+    std::partial_sort(candidates.begin(), candidates.begin() + static_cast<ptrdiff_t>(k), candidates.end(),
+                      [&](int32_t a, int32_t b) { return logits[a] != logits[b] ? logits[a] > logits[b] : a < b; });
+    std::vector<FillMaskCandidate> list;
+    for (size_t i = 0; i < k; ++i) {
+      FillMaskCandidate c;
+      c.token = candidates[i];
+      c.score = static_cast<float>(std::exp(static_cast<double>(logits[c.token]) - max) / sum);
+      const int32_t one[1] = {c.token};
+      c.token_str = clean_up_tokenization_spaces(tokenizer_.decode(one));
+      std::vector<int32_t> filled = enc.ids;
+      filled[mask_rows[m]] = c.token;
+      c.sequence = clean_up_tokenization_spaces(tokenizer_.decode(filled, single_mask));
+      list.push_back(std::move(c));
+    }
+    results.push_back(std::move(list));
+  }
+  return results;
+}
+
+}  // namespace roberta

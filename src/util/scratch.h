@@ -1,0 +1,33 @@
+#pragma once
+// Per-thread scratch memory that is reused between calls while it is small and given back after
+// a large call, so that one big batch does not pin its working memory to a thread for the
+// thread's whole life.
+//
+//   thread_local std::vector<float> buffer;
+//   util::Scratch<float> tmp(buffer, rows * cols);   // tmp.data(): at least rows * cols floats
+//   ...                                               // on scope exit: freed if over kKeepBytes
+#include <cstddef>
+#include <vector>
+
+namespace roberta::util {
+
+// What one scratch buffer may keep between calls. The forward pass uses 4 (plus 1 for bf16
+// inputs and 2 small per-worker rows), so a thread keeps at most ~5 x 8 MiB after any call.
+inline constexpr size_t kScratchKeepBytes = size_t{8} << 20;
+
+template <class T>
+class Scratch {
+ public:
+  Scratch(std::vector<T>& buffer, size_t n) : buffer_(buffer) { buffer_.resize(n); }
+  ~Scratch() {
+    if (buffer_.capacity() * sizeof(T) > kScratchKeepBytes) std::vector<T>().swap(buffer_);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  T* data() const { return buffer_.data(); }
+
+ private:
+  std::vector<T>& buffer_;
+};
+
+}  // namespace roberta::util

@@ -1,0 +1,81 @@
+// Embedder: the sentence-transformers folder configuration, and Python's str.lower().
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "lowercase.h"
+#include "roberta/embedder.h"
+#include "test_util.h"
+#include "unicode.h"
+
+namespace {
+
+const std::filesystem::path kDemo = ROBERTA_DEMO_MODEL;
+
+// A copy of the demo model folder with extra sentence-transformers files.
+std::filesystem::path sentence_model(const roberta::test::TempDir& dir, const std::string& name,
+                                     const std::string& sbert_config) {
+  const auto out = dir / name;
+  std::filesystem::create_directories(out);
+  for (const char* f : {"config.json", "model.safetensors", "tokenizer.json"})
+    std::filesystem::copy_file(kDemo / f, out / f);
+  if (!sbert_config.empty()) roberta::test::write_text(out / "sentence_bert_config.json", sbert_config);
+  return out;
+}
+
+float max_abs_diff(const roberta::Matrix& a, const roberta::Matrix& b) {
+  float d = 0;
+  for (size_t i = 0; i < a.data.size(); ++i) d = std::max(d, std::abs(a.data[i] - b.data[i]));
+  return d;
+}
+
+// Regression: sentence_bert_config.json was ignored, so a model with max_seq_length 128 embedded
+// up to the position limit and long texts differed from sentence-transformers, and do_lower_case
+// was not applied.
+TEST(Embedder, SentenceBertConfigSetsMaxSeqLengthAndLowercasing) {
+  roberta::test::TempDir dir;
+  const roberta::Embedder plain = roberta::Embedder::load(sentence_model(dir, "plain", ""));
+  const roberta::Embedder st =
+      roberta::Embedder::load(sentence_model(dir, "st", R"({"max_seq_length": 12, "do_lower_case": true})"));
+  EXPECT_EQ(st.max_seq_length(), 12u);
+  EXPECT_EQ(plain.max_seq_length(), 128u);
+  const std::vector<std::string> text{"The Old Man Walked Slowly Down The Long Road Towards The Village, "
+                                      "Where The Lights Were Already Burning In Every Window."};
+  const std::vector<std::string> lower{roberta::lowercase(text[0])};
+  roberta::EmbedOptions at12;
+  at12.max_length = 12;
+  const roberta::Matrix got = st(text);
+  const roberta::Matrix want = plain(lower, at12);  // what sentence-transformers computes
+  EXPECT_LT(max_abs_diff(got, want), 1e-6);
+  EXPECT_GT(max_abs_diff(got, plain(lower)), 1e-3) << "truncation at 12 must change the embedding";
+  EXPECT_GT(max_abs_diff(got, plain(text, at12)), 1e-3) << "lowercasing must change the embedding";
+  roberta::test::expect_error(
+      [&] { roberta::Embedder::load(sentence_model(dir, "bad", R"({"max_seq_length": "long"})")); },
+      {"sentence_bert_config.json", "max_seq_length"});
+}
+
+// roberta::lowercase against Python's own str.lower() on every code point, and final sigma.
+TEST(Lowercase, EqualsPythonStrLower) {
+  std::vector<std::string> inputs = {"ΟΔΟΣ", "ΣΑΣ.", "Σ", "AΣb", "AΣ'", "A'Σ", "Σ A", "İstanbul", "ẞ ǅ Ω K Å",
+                                     "Ａ ＢＣ", "plain ascii"};
+  for (char32_t start = 0x20; start < 0x110000; start += 512) {  // every code point, in chunks
+    std::string chunk;
+    for (char32_t cp = start; cp < std::min<char32_t>(start + 512, 0x110000); ++cp)
+      if (cp < 0xD800 || cp > 0xDFFF) roberta::unicode::append_utf8(chunk, cp);
+    inputs.push_back(chunk);
+  }
+  roberta::test::TempDir dir;
+  roberta::test::write_text(dir / "in.json", nlohmann::json(inputs).dump());
+  const std::string cmd = "/usr/bin/python3 -c 'import json,sys; print(json.dumps([s.lower() for s in "
+                          "json.load(open(sys.argv[1], encoding=\"utf-8\"))]))' " +
+                          (dir / "in.json").string() + " > " + (dir / "out.json").string();
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ifstream in(dir / "out.json");
+  const auto want = nlohmann::json::parse(in).get<std::vector<std::string>>();
+  ASSERT_EQ(want.size(), inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) EXPECT_EQ(roberta::lowercase(inputs[i]), want[i]) << "input " << i;
+}
+
+}  // namespace

@@ -1,0 +1,75 @@
+// The model and the pipelines built on it: construction checks, and memory after large batches.
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "roberta/pipelines.h"
+#include "test_util.h"
+
+namespace {
+
+const std::string kSmall = std::string(ROBERTA_TEST_DATA) + "/fixtures/small/model";
+const std::string kDemo = ROBERTA_DEMO_MODEL;
+
+std::string read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Regression: FillMask(Model, Tokenizer) checked nothing, and operator() dereferenced the
+// missing <mask> id. The constructor now checks what load() checks.
+TEST(FillMask, ConstructorRefusesATokenizerWithoutMask) {
+  auto doc = nlohmann::json::parse(read(kDemo + "/tokenizer.json"));
+  auto& added = doc["added_tokens"];
+  for (auto it = added.begin(); it != added.end();)
+    it = (*it)["content"] == "<mask>" ? added.erase(it) : std::next(it);
+  doc["model"]["vocab"].erase("<mask>");
+  const roberta::Tokenizer no_mask = roberta::Tokenizer::from_tokenizer_json_text(doc.dump(), "no-mask/tokenizer.json");
+  ASSERT_FALSE(no_mask.mask_id().has_value());
+  const roberta::Model model = roberta::Model::load(kDemo);
+  try {
+    roberta::FillMask fill(model, no_mask);
+    FAIL() << "expected roberta::Error";
+  } catch (const roberta::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("<mask>"), std::string::npos) << e.what();
+    EXPECT_EQ(e.kind(), roberta::ErrorKind::kInvalidModel);
+  }
+  EXPECT_NO_THROW(roberta::FillMask(model, roberta::Tokenizer::from_dir(kDemo)));
+}
+
+size_t resident_bytes() {
+  std::ifstream in("/proc/self/statm");
+  size_t pages = 0, resident = 0;
+  in >> pages >> resident;
+  return resident * static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+}
+
+// Regression: the forward pass kept its per-thread buffers at their largest size for the thread's
+// life (one 32 x 512-token batch of roberta-base pinned ~450 MB per calling thread). After a large
+// batch, resident memory must come back to within the bound of util/scratch.h (8 MiB per buffer).
+TEST(Model, MemoryReturnsToABoundAfterALargeBatch) {
+  const roberta::Model model = roberta::Model::load(kSmall);
+  roberta::Batch small, large;
+  std::vector<int32_t> seq(64);
+  for (size_t i = 0; i < seq.size(); ++i) seq[i] = static_cast<int32_t>(3 + i % 200);
+  small.add_sequence(seq);
+  for (int b = 0; b < 2048; ++b) large.add_sequence(seq);  // 131,072 tokens: ~120 MB of buffers
+  model.forward(small);
+  const size_t before = resident_bytes();
+  EXPECT_EQ(model.forward(large).last_hidden_state.rows, large.num_tokens());
+  const size_t after = resident_bytes();
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  const size_t peak = static_cast<size_t>(usage.ru_maxrss) * 1024;
+  std::printf("  resident: %.1f MB before, peak %.1f MB, %.1f MB after\n", before / 1e6, peak / 1e6, after / 1e6);
+  EXPECT_GT(peak, before + (100u << 20)) << "the large batch should have needed memory";
+  EXPECT_LT(after, before + (40u << 20));
+}
+
+}  // namespace

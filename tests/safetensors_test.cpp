@@ -1,0 +1,117 @@
+// safetensors files: values in place and converted, hostile headers, releasing mapped pages.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "roberta/dev/weights.h"
+#include "roberta/error.h"
+#include "test_util.h"
+
+namespace {
+
+using roberta::test::expect_error;
+using roberta::test::TempDir;
+
+struct StTensor {
+  std::string name, dtype;
+  std::vector<int64_t> shape;
+  size_t begin, end;
+};
+
+void write_safetensors(const std::filesystem::path& path, const std::vector<StTensor>& tensors, const std::string& data,
+                       std::optional<uint64_t> header_len_override = std::nullopt, std::string raw_header = "") {
+  if (raw_header.empty()) {
+    nlohmann::ordered_json h = nlohmann::ordered_json::object();
+    for (const auto& t : tensors) h[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {t.begin, t.end}}};
+    raw_header = h.dump();
+  }
+  while (raw_header.size() % 8) raw_header += ' ';
+  const uint64_t len = header_len_override.value_or(raw_header.size());
+  std::string file(8, '\0');
+  std::memcpy(file.data(), &len, 8);
+  roberta::test::write_text(path, file + raw_header + data);
+}
+
+TEST(SafeTensors, ReadsF32InPlaceAndConvertsF16AndBF16) {
+  TempDir dir;
+  const float f32[2] = {1.5f, -2.25f};
+  const uint16_t f16[3] = {0x3C00, 0xC000, 0x0001};  // 1, -2, smallest subnormal
+  const uint16_t bf16[2] = {0x3F80, 0xC0A0};         // 1, -5
+  std::string data(reinterpret_cast<const char*>(f32), 8);
+  data += std::string(reinterpret_cast<const char*>(f16), 6);
+  data += std::string(reinterpret_cast<const char*>(bf16), 4);
+  write_safetensors(dir / "m.safetensors",
+                    {{"a", "F32", {2}, 0, 8}, {"b", "F16", {3}, 8, 14}, {"c", "BF16", {1, 2}, 14, 18}}, data);
+  const auto store = roberta::WeightStore::open_file(dir / "m.safetensors");
+  const auto* a = store.find("a");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(roberta::WeightStore::f32_in_place(*a), nullptr);
+  EXPECT_EQ(roberta::WeightStore::f32_in_place(*a)[1], -2.25f);
+  const auto b = store.to_float(*store.find("b"));
+  EXPECT_EQ(b[0], 1.0f);
+  EXPECT_EQ(b[1], -2.0f);
+  EXPECT_EQ(b[2], std::ldexp(1.0f, -24));
+  const auto c = store.to_float(*store.find("c"));
+  EXPECT_EQ(c[0], 1.0f);
+  EXPECT_EQ(c[1], -5.0f);
+}
+
+TEST(SafeTensors, HostileHeadersGiveClearErrors) {
+  TempDir dir;
+  const std::string data(16, '\0');
+  const auto open = [&] { roberta::WeightStore::open_file(dir / "bad.safetensors"); };
+  write_safetensors(dir / "bad.safetensors", {{"a", "F32", {2}, 0, 8}}, data, uint64_t{1} << 40);
+  expect_error(open, {"bad.safetensors", "header length", "larger than the file"});
+  write_safetensors(dir / "bad.safetensors", {{"a", "F32", {8}, 0, 32}}, data);
+  expect_error(open, {"\"a\"", "past the end"});
+  write_safetensors(dir / "bad.safetensors", {{"a", "F32", {2}, 0, 8}, {"b", "F32", {2}, 4, 12}}, data);
+  expect_error(open, {"overlap"});
+  write_safetensors(dir / "bad.safetensors", {{"a", "F32", {3}, 0, 8}}, data);
+  expect_error(open, {"\"a\"", "8 bytes", "need 12"});
+  write_safetensors(dir / "bad.safetensors", {{"a", "F32", {2}, 8, 0}}, data);
+  expect_error(open, {"reversed"});
+  write_safetensors(dir / "bad.safetensors", {{"a", "Q4", {2}, 0, 8}}, data);
+  expect_error(open, {"dtype", "Q4"});
+  write_safetensors(dir / "bad.safetensors", {{"a", "F32", {-2}, 0, 8}}, data);
+  expect_error(open, {"shape", "negative"});
+  write_safetensors(dir / "bad.safetensors", {}, data, std::nullopt,
+                    R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"a":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})");
+  expect_error(open, {"\"a\"", "twice"});
+  write_safetensors(dir / "bad.safetensors", {}, data, std::nullopt, "{not json");
+  expect_error(open, {"invalid JSON"});
+  roberta::test::write_text(dir / "bad.safetensors", "abc");
+  expect_error(open, {"too small"});
+}
+
+}  // namespace
+
+namespace {
+
+// Releasing a tensor's pages must never lose its values: a store built from bytes in memory has
+// no file to read them back from (regression: madvise(MADV_DONTNEED) zeroed them).
+TEST(SafeTensors, ReleasingPagesKeepsTheValues) {
+  TempDir dir;
+  const size_t n = 16384;  // 64 KiB: several whole pages
+  std::vector<float> values(n);
+  for (size_t i = 0; i < n; ++i) values[i] = static_cast<float>(i) + 0.5f;
+  const std::string data(reinterpret_cast<const char*>(values.data()), n * sizeof(float));
+  write_safetensors(dir / "m.safetensors", {{"w", "F32", {static_cast<int64_t>(n)}, 0, n * 4}}, data);
+  std::ifstream in(dir / "m.safetensors", std::ios::binary);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), {});
+
+  const auto heap = roberta::WeightStore::from_bytes("in-memory", bytes);
+  const roberta::TensorInfo& t = *heap.find("w");
+  EXPECT_FALSE(heap.release_pages(t));
+  const auto after = heap.to_float(t);
+  EXPECT_EQ(after, values);
+
+  const auto mapped = roberta::WeightStore::open_file(dir / "m.safetensors");
+  const roberta::TensorInfo& tm = *mapped.find("w");
+  EXPECT_TRUE(mapped.release_pages(tm));
+  EXPECT_EQ(mapped.to_float(tm), values);  // read back from the file
+}
+
+}  // namespace
