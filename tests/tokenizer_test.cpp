@@ -321,4 +321,39 @@ TEST(Loaders, BadFilesGiveErrorsNamingFileAndPlace) {
   roberta::test::expect_error([&] { roberta::Tokenizer::from_dir(dir / "nowhere"); }, {"nowhere", "model folder not found"});
 }
 
+// The kind of roberta::Error `fn` throws, by name ("no error" when it throws none).
+template <class Fn>
+std::string error_kind_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const roberta::Error& e) {
+    return roberta::error_kind_name(e.kind());
+  }
+  return "no error";
+}
+
+// Errors about the content of the tokenizer files are kInvalidModel, files that cannot be read
+// kIo, and errors about the text being encoded kInvalidInput.
+TEST(Loaders, ErrorKindsTellModelFileAndInputApart) {
+  using roberta::ErrorKind;
+  const std::string model = roberta::error_kind_name(ErrorKind::kInvalidModel);
+  roberta::test::TempDir dir;
+  roberta::test::write_text(dir / "tokenizer.json", R"({"model": {"type": "WordPiece", "vocab": {}}})");
+  EXPECT_EQ(error_kind_of([&] { roberta::Tokenizer::from_dir(dir.path()); }), model);
+  roberta::test::write_text(dir / "vocab.json", R"({"<s>":0,"<pad>":1,"</s>":2,"<unk>":3,"<mask>":4,"a":5})");
+  roberta::test::write_text(dir / "merges.txt", "a q\n");  // merges a token that is not in the vocabulary
+  EXPECT_EQ(error_kind_of([&] { roberta::Tokenizer::from_vocab_merges(dir / "vocab.json", dir / "merges.txt"); }),
+            model);
+  roberta::test::write_text(dir / "bad.json", "{\"model\": ");
+  EXPECT_EQ(error_kind_of([&] { roberta::Tokenizer::from_tokenizer_json(dir / "bad.json"); }), model);
+
+  EXPECT_EQ(error_kind_of([&] { roberta::Tokenizer::from_tokenizer_json(dir / "missing.json"); }),
+            roberta::error_kind_name(ErrorKind::kIo));
+  EXPECT_EQ(error_kind_of([&] { roberta::Tokenizer::from_dir(dir / "nowhere"); }),
+            roberta::error_kind_name(ErrorKind::kIo));
+
+  EXPECT_EQ(error_kind_of([&] { tokenizer_json().encode("caf\xC3"); }),
+            roberta::error_kind_name(ErrorKind::kInvalidInput));
+}
+
 }  // namespace

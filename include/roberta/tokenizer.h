@@ -118,9 +118,8 @@ class Tokenizer {
   std::optional<int32_t> mask_id() const;  // <mask>
   size_t num_special_tokens_to_add(bool pair) const;
 
-  struct Impl;
-
  private:
+  struct Impl;  // the loaded vocabulary and settings (tokenizer/tokenizer_impl.h in the source tree)
   explicit Tokenizer(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<const Impl> impl_;
 };

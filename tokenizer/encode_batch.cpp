@@ -1,0 +1,53 @@
+// Tokenizer::encode_batch: the texts of a batch encoded on several threads.
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "roberta/tokenizer.h"
+
+namespace roberta {
+
+// Threads take chunks of 16 texts from a shared counter; each result goes to its own slot, so the
+// output is in input order whatever the scheduling.
+std::vector<Encoding> Tokenizer::encode_batch(std::span<const std::string> texts, const EncodeOptions& options,
+                                              unsigned num_threads) const {
+  std::vector<Encoding> out(texts.size());
+  if (num_threads == 0) num_threads = std::max(1u, std::thread::hardware_concurrency());
+  num_threads = static_cast<unsigned>(std::min<size_t>(num_threads, texts.size()));
+  std::atomic<size_t> next{0};
+  size_t first_error = texts.size();
+  std::string first_message;
+  std::mutex error_mutex;
+  const auto work = [&] {
+    constexpr size_t kChunk = 16;
+    for (;;) {
+      const size_t start = next.fetch_add(kChunk);
+      if (start >= texts.size()) return;
+      for (size_t i = start; i < std::min(start + kChunk, texts.size()); ++i) {
+        try {
+          out[i] = encode(texts[i], options);
+        } catch (const Error& e) {
+          std::lock_guard lock(error_mutex);
+          if (i < first_error) {
+            first_error = i;
+            first_message = e.what();
+          }
+        }
+      }
+    }
+  };
+  if (num_threads <= 1) {
+    work();
+  } else {
+    std::vector<std::jthread> threads;
+    for (unsigned t = 1; t < num_threads; ++t) threads.emplace_back(work);
+    work();
+  }
+  if (first_error < texts.size()) throw Error("input " + std::to_string(first_error) + ": " + first_message);
+  return out;
+}
+
+}  // namespace roberta
