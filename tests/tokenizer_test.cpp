@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "roberta/tokenizer.h"
+#include "test_hooks.h"
 #include "test_util.h"
 
 namespace {
@@ -319,6 +320,100 @@ TEST(Loaders, BadFilesGiveErrorsNamingFileAndPlace) {
   roberta::test::write_text(dir / "tokenizer.json", R"({"model": {"type": "WordPiece", "vocab": {}}})");
   roberta::test::expect_error([&] { roberta::Tokenizer::from_dir(dir.path()); }, {"tokenizer.json", "WordPiece"});
   roberta::test::expect_error([&] { roberta::Tokenizer::from_dir(dir / "nowhere"); }, {"nowhere", "model folder not found"});
+}
+
+// The kind of roberta::Error `fn` throws, by name ("no error" when it throws none).
+template <class Fn>
+std::string error_kind_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const roberta::Error& e) {
+    return roberta::error_kind_name(e.kind());
+  }
+  return "no error";
+}
+
+// Errors about the content of the tokenizer files are kInvalidModel, files that cannot be read
+// kIo, and errors about the text being encoded kInvalidInput.
+TEST(Loaders, ErrorKindsTellModelFileAndInputApart) {
+  using roberta::ErrorKind;
+  const std::string model = roberta::error_kind_name(ErrorKind::kInvalidModel);
+  roberta::test::TempDir dir;
+  roberta::test::write_text(dir / "tokenizer.json", R"({"model": {"type": "WordPiece", "vocab": {}}})");
+  EXPECT_EQ(error_kind_of([&] { roberta::Tokenizer::from_dir(dir.path()); }), model);
+  roberta::test::write_text(dir / "vocab.json", R"({"<s>":0,"<pad>":1,"</s>":2,"<unk>":3,"<mask>":4,"a":5})");
+  roberta::test::write_text(dir / "merges.txt", "a q\n");  // merges a token that is not in the vocabulary
+  EXPECT_EQ(error_kind_of([&] { roberta::Tokenizer::from_vocab_merges(dir / "vocab.json", dir / "merges.txt"); }),
+            model);
+  roberta::test::write_text(dir / "bad.json", "{\"model\": ");
+  EXPECT_EQ(error_kind_of([&] { roberta::Tokenizer::from_tokenizer_json(dir / "bad.json"); }), model);
+
+  EXPECT_EQ(error_kind_of([&] { roberta::Tokenizer::from_tokenizer_json(dir / "missing.json"); }),
+            roberta::error_kind_name(ErrorKind::kIo));
+  EXPECT_EQ(error_kind_of([&] { roberta::Tokenizer::from_dir(dir / "nowhere"); }),
+            roberta::error_kind_name(ErrorKind::kIo));
+
+  EXPECT_EQ(error_kind_of([&] { tokenizer_json().encode("caf\xC3"); }),
+            roberta::error_kind_name(ErrorKind::kInvalidInput));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- encode_batch failures
+
+namespace {
+
+// Clears the encode_batch test hook at the end of a test, whatever happens.
+struct EncodeBatchHook {
+  explicit EncodeBatchHook(void (*hook)(size_t)) { roberta::test_hooks::encode_batch_item = hook; }
+  ~EncodeBatchHook() { roberta::test_hooks::encode_batch_item = nullptr; }
+};
+
+// A roberta::Error is rethrown on the caller with the index of the first failing text, its kind kept.
+TEST(EncodeBatch, ErrorNamesTheFirstFailingText) {
+  std::vector<std::string> texts(100, "Hello world!");
+  texts[37] = "caf\xC3";
+  texts[70] = "\xFF";
+  try {
+    tokenizer_json().encode_batch(texts, {}, 2);
+    ADD_FAILURE() << "expected an error";
+  } catch (const roberta::Error& e) {
+    EXPECT_EQ(std::string(e.what()), "input 37: invalid UTF-8 in text at byte 3");
+    EXPECT_STREQ(roberta::error_kind_name(e.kind()), "invalid input");
+  }
+  EncodeBatchHook hook([](size_t i) {
+    if (i == 50) throw roberta::Error("no room", roberta::ErrorKind::kIo);
+  });
+  texts[37] = texts[70] = "Hello world!";
+  try {
+    tokenizer_json().encode_batch(texts, {}, 2);
+    ADD_FAILURE() << "expected an error";
+  } catch (const roberta::Error& e) {
+    EXPECT_EQ(std::string(e.what()), "input 50: no room");
+    EXPECT_STREQ(roberta::error_kind_name(e.kind()), "I/O");
+  }
+}
+
+// Any other exception in a worker thread (here std::bad_alloc, from the test hook, on every text so
+// that the worker thread meets one too) reaches the caller unchanged instead of escaping the thread,
+// which would terminate the process.
+TEST(EncodeBatch, OtherExceptionsInWorkersAreRethrownOnTheCaller) {
+  const std::vector<std::string> texts(100, "Hello world!");
+  {
+    EncodeBatchHook hook([](size_t) { throw std::bad_alloc(); });
+    EXPECT_THROW(tokenizer_json().encode_batch(texts, {}, 2), std::bad_alloc);
+  }
+  {
+    // The first failure by index wins, whichever thread met it first.
+    EncodeBatchHook hook([](size_t i) { throw std::out_of_range("text " + std::to_string(i)); });
+    try {
+      tokenizer_json().encode_batch(texts, {}, 2);
+      ADD_FAILURE() << "expected std::out_of_range";
+    } catch (const std::out_of_range& e) {
+      EXPECT_EQ(std::string(e.what()), "text 0");
+    }
+  }
+  EXPECT_EQ(tokenizer_json().encode_batch(texts, {}, 2).size(), texts.size());  // hook cleared
 }
 
 }  // namespace

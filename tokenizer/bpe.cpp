@@ -25,12 +25,14 @@ BpeModel::BpeModel(const std::unordered_map<std::string, int32_t>& vocab,
     const std::string& b = merges[rank].second;
     const auto where = [&] { return merge_source + ": merge " + std::to_string(rank + 1) + " (\"" + a + " " + b + "\")"; };
     const auto ia = vocab.find(a);
-    if (ia == vocab.end()) throw Error(where() + ": token \"" + a + "\" is not in the vocabulary");
+    if (ia == vocab.end())
+      throw Error(where() + ": token \"" + a + "\" is not in the vocabulary", ErrorKind::kInvalidModel);
     const auto ib = vocab.find(b);
-    if (ib == vocab.end()) throw Error(where() + ": token \"" + b + "\" is not in the vocabulary");
+    if (ib == vocab.end())
+      throw Error(where() + ": token \"" + b + "\" is not in the vocabulary", ErrorKind::kInvalidModel);
     const auto merged = vocab.find(a + b);
     if (merged == vocab.end())
-      throw Error(where() + ": merged token \"" + a + b + "\" is not in the vocabulary");
+      throw Error(where() + ": merged token \"" + a + b + "\" is not in the vocabulary", ErrorKind::kInvalidModel);
     const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(ia->second)) << 32) |
                          static_cast<uint32_t>(ib->second);
     // A repeated merge keeps its first (best) rank.

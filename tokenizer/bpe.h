@@ -22,7 +22,8 @@ struct BpePiece {
 
 class BpeModel {
  public:
-  // vocab: byte-level token string -> id; merges: pairs in rank order (errors name merge_source).
+  // vocab: byte-level token string -> id; merges: pairs in rank order. A merge of tokens not in
+  // the vocabulary is an Error (kInvalidModel) naming merge_source.
   BpeModel(const std::unordered_map<std::string, int32_t>& vocab,
            const std::vector<std::pair<std::string, std::string>>& merges,
            std::optional<int32_t> unk_id, bool fuse_unk, const std::string& merge_source);

@@ -46,6 +46,9 @@ inline char32_t next_code_point(std::string_view text, size_t& i) {
   return cp;
 }
 
+// White space as the pre-tokenizer's \s sees it.
+inline bool is_whitespace(char32_t cp) { return char_class(cp) & kWhitespace; }
+
 inline bool is_continuation_byte(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
 
 void append_utf8(std::string& out, char32_t cp);

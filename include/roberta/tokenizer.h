@@ -90,8 +90,9 @@ class Tokenizer {
   // <s> A </s></s> B </s>
   Encoding encode_pair(std::string_view a, std::string_view b,
                        const EncodeOptions& options = {}) const;
-  // Encodes on `num_threads` threads (0: all cores); results are in input order. The first error
-  // is rethrown with the index of the failing text.
+  // Encodes on `num_threads` threads (0: all cores); results are in input order. The failure of
+  // the first failing text is rethrown: a roberta::Error with its index ("input 3: ..."), any
+  // other exception unchanged.
   std::vector<Encoding> encode_batch(std::span<const std::string> texts,
                                      const EncodeOptions& options = {},
                                      unsigned num_threads = 0) const;
@@ -118,9 +119,8 @@ class Tokenizer {
   std::optional<int32_t> mask_id() const;  // <mask>
   size_t num_special_tokens_to_add(bool pair) const;
 
-  struct Impl;
-
  private:
+  struct Impl;  // the loaded vocabulary and settings (tokenizer/tokenizer_impl.h in the source tree)
   explicit Tokenizer(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<const Impl> impl_;
 };

@@ -1,0 +1,145 @@
+#include "added_vocabulary.h"
+
+#include <algorithm>
+#include <string>
+
+#include "tokenizer_impl.h"
+#include "unicode.h"
+
+namespace roberta {
+
+using enum ErrorKind;
+
+// Groups the tokens by pass and first byte, longest first (so the first match is the longest).
+void AddedVocabulary::index() {
+  for (auto& table : by_first_byte_)
+    for (auto& v : table) v.clear();
+  for (size_t i = 0; i < tokens.size(); ++i)
+    by_first_byte_[tokens[i].normalized ? 1 : 0][static_cast<unsigned char>(tokens[i].content[0])].push_back(
+        static_cast<int>(i));
+  for (auto& table : by_first_byte_)
+    for (auto& v : table)
+      std::stable_sort(v.begin(), v.end(), [&](int x, int y) { return tokens[x].content.size() > tokens[y].content.size(); });
+}
+
+// Finds added tokens of one pass in text[from, to), leftmost-longest, as HF's AddedVocabulary does,
+// and appends the segments (plain text and matches) covering [from, to).
+void AddedVocabulary::match(std::string_view text, size_t from, size_t to, int pass, std::vector<Segment>& out) const {
+  const auto& table = by_first_byte_[pass];
+  size_t start_offset = from;  // end of the previous match
+  size_t p = from;
+  while (p < to) {
+    const auto& candidates = table[static_cast<unsigned char>(text[p])];
+    int found = -1;
+    for (int c : candidates) {
+      const std::string& content = tokens[c].content;
+      if (content.size() <= to - p && text.compare(p, content.size(), content) == 0) {
+        found = c;
+        break;
+      }
+    }
+    if (found < 0) {
+      ++p;
+      continue;
+    }
+    const AddedToken& tok = tokens[found];
+    size_t start = p, stop = p + tok.content.size();
+    p = stop;
+    if (start < start_offset) continue;  // overlaps what the previous match's rstrip took
+    if (tok.single_word) {
+      const auto is_word_char = [](char32_t cp) {
+        return cp == '_' || (unicode::char_class(cp) & (unicode::kLetter | unicode::kNumber | unicode::kMark));
+      };
+      bool word_before = false, word_after = false;
+      if (start > from) {
+        size_t q = start - 1;
+        while (q > from && unicode::is_continuation_byte(text[q])) --q;
+        size_t i = q;
+        word_before = is_word_char(unicode::next_code_point(text, i));
+      }
+      if (stop < to) {
+        size_t i = stop;
+        word_after = is_word_char(unicode::next_code_point(text, i));
+      }
+      if (word_before || word_after) continue;
+    }
+    if (tok.lstrip) {
+      size_t s = start;
+      while (s > start_offset) {
+        size_t q = s - 1;
+        while (q > start_offset && unicode::is_continuation_byte(text[q])) --q;
+        size_t i = q;
+        if (!unicode::is_whitespace(unicode::next_code_point(text, i))) break;
+        s = q;
+      }
+      start = s;
+    }
+    if (tok.rstrip) {
+      while (stop < to) {
+        size_t i = stop;
+        if (!unicode::is_whitespace(unicode::next_code_point(text, i))) break;
+        stop = i;
+      }
+      p = stop;
+    }
+    if (start_offset < start) out.push_back({start_offset, start, -1});
+    out.push_back({start, stop, found});
+    start_offset = stop;
+  }
+  if (start_offset < to) out.push_back({start_offset, to, -1});
+}
+
+// The non-normalized pass over the whole text, then the normalized pass over the plain text left.
+void AddedVocabulary::split(std::string_view text, std::vector<Segment>& out) const {
+  std::vector<Segment> first;
+  match(text, 0, text.size(), 0, first);
+  for (const Segment& s : first) {
+    if (s.added >= 0)
+      out.push_back(s);
+    else
+      match(text, s.begin, s.end, 1, out);
+  }
+}
+
+// Ids beyond the vocabulary are allowed (HF appends added tokens), within the same bound on holes.
+void Tokenizer::Impl::finish_added_tokens(const std::string& source) {
+  const size_t max_id = 2 * (has_id.size() + added.tokens.size()) + 1024;
+  for (const AddedToken& t : added.tokens) {
+    if (t.content.empty())
+      throw Error(source + ": added token with id " + std::to_string(t.id) + " has empty content", kInvalidModel);
+    if (t.id < 0 || static_cast<size_t>(t.id) > max_id)
+      throw Error(source + ": added token \"" + t.content + "\" has id " + std::to_string(t.id) + " out of range",
+                  kInvalidModel);
+    const auto it = ids_by_token.find(t.content);
+    if (it != ids_by_token.end() && it->second != t.id)
+      throw Error(source + ": added token \"" + t.content + "\" has id " + std::to_string(t.id) +
+                  " but the vocabulary gives it id " + std::to_string(it->second), kInvalidModel);
+    if (it == ids_by_token.end()) {
+      if (static_cast<size_t>(t.id) < has_id.size() && has_id[t.id])
+        throw Error(source + ": added token \"" + t.content + "\" has id " + std::to_string(t.id) +
+                    ", which is already the id of \"" + tokens_by_id[t.id] + "\"", kInvalidModel);
+      if (has_id.size() <= static_cast<size_t>(t.id)) {
+        has_id.resize(t.id + 1, 0);
+        tokens_by_id.resize(t.id + 1);
+      }
+      has_id[t.id] = 1;
+      tokens_by_id[t.id] = t.content;
+      ids_by_token.emplace(t.content, t.id);
+    }
+  }
+  special_by_id.assign(has_id.size(), 0);
+  is_added_id.assign(has_id.size(), 0);
+  for (const AddedToken& t : added.tokens) {
+    if (t.special) special_by_id[t.id] = 1;
+    is_added_id[t.id] = 1;
+  }
+  added.index();
+  const auto find = [&](const char* token) -> std::optional<int32_t> {
+    const auto it = ids_by_token.find(std::string_view(token));
+    return it == ids_by_token.end() ? std::nullopt : std::optional<int32_t>(it->second);
+  };
+  if (auto id = find("<pad>")) pad_id = *id;
+  mask_id = find("<mask>");
+}
+
+}  // namespace roberta

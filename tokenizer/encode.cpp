@@ -1,0 +1,229 @@
+// Encoding: added-token split, GPT-2 pre-tokenization and BPE with offsets in code points and
+// bytes (HF's trim_offsets), truncation, and RoBERTa's special tokens <s> A </s></s> B </s>.
+#include <algorithm>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pre_tokenizer.h"
+#include "tokenizer_impl.h"
+#include "truncation.h"
+#include "unicode.h"
+
+namespace roberta {
+
+namespace {
+
+// Appends one special token (<s>, </s>): no offsets, no word, no sequence.
+void push_special(Encoding& e, int32_t id, const std::string& token) {
+  e.ids.push_back(id);
+  e.type_ids.push_back(0);
+  e.tokens.push_back(token);
+  e.offsets.emplace_back(0, 0);
+  e.byte_offsets.emplace_back(0, 0);
+  e.special_tokens_mask.push_back(1);
+  e.attention_mask.push_back(1);
+  e.sequence_ids.push_back(-1);
+  e.word_ids.push_back(-1);
+}
+
+// Appends the tokens of `src` to `dst`, every field.
+void append_encoding(Encoding& dst, const Encoding& src) {
+  const auto add = [](auto& d, const auto& s) { d.insert(d.end(), s.begin(), s.end()); };
+  add(dst.ids, src.ids), add(dst.type_ids, src.type_ids), add(dst.tokens, src.tokens);
+  add(dst.offsets, src.offsets), add(dst.byte_offsets, src.byte_offsets);
+  add(dst.special_tokens_mask, src.special_tokens_mask), add(dst.attention_mask, src.attention_mask);
+  add(dst.sequence_ids, src.sequence_ids), add(dst.word_ids, src.word_ids);
+}
+
+// `text` when it is valid UTF-8; else an Error (kInvalidInput) naming `which` and the byte, or
+// (kReplace) the text repaired into `repaired`.
+std::string_view checked_text(std::string_view text, InvalidUtf8 mode, std::string& repaired, const char* which) {
+  if (const auto bad = unicode::find_invalid_utf8(text)) {
+    if (mode == InvalidUtf8::kError)
+      throw Error(std::string("invalid UTF-8 in ") + which + " at byte " + std::to_string(*bad));
+    repaired = unicode::repair_utf8(text);
+    return repaired;
+  }
+  return text;
+}
+
+}  // namespace
+
+// Calls on_token(id, begin, end, leading_spaces, trailing_spaces, first_of_word) for the BPE tokens
+// of the plain text text[begin, end); begin/end are byte offsets into `text` widened to whole
+// characters.
+template <class OnToken>
+void Tokenizer::Impl::tokenize_text(std::string_view text, size_t begin, size_t end, OnToken&& on_token) const {
+  std::string prefixed;
+  std::string_view piece_text = text.substr(begin, end - begin);
+  size_t shift = 0;  // 1 when a prefix space was added
+  if (add_prefix_space && !piece_text.starts_with(' ')) {
+    prefixed.reserve(piece_text.size() + 1);
+    prefixed = " ";
+    prefixed.append(piece_text);
+    piece_text = prefixed;
+    shift = 1;
+  }
+  thread_local std::vector<BpePiece> pieces;
+  const auto on_word = [&](size_t wb, size_t we) {
+    pieces.clear();
+    bpe->encode_word(piece_text.substr(wb, we - wb), pieces);
+    size_t pos = wb;
+    bool first_of_word = true;
+    for (const BpePiece& piece : pieces) {
+      const size_t pb = pos, pe = pos + piece.bytes;
+      pos = pe;
+      // original byte span, widened to whole characters
+      size_t ob = begin + (pb >= shift ? pb - shift : 0);
+      size_t oe = begin + (pe >= shift ? pe - shift : 0);
+      while (ob > begin && ob < end && unicode::is_continuation_byte(text[ob])) --ob;
+      while (oe < end && oe > ob && unicode::is_continuation_byte(text[oe])) ++oe;
+      uint32_t lead = 0, trail = 0;
+      while (pb + lead < pe && piece_text[pb + lead] == ' ') ++lead;
+      while (pe - trail > pb && piece_text[pe - trail - 1] == ' ') ++trail;
+      on_token(piece.id, ob, oe, lead, trail, first_of_word);
+      first_of_word = false;
+    }
+  };
+  if (use_regex)
+    split_gpt2(piece_text, on_word);
+  else if (!piece_text.empty())
+    on_word(0, piece_text.size());
+}
+
+// Added tokens keep the matched text (with what lstrip/rstrip took) as their token string; BPE
+// tokens are the vocabulary's strings. Word ids count pre-tokens and added-token matches.
+void Tokenizer::Impl::tokenize(std::string_view text, int8_t sequence_id, Encoding& enc) const {
+  // Code point index of each byte offset (only needed when the text is not pure ASCII).
+  std::vector<uint32_t> char_at;
+  bool ascii = true;
+  for (char c : text)
+    if (static_cast<unsigned char>(c) >= 0x80) {
+      ascii = false;
+      break;
+    }
+  if (!ascii) {
+    char_at.resize(text.size() + 1);
+    uint32_t chars = 0;
+    for (size_t i = 0; i < text.size(); ++i)
+      char_at[i] = unicode::is_continuation_byte(text[i]) ? chars - 1 : chars++;
+    char_at[text.size()] = chars;
+  }
+  const auto to_char = [&](size_t byte) -> int64_t { return ascii ? static_cast<int64_t>(byte) : char_at[byte]; };
+  const size_t first_token = enc.ids.size();
+  int32_t word = -1;  // index of the current word (pre-token or added-token match)
+  // HF's trim_offsets (ByteLevel process_offsets), applied per token in both units.
+  const auto push = [&](int32_t id, std::string token, size_t ob, size_t oe, uint32_t lead_chars, uint32_t lead_bytes,
+                        uint32_t trail_chars, uint32_t trail_bytes) {
+    int64_t cs = to_char(ob), ce = to_char(oe);
+    auto bs = static_cast<int64_t>(ob), be = static_cast<int64_t>(oe);
+    if (trim_offsets) {
+      if (lead_chars > 0) {
+        const bool is_first = enc.ids.size() == first_token || cs == 0;
+        if (!(is_first && trim_add_prefix_space && lead_chars == 1)) {
+          cs = std::min<int64_t>(cs + lead_chars, ce);
+          bs = std::min<int64_t>(bs + lead_bytes, be);
+        }
+      }
+      if (trail_chars > 0 && ce >= trail_chars) {
+        ce = std::max<int64_t>(ce - trail_chars, cs);
+        be = std::max<int64_t>(be - trail_bytes, bs);
+      }
+    }
+    enc.ids.push_back(id);
+    enc.tokens.push_back(std::move(token));
+    enc.offsets.emplace_back(cs, ce);
+    enc.byte_offsets.emplace_back(bs, be);
+    enc.word_ids.push_back(word);
+  };
+  std::vector<Segment> segments;
+  added.split(text, segments);
+  for (const Segment& seg : segments) {
+    if (seg.added >= 0) {
+      // The token string is the matched text, stripped whitespace included (as HF shows it).
+      const std::string_view matched = text.substr(seg.begin, seg.end - seg.begin);
+      uint32_t lead_c = 0, lead_b = 0, trail_c = 0, trail_b = 0;
+      for (size_t i = 0; i < matched.size();) {
+        const size_t at = i;
+        const char32_t cp = unicode::next_code_point(matched, i);
+        if (!(unicode::is_whitespace(cp) || cp == 0x120)) break;
+        ++lead_c, lead_b += static_cast<uint32_t>(i - at);
+      }
+      for (size_t e = matched.size(); e > 0;) {
+        size_t q = e - 1;
+        while (q > 0 && unicode::is_continuation_byte(matched[q])) --q;
+        size_t i = q;
+        const char32_t cp = unicode::next_code_point(matched, i);
+        if (!(unicode::is_whitespace(cp) || cp == 0x120)) break;
+        ++trail_c, trail_b += static_cast<uint32_t>(e - q);
+        e = q;
+      }
+      ++word;
+      push(added.tokens[seg.added].id, std::string(matched), seg.begin, seg.end, lead_c, lead_b, trail_c, trail_b);
+    } else {
+      tokenize_text(text, seg.begin, seg.end,
+                    [&](int32_t id, size_t ob, size_t oe, uint32_t lead, uint32_t trail, bool first_of_word) {
+                      if (first_of_word) ++word;
+                      push(id, tokens_by_id[id], ob, oe, lead, lead, trail, trail);
+                    });
+    }
+  }
+  const size_t n = enc.ids.size() - first_token;
+  enc.type_ids.resize(enc.ids.size(), 0);
+  enc.special_tokens_mask.resize(enc.ids.size(), 0);
+  enc.attention_mask.resize(enc.ids.size(), 1);
+  enc.sequence_ids.insert(enc.sequence_ids.end(), n, sequence_id);
+}
+
+// Checks and tokenizes A (then B), truncates them, then adds the special tokens.
+Encoding Tokenizer::Impl::encode(std::string_view a, const std::string_view* b, const EncodeOptions& options) const {
+  std::string repaired_a, repaired_b;
+  Encoding ea, eb;
+  tokenize(checked_text(a, options.invalid_utf8, repaired_a, b ? "text A" : "text"), 0, ea);
+  if (b) tokenize(checked_text(*b, options.invalid_utf8, repaired_b, "text B"), 1, eb);
+  const bool specials = options.add_special_tokens && roberta_specials;
+  if (options.max_length > 0)
+    truncate_inputs(ea, b ? &eb : nullptr, options, specials ? (b ? 4 : 2) : 0, is_added_id);
+  if (!specials) {
+    if (b) append_encoding(ea, eb);  // type ids stay 0: RoBERTa has one token type
+    return ea;
+  }
+  Encoding out;
+  push_special(out, cls_id, cls_token);
+  append_encoding(out, ea);
+  push_special(out, sep_id, sep_token);
+  if (b) {
+    push_special(out, sep_id, sep_token);
+    append_encoding(out, eb);
+    push_special(out, sep_id, sep_token);
+  }
+  return out;
+}
+
+// <s> text </s> (RobertaProcessing), or the bare tokens without a post-processor.
+Encoding Tokenizer::encode(std::string_view text, const EncodeOptions& options) const {
+  return impl_->encode(text, nullptr, options);
+}
+
+// <s> A </s></s> B </s>
+Encoding Tokenizer::encode_pair(std::string_view a, std::string_view b, const EncodeOptions& options) const {
+  return impl_->encode(a, &b, options);
+}
+
+// The ids tokenize() gives, without offsets, token strings or special tokens.
+void Tokenizer::encode_ids(std::string_view text, std::vector<int32_t>& out, InvalidUtf8 invalid_utf8) const {
+  std::string repaired;
+  text = checked_text(text, invalid_utf8, repaired, "text");
+  std::vector<Segment> segments;
+  impl_->added.split(text, segments);
+  for (const Segment& seg : segments) {
+    if (seg.added >= 0)
+      out.push_back(impl_->added.tokens[seg.added].id);
+    else
+      impl_->tokenize_text(text, seg.begin, seg.end,
+                           [&](int32_t id, size_t, size_t, uint32_t, uint32_t, bool) { out.push_back(id); });
+  }
+}
+
+}  // namespace roberta

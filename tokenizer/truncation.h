@@ -1,0 +1,20 @@
+#pragma once
+// Truncation of the tokens of one or two texts to EncodeOptions::max_length, as HF's
+// truncate_encodings (with the whole-word pre-cut of tokenizers 0.23). Tokenizer::pad is in
+// truncation.cpp too.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "roberta/tokenizer.h"
+
+namespace roberta {
+
+// Cuts the tokens of text A (`a`) and of text B (`b`, null for a single text) so that they and
+// the `specials` special tokens still to be added fit options.max_length (which must be > 0).
+// is_added_id: 1 for the ids of added tokens, where the whole-word pre-cut never stops. Throws Error
+// when max_length cannot hold the specials or the strategy cannot remove enough tokens.
+void truncate_inputs(Encoding& a, Encoding* b, const EncodeOptions& options, size_t specials,
+                     const std::vector<uint8_t>& is_added_id);
+
+}  // namespace roberta
