@@ -65,6 +65,15 @@ TEST(Isa, UnknownRobertaIsaValueIsAnErrorNamingTheAcceptedOnes) {
                                 {"ROBERTA_ISA", "avx512bf16", "avx512", "avx2", "portable"});
   EXPECT_EQ(roberta::kernels::parse_isa("avx512"), Isa::kAvx512);
   EXPECT_EQ(roberta::kernels::parse_isa("portable"), Isa::kPortable);
+  // The variable itself, as a user sets it: a typo is an error, not the portable kernel.
+  const char* old = std::getenv("ROBERTA_ISA");
+  const std::string saved = old ? old : "";
+  setenv("ROBERTA_ISA", "avx512x", 1);
+  roberta::test::expect_error([] { roberta::kernels::usable_isa(); }, {"avx512x", "avx512bf16", "portable"});
+  if (old)
+    setenv("ROBERTA_ISA", saved.c_str(), 1);
+  else
+    unsetenv("ROBERTA_ISA");
 }
 
 // Run by CTest with ROBERTA_ISA set to each level (and unset): the kernels must use exactly

@@ -13,15 +13,15 @@ for kind in "${kinds[@]}"; do
       cmake --build build-asan -j2
       # The CLI fixtures and parity models are made by Python; the C++ side is what is checked.
       export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-      ctest --test-dir build-asan --output-on-failure -j2 -E embed_bounded_memory
+      ctest --test-dir build-asan --output-on-failure -j2 -E 'embed_bounded_memory|Model.MemoryReturns'
       # ASan keeps up to 256 MB of freed blocks in quarantine, which the memory-bound test would
       # count as growth; it runs without the quarantine (LeakSanitizer still checks for leaks).
-      ASAN_OPTIONS=$ASAN_OPTIONS:quarantine_size_mb=0 ctest --test-dir build-asan --output-on-failure -R embed_bounded_memory
+      ASAN_OPTIONS=$ASAN_OPTIONS:quarantine_size_mb=0 ctest --test-dir build-asan --output-on-failure -R 'embed_bounded_memory|Model.MemoryReturns'
       ;;
     tsan)
       cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DROBERTA_SANITIZE=thread > /dev/null
-      cmake --build build-tsan -j2 --target concurrency_tests roberta_cli
-      TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -R 'make_cli_fixtures|Concurrency'
+      cmake --build build-tsan -j2 --target concurrency_tests engine_tests roberta_cli
+      TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -R 'make_cli_fixtures|Concurrency|ThreadPool'
       ;;
     *) echo "unknown kind $kind (asan or tsan)"; exit 2 ;;
   esac

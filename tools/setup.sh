@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
-# Installs every Debian package that building, testing and the Python helpers need (run as root).
+# Installs the Debian packages the project needs (run as root).
+#   bash tools/setup.sh          what building the library and the `roberta` program needs
+#   bash tools/setup.sh --test   that, plus what the test suite needs (GoogleTest, Google
+#                                Benchmark, PyTorch and NumPy for the reference scripts, clang for
+#                                the fuzz targets, rsvg-convert to render plots)
 set -euo pipefail
-packages=(cmake g++ make pkg-config libopenblas-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev
-          python3-torch python3-numpy python3-regex
-          clang libclang-rt-14-dev)  # clang: the libFuzzer targets
+packages=(cmake g++ make pkg-config libopenblas-dev nlohmann-json3-dev)
+if [ "${1:-}" = "--test" ]; then
+  packages+=(libgtest-dev libbenchmark-dev python3-torch python3-numpy python3-regex
+             clang libclang-rt-14-dev librsvg2-bin)
+elif [ -n "${1:-}" ]; then
+  echo "usage: bash tools/setup.sh [--test]" >&2
+  exit 2
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -3,7 +3,7 @@
 # run of each libFuzzer target. Run as root on Debian 12 with ../shared beside the repository.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash tools/setup.sh
+bash tools/setup.sh --test
 cmake -S . -B build
 cmake --build build -j2
 ctest --test-dir build --output-on-failure -j2
