@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch timing of one workload for tools/bench_compare.sh (dump_reference's forward, fp32).
+"""PyTorch timing of one workload for tools/bench_compare.sh (roberta_ref.reference's forward, fp32).
 
 Usage: OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 tools/bench_torch.py MODEL_DIR THREADS RUNS LENGTHS_JSON
 Pads to the longest sequence, warms up once, prints {"median_ms", "min_ms", "max_ms", "all_ms"}.
@@ -12,9 +12,8 @@ import time
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dump_reference import Weights, forward  # noqa: E402
-from st_io import load_hf_state_dict  # noqa: E402
+from roberta_ref.reference import Weights, forward
+from roberta_ref.safetensors_io import load_hf_state_dict
 
 model_dir, threads, runs, lengths = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), json.loads(sys.argv[4])
 torch.set_num_threads(threads)

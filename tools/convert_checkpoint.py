@@ -15,8 +15,7 @@ import sys
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from st_io import DTYPE_NAMES, write_safetensors  # noqa: E402
+from roberta_ref.safetensors_io import DTYPE_NAMES, write_safetensors
 
 
 def main():

@@ -9,13 +9,11 @@ state), traced by torch.onnx.export with opset 14 and dynamic batch and sequence
 import argparse
 import json
 import os
-import sys
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dump_reference import Weights, forward  # noqa: E402
-from st_io import load_hf_state_dict  # noqa: E402
+from roberta_ref.reference import Weights, forward
+from roberta_ref.safetensors_io import load_hf_state_dict
 
 
 class Encoder(torch.nn.Module):

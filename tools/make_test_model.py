@@ -23,8 +23,7 @@ import sys
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from st_io import write_safetensors  # noqa: E402
+from roberta_ref.checkpoints import WEIGHT_FORMATS, save_weights
 
 PRESETS = {
     "tiny": dict(vocab=50265, hidden=32, layers=2, heads=4, inter=64, positions=514, std=0.3, tokenizer=True),
@@ -115,7 +114,7 @@ def main():
     ap.add_argument("--type-vocab", type=int, default=1)
     ap.add_argument("--dtype", default="f32", choices=sorted(DTYPES))
     ap.add_argument("--shards", type=int, default=1)
-    ap.add_argument("--format", default="safetensors", choices=["safetensors", "bin-zip", "bin-legacy"])
+    ap.add_argument("--format", default="safetensors", choices=WEIGHT_FORMATS)
     for flag in ("no-prefix", "tied", "no-decoder-bias", "gamma-beta", "no-pooler", "no-lm-head", "position-ids",
                  "no-tokenizer", "force"):
         ap.add_argument("--" + flag, action="store_true")
@@ -129,24 +128,7 @@ def main():
     sd = make_state_dict(p, args, gen)
     with open(os.path.join(args.out, "config.json"), "w") as f:
         json.dump(config_json(p, args), f, indent=2)
-    if args.format != "safetensors":
-        torch.save(sd, os.path.join(args.out, "pytorch_model.bin"),
-                   _use_new_zipfile_serialization=args.format == "bin-zip")
-    elif args.shards <= 1:
-        write_safetensors(os.path.join(args.out, "model.safetensors"), sd, metadata={"format": "pt"})
-    else:
-        names = list(sd)
-        per = (len(names) + args.shards - 1) // args.shards
-        weight_map, total = {}, 0
-        for s in range(args.shards):
-            part = names[s * per:(s + 1) * per]
-            fname = f"model-{s + 1:05d}-of-{args.shards:05d}.safetensors"
-            write_safetensors(os.path.join(args.out, fname), {k: sd[k] for k in part}, metadata={"format": "pt"})
-            for k in part:
-                weight_map[k] = fname
-                total += sd[k].numel() * sd[k].element_size()
-        with open(os.path.join(args.out, "model.safetensors.index.json"), "w") as f:
-            json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f, indent=2)
+    save_weights(args.out, sd, args.format, args.shards)
     if p["tokenizer"] and not args.no_tokenizer:
         for name in ("vocab.json", "merges.txt", "tokenizer.json"):
             src = os.path.join(args.tokenizer_dir, name)

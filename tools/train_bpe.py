@@ -15,23 +15,8 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bpe_tokenizer import PATTERN, bytes_to_unicode  # noqa: E402
-
-
-def paragraphs(path):
-    """Paragraphs of a hard-wrapped text file: lines joined by a space, blank lines separate."""
-    lines = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.rstrip("\n")
-            if line.strip():
-                lines.append(line.strip())
-            elif lines:
-                yield " ".join(lines)
-                lines = []
-    if lines:
-        yield " ".join(lines)
+from roberta_ref.bpe import PATTERN, bytes_to_unicode
+from roberta_ref.corpus import paragraphs
 
 
 def train(word_counts, num_merges):

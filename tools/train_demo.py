@@ -50,11 +50,12 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
+from roberta_ref.bpe import BpeTokenizer, bytes_to_unicode  # noqa: E402
+from roberta_ref.checkpoints import save_weights  # noqa: E402
+from roberta_ref.corpus import paragraphs  # noqa: E402
+from roberta_ref.safetensors_io import read_safetensors  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-from bpe_tokenizer import BpeTokenizer, bytes_to_unicode  # noqa: E402
-from st_io import read_safetensors, write_safetensors  # noqa: E402
-from train_bpe import paragraphs  # noqa: E402
 
 SHAPE = dict(vocab_size=8192, hidden_size=256, num_hidden_layers=8, num_attention_heads=4, intermediate_size=1024,
              seq_len=128)
@@ -447,7 +448,7 @@ def cmd_export(args):
         sys.exit(f"export: {args.out} already holds a model; give a new folder")
     os.makedirs(args.out, exist_ok=True)
     sd = {k: v.half() for k, v in hf_state_dict(model, shape).items()}
-    write_safetensors(os.path.join(args.out, "model.safetensors"), sd, metadata={"format": "pt"})
+    save_weights(args.out, sd)
     dropout = st.get("settings", {}).get("dropout", 0.1)
     config = {
         "architectures": ["RobertaForMaskedLM"], "model_type": "roberta", "vocab_size": shape["vocab_size"],

@@ -18,9 +18,8 @@ for format in bin-zip bin-legacy; do
   # refuses to overwrite
   if "$py" "$tools/convert_checkpoint.py" "$work/$format" 2> "$work/err.txt"; then echo "FAIL: overwrote without --force"; exit 1; fi
   grep -q "already exists" "$work/err.txt"
-  "$py" -c "
-import sys; sys.path.insert(0, '$tools')
-from st_io import read_safetensors
+  PYTHONPATH="$tools" "$py" -c "
+from roberta_ref.safetensors_io import read_safetensors
 a, b = read_safetensors('$work/st/model.safetensors'), read_safetensors('$work/$format/model.safetensors')
 assert a.keys() == b.keys(), (sorted(a.keys() ^ b.keys()))
 for k in a:

@@ -2,6 +2,7 @@
 
 A file is: 8-byte little-endian header length, a JSON header {name: {dtype, shape, data_offsets}}
 (padded with spaces to a multiple of 8), then the raw little-endian tensor data.
+load_hf_state_dict reads a Hugging Face folder: model.safetensors or the shards of its index.
 """
 import json
 import os

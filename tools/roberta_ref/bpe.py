@@ -2,6 +2,7 @@
 dumps and training scripts. Reads vocab.json + merges.txt; <mask> strips the whitespace before it
 and <s> </s> <pad> <unk> <mask> written in text are special tokens, as in RobertaTokenizerFast.
 
+    from roberta_ref.bpe import BpeTokenizer
     tok = BpeTokenizer.from_dir("models/demo")
     tok.encode("Hello world!")   # [0, 31414, 232, 328, 2] with roberta-base's files
 """
