@@ -39,6 +39,54 @@ int64_t read_int(const json& doc, const char* key, const std::string& source, in
   return value;
 }
 
+// id2label / label2id / num_labels / problem_type / architectures, as PretrainedConfig reads them.
+void read_labels(const json& doc, const std::string& source, ModelConfig& c) {
+  if (doc.contains("architectures") && doc["architectures"].is_array())
+    for (const auto& a : doc["architectures"])
+      if (a.is_string()) c.architectures.push_back(a.get<std::string>());
+  int64_t n = 2;  // PretrainedConfig's default
+  if (doc.contains("num_labels") && !doc["num_labels"].is_null()) n = read_int(doc, "num_labels", source, 1, 1'000'000);
+  const bool has_id2label = doc.contains("id2label") && !doc["id2label"].is_null();
+  if (has_id2label) {
+    const json& m = doc["id2label"];
+    if (!m.is_object() || m.empty()) fail(source + ": field \"id2label\" must be a non-empty object {\"0\": \"LABEL\", ...}");
+    n = static_cast<int64_t>(m.size());
+  }
+  c.id2label.assign(static_cast<size_t>(n), "");
+  for (int64_t i = 0; i < n; ++i) c.id2label[static_cast<size_t>(i)] = "LABEL_" + std::to_string(i);
+  if (has_id2label)
+    for (const auto& [key, value] : doc["id2label"].items()) {
+      size_t used = 0;
+      long long id = -1;
+      try {
+        id = std::stoll(key, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != key.size() || id < 0 || id >= n)
+        fail(source + ": id2label key \"" + key + "\" is not an id in [0, " + std::to_string(n) + ")");
+      if (!value.is_string()) fail(source + ": id2label[\"" + key + "\"] must be a string");
+      c.id2label[static_cast<size_t>(id)] = value.get<std::string>();
+    }
+  c.label2id.clear();
+  if (doc.contains("label2id") && doc["label2id"].is_object() && !doc["label2id"].empty()) {
+    for (const auto& [key, value] : doc["label2id"].items()) {
+      if (!value.is_number_integer()) fail(source + ": label2id[\"" + key + "\"] must be an integer");
+      c.label2id[key] = value.get<int64_t>();
+    }
+  } else {
+    for (size_t i = 0; i < c.id2label.size(); ++i) c.label2id[c.id2label[i]] = static_cast<int64_t>(i);
+  }
+  if (doc.contains("problem_type") && !doc["problem_type"].is_null()) {
+    if (!doc["problem_type"].is_string()) fail(source + ": field \"problem_type\" must be a string");
+    c.problem_type = doc["problem_type"];
+    if (c.problem_type != "single_label_classification" && c.problem_type != "multi_label_classification" &&
+        c.problem_type != "regression")
+      fail(source + ": problem_type \"" + c.problem_type +
+           "\" is not one of single_label_classification, multi_label_classification, regression");
+  }
+}
+
 }  // namespace
 
 ModelConfig ModelConfig::from_json_text(const std::string& text, const std::string& source) {
@@ -46,8 +94,10 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   if (!doc.is_object()) fail(source + ": expected a JSON object");
   ModelConfig c;
   if (doc.contains("model_type") && doc["model_type"].is_string()) c.model_type = doc["model_type"];
-  if (c.model_type != "roberta" && c.model_type != "xlm-roberta" && c.model_type != "camembert")
-    fail(source + ": model_type \"" + c.model_type + "\" is not a RoBERTa model");
+  if (c.model_type != "roberta" && c.model_type != "xlm-roberta" && c.model_type != "camembert" &&
+      c.model_type != "data2vec-text" && c.model_type != "roberta-prelayernorm")
+    fail(source + ": model_type \"" + c.model_type +
+         "\" is not a RoBERTa model (roberta, xlm-roberta, camembert, data2vec-text, roberta-prelayernorm)");
   c.vocab_size = read_int(doc, "vocab_size", source, 1, 10'000'000);
   c.hidden_size = read_int(doc, "hidden_size", source, 1, 65536);
   c.num_hidden_layers = read_int(doc, "num_hidden_layers", source, 1, 1000);
@@ -81,10 +131,12 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
     if (!doc["position_embedding_type"].is_string())
       fail(source + ": field \"position_embedding_type\" must be a string");
     c.position_embedding_type = doc["position_embedding_type"];
-    if (c.position_embedding_type != "absolute")
+    if (c.position_embedding_type != "absolute" && c.position_embedding_type != "relative_key" &&
+        c.position_embedding_type != "relative_key_query")
       fail(source + ": position_embedding_type \"" + c.position_embedding_type +
-                  "\" is not supported (only \"absolute\")");
+           "\" is not supported (absolute, relative_key, relative_key_query)");
   }
+  read_labels(doc, source, c);
   return c;
 }
 

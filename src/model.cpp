@@ -5,6 +5,7 @@
 
 #include "activation_names.h"
 #include "kernels/isa.h"
+#include "kernels/layer_norm.h"
 #include "model/parts.h"
 #include "roberta/error.h"
 #include "util/scratch.h"
@@ -29,8 +30,12 @@ struct Model::Impl {
   WeightLoader weights;
   Embeddings embeddings;
   std::vector<EncoderLayer> layers;
+  std::optional<LayerNormWeights> final_norm;  // roberta-prelayernorm's LayerNorm after the encoder
   std::optional<LmHead> lm_head;
   std::optional<Pooler> pooler;
+  std::optional<SequenceClassifier> sequence_classifier;
+  std::optional<TokenLinear> token_classifier;
+  std::optional<TokenLinear> qa_outputs;
 
   Impl(const std::filesystem::path& d, ModelConfig c, WeightStore store, WeightType type)
       : dir(d), config(std::move(c)), activation(activation_from_name(config.hidden_act)),
@@ -53,14 +58,53 @@ Model Model::load(const std::filesystem::path& dir, const LoadOptions& options) 
     throw Error(dir.string() + ": checkpoint has more layers than num_hidden_layers = " +
                     std::to_string(c.num_hidden_layers),
                 ErrorKind::kInvalidModel);
+  if (c.model_type == "roberta-prelayernorm") m.final_norm = encoder.layer_norm("LayerNorm", static_cast<size_t>(c.hidden_size));
   m.pooler = load_pooler(encoder, c);
-  m.lm_head = load_lm_head(m.weights.root(), m.embeddings, c);
+  const WeightScope root = m.weights.root();
+  m.lm_head = load_lm_head(root, m.embeddings, c);
+  m.sequence_classifier = load_sequence_classifier(root, c);
+  m.token_classifier = load_token_linear(root, "classifier", static_cast<size_t>(c.num_labels()), c);
+  m.qa_outputs = load_token_linear(root, "qa_outputs", 2, c);
   return Model(std::move(impl));
 }
 
+const char* head_name(Head head) {
+  switch (head) {
+    case Head::kMaskedLm: return "MLM head (lm_head.*)";
+    case Head::kPooler: return "pooler (pooler.dense.*)";
+    case Head::kSequenceClassification: return "sequence classification head (classifier.dense.*, classifier.out_proj.*)";
+    case Head::kTokenClassification: return "token classification head (classifier.weight, classifier.bias)";
+    case Head::kQuestionAnswering: return "question answering head (qa_outputs.*)";
+  }
+  return "?";
+}
+
+bool Model::has_head(Head head) const {
+  const Impl& m = *impl_;
+  switch (head) {
+    case Head::kMaskedLm: return m.lm_head.has_value();
+    case Head::kPooler: return m.pooler.has_value();
+    case Head::kSequenceClassification: return m.sequence_classifier.has_value();
+    case Head::kTokenClassification: return m.token_classifier.has_value();
+    case Head::kQuestionAnswering: return m.qa_outputs.has_value();
+  }
+  return false;
+}
+
+void Model::require_head(Head head, const std::string& purpose) const {
+  if (has_head(head)) return;
+  std::string present;
+  for (Head h : {Head::kMaskedLm, Head::kPooler, Head::kSequenceClassification, Head::kTokenClassification,
+                 Head::kQuestionAnswering})
+    if (has_head(h)) present += (present.empty() ? "" : "; ") + std::string(head_name(h));
+  throw Error(impl_->dir.string() + ": the model has no " + head_name(head) + ", " + purpose +
+                  " (it has: " + (present.empty() ? "no head" : present) + ")",
+              ErrorKind::kInvalidModel);
+}
+
 const ModelConfig& Model::config() const { return impl_->config; }
-bool Model::has_lm_head() const { return impl_->lm_head.has_value(); }
-bool Model::has_pooler() const { return impl_->pooler.has_value(); }
+bool Model::has_lm_head() const { return has_head(Head::kMaskedLm); }
+bool Model::has_pooler() const { return has_head(Head::kPooler); }
 size_t Model::parameter_count() const { return impl_->weights.parameter_count(); }
 const std::filesystem::path& Model::dir() const { return impl_->dir; }
 std::vector<std::string> Model::files() const { return impl_->weights.store().files(); }
@@ -72,6 +116,9 @@ size_t Model::weight_bytes() const {
     n += l.qkv.bytes() + l.attn_out.bytes() + l.intermediate.bytes() + l.output.bytes();
   if (m.pooler) n += m.pooler->dense.bytes();
   if (m.lm_head) n += m.lm_head->dense.bytes();
+  if (m.sequence_classifier) n += m.sequence_classifier->dense.bytes() + m.sequence_classifier->out_proj.bytes();
+  if (m.token_classifier) n += m.token_classifier->linear.bytes();
+  if (m.qa_outputs) n += m.qa_outputs->linear.bytes();
   return n;
 }
 
@@ -115,19 +162,20 @@ Outputs Model::forward(const Batch& batch, const ForwardOptions& options) const 
   const ModelConfig& c = m.config;
   check_batch(batch, c);
   const size_t T = batch.num_tokens();
-  if (options.logits && !m.lm_head)
-    throw Error(m.dir.string() + ": the model has no MLM head (lm_head.* tensors)", ErrorKind::kInvalidModel);
-  if (options.pooler && !m.pooler)
-    throw Error(m.dir.string() + ": the model has no pooler (pooler.dense.*)", ErrorKind::kInvalidModel);
+  if (options.logits) require_head(Head::kMaskedLm, "so it cannot compute MLM logits");
+  if (options.pooler) require_head(Head::kPooler, "so it cannot compute pooler_output");
+  if (options.sequence_logits) require_head(Head::kSequenceClassification, "so it cannot classify sequences");
+  if (options.token_logits) require_head(Head::kTokenClassification, "so it cannot classify tokens");
+  if (options.span_logits) require_head(Head::kQuestionAnswering, "so it cannot answer questions");
   for (size_t r : options.logit_rows)
     if (r >= T) throw Error("logit row " + std::to_string(r) + " is outside the batch's " + std::to_string(T) + " tokens");
 
   const auto H = static_cast<size_t>(c.hidden_size), I = static_cast<size_t>(c.intermediate_size);
   // Per-thread buffers, kept for the next call only while small (util/scratch.h).
-  thread_local std::vector<float> qkv, context, tmp, intermediate;
+  thread_local std::vector<float> qkv, context, tmp, intermediate, normed;
   const util::Scratch<float> qkv_s(qkv, T * 3 * H), context_s(context, T * H), tmp_s(tmp, T * H),
-      intermediate_s(intermediate, T * I);
-  const LayerWorkspace ws{qkv_s.data(), context_s.data(), tmp_s.data(), intermediate_s.data()};
+      intermediate_s(intermediate, T * I), normed_s(normed, m.final_norm ? T * H : 0);
+  const LayerWorkspace ws{qkv_s.data(), context_s.data(), tmp_s.data(), intermediate_s.data(), normed_s.data()};
 
   Outputs out;
   Matrix x(T, H);
@@ -137,6 +185,10 @@ Outputs Model::forward(const Batch& batch, const ForwardOptions& options) const 
     encoder_layer_forward(x, layer, batch, c, m.activation, ws);
     if (options.all_hidden_states) out.hidden_states.push_back(x);
   }
+  // roberta-prelayernorm normalises the encoder's output; its hidden_states keep the value before.
+  if (m.final_norm)
+    kernels::layer_norm(x.data.data(), x.data.data(), nullptr, m.final_norm->gamma, m.final_norm->beta, T, H,
+                        c.layer_norm_eps);
   if (options.logits) {
     std::vector<size_t> rows = options.logit_rows;
     if (rows.empty()) {
@@ -146,6 +198,13 @@ Outputs Model::forward(const Batch& batch, const ForwardOptions& options) const 
     out.logits = lm_head_forward(*m.lm_head, x, rows, c);
   }
   if (options.pooler) out.pooler_output = pooler_forward(*m.pooler, x, batch);
+  if (options.sequence_logits) out.sequence_logits = sequence_classifier_forward(*m.sequence_classifier, x, batch);
+  if (options.token_logits) out.token_logits = token_linear_forward(*m.token_classifier, x);
+  if (options.span_logits) {
+    const Matrix span = token_linear_forward(*m.qa_outputs, x);  // (T, 2): start, end
+    out.start_logits.resize(T), out.end_logits.resize(T);
+    for (size_t t = 0; t < T; ++t) out.start_logits[t] = span.row(t)[0], out.end_logits[t] = span.row(t)[1];
+  }
   out.last_hidden_state = std::move(x);
   return out;
 }

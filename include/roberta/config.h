@@ -5,7 +5,9 @@
 //   c.hidden_size / c.num_attention_heads  // head size
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
+#include <vector>
 
 namespace roberta {
 
@@ -21,7 +23,18 @@ struct ModelConfig {
   double layer_norm_eps = 1e-5;
   std::string hidden_act = "gelu";  // validated: one of Hugging Face's ACT2FN names except prelu
   std::string model_type = "roberta";
-  std::string position_embedding_type = "absolute";
+  std::string position_embedding_type = "absolute";  // or relative_key, relative_key_query
+  std::vector<std::string> architectures;           // e.g. {"RobertaForSequenceClassification"}
+
+  // Labels of a classification head, as transformers' PretrainedConfig reads them: id2label in id
+  // order (num_labels entries; "LABEL_i" where the file names none, 2 labels when it says nothing),
+  // label2id (the file's, else id2label inverted), and problem_type ("" when absent,
+  // "single_label_classification", "multi_label_classification" or "regression").
+  std::vector<std::string> id2label{"LABEL_0", "LABEL_1"};
+  std::map<std::string, int64_t> label2id{{"LABEL_0", 0}, {"LABEL_1", 1}};
+  std::string problem_type;
+
+  int64_t num_labels() const { return static_cast<int64_t>(id2label.size()); }
 
   int64_t head_size() const { return hidden_size / num_attention_heads; }
   // Longest sequence the position embeddings allow (RoBERTa offsets positions by pad_token_id + 1).

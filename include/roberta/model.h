@@ -47,6 +47,9 @@ struct ForwardOptions {
   bool logits = false;             // MLM logits (needs an LM head)
   std::vector<size_t> logit_rows;  // packed token indices to compute logits for; empty: all tokens
   bool pooler = false;             // tanh(dense(hidden state of each sequence's first token))
+  bool sequence_logits = false;    // RobertaForSequenceClassification's classifier on each <s>
+  bool token_logits = false;       // RobertaForTokenClassification's classifier on every token
+  bool span_logits = false;        // RobertaForQuestionAnswering's start and end logits
 };
 
 struct Outputs {
@@ -54,7 +57,21 @@ struct Outputs {
   std::vector<Matrix> hidden_states;  // num_layers + 1 matrices (tokens, hidden) when requested
   Matrix logits;                      // (logit rows, vocab)
   Matrix pooler_output;               // (sequences, hidden)
+  Matrix sequence_logits;             // (sequences, num_labels)
+  Matrix token_logits;                // (tokens, num_labels)
+  std::vector<float> start_logits;    // (tokens)
+  std::vector<float> end_logits;      // (tokens)
 };
+
+// The task heads a checkpoint may carry (recognised from its tensor names).
+enum class Head {
+  kMaskedLm,                // lm_head.*                       RobertaForMaskedLM
+  kPooler,                  // pooler.dense.*                  RobertaModel
+  kSequenceClassification,  // classifier.dense, .out_proj     RobertaForSequenceClassification
+  kTokenClassification,     // classifier.weight               RobertaForTokenClassification
+  kQuestionAnswering,       // qa_outputs.*                    RobertaForQuestionAnswering
+};
+const char* head_name(Head head);  // "MLM head", "pooler", "sequence classification head", ...
 
 // How the encoder's matrices are held. kBF16 (opt-in) rounds them to bfloat16 and multiplies
 // with AVX512-BF16 where the CPU has it: half the memory traffic, about 3 significant digits.
@@ -76,6 +93,10 @@ class Model {
   const ModelConfig& config() const;
   bool has_lm_head() const;
   bool has_pooler() const;
+  bool has_head(Head head) const;
+  // Throws roberta::Error (kInvalidModel) naming the folder and the missing tensors when the model
+  // lacks `head`; `purpose` says what needed it ("so it cannot classify texts").
+  void require_head(Head head, const std::string& purpose) const;
   size_t parameter_count() const;
   // Bytes of weights the model holds in memory (mapped file data used in place included).
   size_t weight_bytes() const;

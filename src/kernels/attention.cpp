@@ -36,7 +36,7 @@ ROBERTA_VECTOR_CLONES void softmax_row(float* __restrict row, size_t n) {
 }  // namespace
 
 void self_attention(float* ctx, const float* qkv, const size_t* offsets, size_t num_sequences, size_t heads,
-                    size_t head_size) {
+                    size_t head_size, const RelativePositions& relative) {
   const size_t H = heads * head_size, ld = 3 * H;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_size));
   ThreadPool::global()->parallel_for(num_sequences * heads, [&](size_t task) {
@@ -49,9 +49,37 @@ void self_attention(float* ctx, const float* qkv, const size_t* offsets, size_t 
     const float* k = q + H;
     const float* v = q + 2 * H;
     const int n = static_cast<int>(L), d = static_cast<int>(head_size);
-    // scores (L, L) = scale · Q Kᵀ
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, d, scale, q, static_cast<int>(ld), k,
-                static_cast<int>(ld), 0.0f, scores.data(), n);
+    if (!relative.distance) {
+      // scores (L, L) = scale · Q Kᵀ
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, d, scale, q, static_cast<int>(ld), k,
+                  static_cast<int>(ld), 0.0f, scores.data(), n);
+    } else {
+      // scores = scale · (Q Kᵀ + relative terms), as transformers adds them before scaling.
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, d, 1.0f, q, static_cast<int>(ld), k,
+                  static_cast<int>(ld), 0.0f, scores.data(), n);
+      // E_L (2L - 1, d): the distances -(L-1) .. L-1, i.e. rows P - L .. P + L - 2 of E;
+      // row j of E_L is distance j - (L - 1). qe (L, 2L - 1) = Q E_Lᵀ, and ke likewise for K.
+      const size_t W = 2 * L - 1;
+      const float* e = relative.distance + (relative.max_positions - L) * head_size;
+      thread_local std::vector<float> rel_buffer;
+      const util::Scratch<float> rel(rel_buffer, 2 * L * W);
+      float* qe = rel.data();
+      float* ke = rel.data() + L * W;
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, static_cast<int>(W), d, 1.0f, q, static_cast<int>(ld), e,
+                  d, 0.0f, qe, static_cast<int>(W));
+      if (relative.key_query)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, static_cast<int>(W), d, 1.0f, k, static_cast<int>(ld),
+                    e, d, 0.0f, ke, static_cast<int>(W));
+      for (size_t l = 0; l < L; ++l) {
+        float* row = scores.data() + l * L;
+        for (size_t r = 0; r < L; ++r) {
+          const size_t j = l + L - 1 - r;  // distance l - r, shifted into [0, 2L - 1)
+          float sum = row[r] + qe[l * W + j];
+          if (relative.key_query) sum += ke[r * W + j];
+          row[r] = sum / std::sqrt(static_cast<float>(head_size));
+        }
+      }
+    }
     for (size_t i = 0; i < L; ++i) softmax_row(scores.data() + i * L, L);
     // ctx (L, d) = P V
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, d, n, 1.0f, scores.data(), n, v, static_cast<int>(ld),

@@ -7,7 +7,17 @@ namespace roberta::kernels {
 // qkv is (T, 3H): the Q, K and V projections side by side; ctx is (T, H).
 // Sequence s holds tokens [offsets[s], offsets[s+1]) and attends only to itself.
 // Per sequence and head: P = softmax(Q Kᵀ / sqrt(d)), ctx = P V.
+// With relative position embeddings (transformers' position_embedding_type relative_key and
+// relative_key_query), the raw scores get, before the 1/sqrt(d) scaling,
+//   relative_key:        + q_l · E[l - r + P - 1]
+//   relative_key_query:  + q_l · E[l - r + P - 1] + k_r · E[l - r + P - 1]
+// where E (2P - 1, d) is the layer's distance embedding and l, r are positions in the sequence.
+struct RelativePositions {
+  const float* distance = nullptr;  // (2 * max_positions - 1, head_size); null: none
+  size_t max_positions = 0;
+  bool key_query = false;           // relative_key_query (else relative_key)
+};
 void self_attention(float* ctx, const float* qkv, const size_t* offsets, size_t num_sequences, size_t heads,
-                    size_t head_size);
+                    size_t head_size, const RelativePositions& relative = {});
 
 }  // namespace roberta::kernels

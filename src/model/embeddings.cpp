@@ -15,6 +15,7 @@ Embeddings load_embeddings(const WeightScope& scope, const ModelConfig& c) {
 
 void embeddings_forward(Matrix& x, const Embeddings& e, const Batch& batch, const ModelConfig& c) {
   const auto H = static_cast<size_t>(c.hidden_size);
+  const bool absolute = c.position_embedding_type == "absolute";  // relative ones live in the attention
   for (size_t b = 0; b < batch.num_sequences(); ++b) {
     int64_t count = 0;
     for (size_t t = batch.offsets[b]; t < batch.offsets[b + 1]; ++t) {
@@ -25,7 +26,10 @@ void embeddings_forward(Matrix& x, const Embeddings& e, const Batch& batch, cons
       const float* pe = e.position + static_cast<size_t>(pos) * H;
       const float* te = e.token_type + static_cast<size_t>(type) * H;
       float* row = x.row(t);
-      for (size_t h = 0; h < H; ++h) row[h] = we[h] + te[h] + pe[h];
+      if (absolute)
+        for (size_t h = 0; h < H; ++h) row[h] = we[h] + te[h] + pe[h];
+      else
+        for (size_t h = 0; h < H; ++h) row[h] = we[h] + te[h];
     }
   }
   kernels::layer_norm(x.data.data(), x.data.data(), nullptr, e.norm.gamma, e.norm.beta, x.rows, H, c.layer_norm_eps);

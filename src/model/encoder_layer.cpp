@@ -7,12 +7,19 @@ namespace roberta {
 EncoderLayer load_encoder_layer(const WeightScope& s, const ModelConfig& c) {
   const auto H = static_cast<size_t>(c.hidden_size), I = static_cast<size_t>(c.intermediate_size);
   EncoderLayer L;
+  L.pre_layer_norm = c.model_type == "roberta-prelayernorm";
   L.qkv = s.packed_joined({"attention.self.query", "attention.self.key", "attention.self.value"}, H, H);
   L.attn_out = s.packed("attention.output.dense", H, H);
-  L.attn_norm = s.layer_norm("attention.output.LayerNorm", H);
+  L.attn_norm = s.layer_norm(L.pre_layer_norm ? "attention.LayerNorm" : "attention.output.LayerNorm", H);
   L.intermediate = s.packed("intermediate.dense", I, H);
   L.output = s.packed("output.dense", H, I);
-  L.out_norm = s.layer_norm("output.LayerNorm", H);
+  L.out_norm = s.layer_norm(L.pre_layer_norm ? "intermediate.LayerNorm" : "output.LayerNorm", H);
+  if (c.position_embedding_type != "absolute") {
+    L.relative.distance = s.tensor("attention.self.distance_embedding.weight",
+                                   {2 * c.max_position_embeddings - 1, c.head_size()});
+    L.relative.max_positions = static_cast<size_t>(c.max_position_embeddings);
+    L.relative.key_query = c.position_embedding_type == "relative_key_query";
+  }
   return L;
 }
 
@@ -20,11 +27,24 @@ void encoder_layer_forward(Matrix& x, const EncoderLayer& L, const Batch& batch,
                            kernels::Activation act, const LayerWorkspace& ws) {
   const size_t T = x.rows;
   const auto H = static_cast<size_t>(c.hidden_size), I = static_cast<size_t>(c.intermediate_size);
+  const auto heads = static_cast<size_t>(c.num_attention_heads), d = static_cast<size_t>(c.head_size());
   float* h = x.data.data();
+  if (L.pre_layer_norm) {
+    // x = x + dense(attention(LayerNorm(x)));  x = x + output(act(intermediate(LayerNorm(x))))
+    kernels::layer_norm(ws.normed, h, nullptr, L.attn_norm.gamma, L.attn_norm.beta, T, H, c.layer_norm_eps);
+    L.qkv.apply(ws.qkv, 3 * H, ws.normed, T);
+    kernels::self_attention(ws.context, ws.qkv, batch.offsets.data(), batch.num_sequences(), heads, d, L.relative);
+    L.attn_out.apply(ws.tmp, H, ws.context, T);
+    for (size_t i = 0; i < T * H; ++i) h[i] = ws.tmp[i] + h[i];
+    kernels::layer_norm(ws.normed, h, nullptr, L.out_norm.gamma, L.out_norm.beta, T, H, c.layer_norm_eps);
+    L.intermediate.apply(ws.intermediate, I, ws.normed, T, act);
+    L.output.apply(ws.tmp, H, ws.intermediate, T);
+    for (size_t i = 0; i < T * H; ++i) h[i] = ws.tmp[i] + h[i];
+    return;
+  }
   // attention: x = LayerNorm(x + dense(softmax(Q Kᵀ / sqrt(d)) V))
   L.qkv.apply(ws.qkv, 3 * H, h, T);
-  kernels::self_attention(ws.context, ws.qkv, batch.offsets.data(), batch.num_sequences(),
-                          static_cast<size_t>(c.num_attention_heads), static_cast<size_t>(c.head_size()));
+  kernels::self_attention(ws.context, ws.qkv, batch.offsets.data(), batch.num_sequences(), heads, d, L.relative);
   L.attn_out.apply(ws.tmp, H, ws.context, T);
   kernels::layer_norm(h, ws.tmp, h, L.attn_norm.gamma, L.attn_norm.beta, T, H, c.layer_norm_eps);
   // feed-forward: x = LayerNorm(x + output(act(intermediate(x))))

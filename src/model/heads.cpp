@@ -52,4 +52,34 @@ Matrix pooler_forward(const Pooler& pooler, const Matrix& x, const Batch& batch)
   return pooled;
 }
 
+std::optional<SequenceClassifier> load_sequence_classifier(const WeightScope& root, const ModelConfig& c) {
+  const WeightScope s = root.sub("classifier");
+  if (!s.has("out_proj.weight")) return std::nullopt;
+  const auto H = static_cast<size_t>(c.hidden_size), N = static_cast<size_t>(c.num_labels());
+  return SequenceClassifier{s.packed("dense", H, H), s.packed("out_proj", N, H)};
+}
+
+Matrix sequence_classifier_forward(const SequenceClassifier& head, const Matrix& x, const Batch& batch) {
+  const size_t B = batch.num_sequences(), H = x.cols, N = head.out_proj.out();
+  Matrix first(B, H), hidden(B, H), logits(B, N);
+  for (size_t b = 0; b < B; ++b)
+    if (batch.offsets[b + 1] > batch.offsets[b]) std::memcpy(first.row(b), x.row(batch.offsets[b]), H * sizeof(float));
+  head.dense.apply(hidden.data.data(), H, first.data.data(), B, kernels::Activation::kTanh);
+  head.out_proj.apply(logits.data.data(), N, hidden.data.data(), B);
+  return logits;
+}
+
+std::optional<TokenLinear> load_token_linear(const WeightScope& root, const std::string& name, size_t out,
+                                             const ModelConfig& c) {
+  if (!root.has(name + ".weight")) return std::nullopt;
+  return TokenLinear{root.packed(name, out, static_cast<size_t>(c.hidden_size))};
+}
+
+Matrix token_linear_forward(const TokenLinear& head, const Matrix& x) {
+  const size_t N = head.linear.out();
+  Matrix out(x.rows, N);
+  head.linear.apply(out.data.data(), N, x.data.data(), x.rows);
+  return out;
+}
+
 }  // namespace roberta

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/activation.h"
+#include "kernels/attention.h"
 #include "model/packed_linear.h"
 #include "model/weight_scope.h"
 #include "roberta/config.h"
@@ -27,14 +28,16 @@ Embeddings load_embeddings(const WeightScope& scope, const ModelConfig& c);
 // computes them from the ids: pad_token_id + running count of non-pad ids; pad ids get pad_token_id.
 void embeddings_forward(Matrix& x, const Embeddings& e, const Batch& batch, const ModelConfig& c);
 
-// ---- one post-LayerNorm encoder block
+// ---- one encoder block: post-LayerNorm (RoBERTa) or pre-LayerNorm (roberta-prelayernorm)
 struct EncoderLayer {
   PackedLinear qkv;           // (3H, H): Q, K and V joined into one product
   PackedLinear attn_out;      // (H, H)
-  LayerNormWeights attn_norm; // (H)
+  LayerNormWeights attn_norm; // (H): after the attention (post-LN), or before it (pre-LN)
   PackedLinear intermediate;  // (I, H), followed by hidden_act
   PackedLinear output;        // (H, I)
-  LayerNormWeights out_norm;  // (H)
+  LayerNormWeights out_norm;  // (H): after the feed-forward (post-LN), or before it (pre-LN)
+  bool pre_layer_norm = false;
+  kernels::RelativePositions relative;  // distance_embedding (2P - 1, H / heads) when not absolute
 };
 EncoderLayer load_encoder_layer(const WeightScope& scope, const ModelConfig& c);
 
@@ -44,6 +47,7 @@ struct LayerWorkspace {
   float* context;       // (T, H)
   float* tmp;           // (T, H)
   float* intermediate;  // (T, I)
+  float* normed;        // (T, H): the pre-LN block's normalised input
 };
 // x (T, H) = the block applied to x, in place.
 void encoder_layer_forward(Matrix& x, const EncoderLayer& L, const Batch& batch, const ModelConfig& c,
@@ -68,5 +72,24 @@ struct Pooler {
 std::optional<Pooler> load_pooler(const WeightScope& scope, const ModelConfig& c);
 // pooled (B, H) from x (T, H).
 Matrix pooler_forward(const Pooler& pooler, const Matrix& x, const Batch& batch);
+
+// ---- RobertaClassificationHead: out_proj(tanh(dense(hidden state of <s>)))
+struct SequenceClassifier {
+  PackedLinear dense;     // (H, H)
+  PackedLinear out_proj;  // (labels, H)
+};
+std::optional<SequenceClassifier> load_sequence_classifier(const WeightScope& root, const ModelConfig& c);
+// logits (B, labels) from x (T, H), each sequence's first token.
+Matrix sequence_classifier_forward(const SequenceClassifier& head, const Matrix& x, const Batch& batch);
+
+// ---- RobertaForTokenClassification's classifier, and RobertaForQuestionAnswering's qa_outputs:
+// one linear layer on every token.
+struct TokenLinear {
+  PackedLinear linear;  // (labels, H) or (2, H)
+};
+std::optional<TokenLinear> load_token_linear(const WeightScope& root, const std::string& name, size_t out,
+                                             const ModelConfig& c);
+// (T, out) from x (T, H).
+Matrix token_linear_forward(const TokenLinear& head, const Matrix& x);
 
 }  // namespace roberta

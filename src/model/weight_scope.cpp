@@ -16,12 +16,15 @@ std::string shape_string(const std::vector<int64_t>& s) {
 
 WeightLoader::WeightLoader(WeightStore store, std::filesystem::path dir, WeightType type)
     : store_(std::move(store)), dir_(std::move(dir)), type_(type) {
-  if (store_.find("roberta.embeddings.word_embeddings.weight"))
-    encoder_prefix_ = "roberta.";  // RobertaForMaskedLM and the other task models
-  else if (!store_.find("embeddings.word_embeddings.weight"))
-    throw Error(dir_.string() + ": no word embeddings (expected \"roberta.embeddings.word_embeddings.weight\" or "
-                                "\"embeddings.word_embeddings.weight\")",
-                ErrorKind::kInvalidModel);
+  // The base model's attribute name in the task models of each family; "" for a bare RobertaModel.
+  for (const char* prefix : {"roberta.", "data2vec_text.", "roberta_prelayernorm.", ""})
+    if (store_.find(std::string(prefix) + "embeddings.word_embeddings.weight")) {
+      encoder_prefix_ = prefix;
+      return;
+    }
+  throw Error(dir_.string() + ": no word embeddings (expected \"embeddings.word_embeddings.weight\", with or without "
+                              "the prefix roberta., data2vec_text. or roberta_prelayernorm.)",
+              ErrorKind::kInvalidModel);
 }
 
 WeightScope WeightLoader::root() { return {*this, ""}; }
