@@ -50,13 +50,43 @@ TEST(Config, BadValuesNameTheField) {
   expect_error([&] { parse(with("num_attention_heads", 5)); }, {"not divisible", "num_attention_heads"});
   expect_error([&] { parse(with("layer_norm_eps", -1)); }, {"layer_norm_eps"});
   expect_error([&] { parse(with("hidden_act", "prelu")); }, {"hidden_act", "prelu"});
-  expect_error([&] { parse(with("position_embedding_type", "relative_key")); }, {"position_embedding_type", "relative_key"});
+  expect_error([&] { parse(with("position_embedding_type", "rotary")); }, {"position_embedding_type", "rotary"});
+  expect_error([&] { parse(with("id2label", nlohmann::json{{"0", "a"}, {"5", "b"}})); }, {"id2label", "\"5\""});
+  expect_error([&] { parse(with("problem_type", "ranking")); }, {"problem_type", "ranking"});
   expect_error([&] { parse(with("model_type", "gpt2")); }, {"model_type", "gpt2"});
   expect_error([&] { parse(with("pad_token_id", 100)); }, {"pad_token_id"});
   expect_error([&] { roberta::ModelConfig::from_json_text("{\"vocab_size\": ", "config.json"); }, {"config.json", "invalid JSON"});
   // Found by fuzzing: a number too large for a double is a JSON error, not a crash.
   expect_error([&] { roberta::ModelConfig::from_json_text("{\"layer_norm_eps\": 1e412}", "config.json"); },
                {"config.json", "invalid JSON"});
+}
+
+nlohmann::json with_field(nlohmann::json j, const char* key, nlohmann::json value) {
+  j[key] = std::move(value);
+  return j;
+}
+
+// Labels as transformers' PretrainedConfig reads them.
+TEST(Config, LabelsAsPretrainedConfigReadsThem) {
+  auto j = base_config();
+  EXPECT_EQ(parse(j).id2label, (std::vector<std::string>{"LABEL_0", "LABEL_1"}));  // the default: 2 labels
+  j["num_labels"] = 3;
+  EXPECT_EQ(parse(j).id2label, (std::vector<std::string>{"LABEL_0", "LABEL_1", "LABEL_2"}));
+  j["id2label"] = {{"2", "entailment"}, {"0", "contradiction"}, {"1", "neutral"}};
+  j["label2id"] = {{"contradiction", 0}, {"entailment", 2}, {"neutral", 1}};
+  j["problem_type"] = "single_label_classification";
+  j["architectures"] = {"RobertaForSequenceClassification"};
+  const auto c = parse(j);
+  EXPECT_EQ(c.id2label, (std::vector<std::string>{"contradiction", "neutral", "entailment"}));
+  EXPECT_EQ(c.label2id.at("entailment"), 2);
+  EXPECT_EQ(c.num_labels(), 3);
+  EXPECT_EQ(c.problem_type, "single_label_classification");
+  EXPECT_EQ(c.architectures, (std::vector<std::string>{"RobertaForSequenceClassification"}));
+  try {
+    parse(with_field(base_config(), "problem_type", "ranking"));
+  } catch (const roberta::Error& e) {
+    EXPECT_EQ(e.kind(), roberta::ErrorKind::kInvalidModel);
+  }
 }
 
 }  // namespace
