@@ -5,6 +5,7 @@
 //   roberta::Matrix e = embed({"first text", "second text"});   // (2, hidden), ready to compare
 #include <cstddef>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -27,6 +28,19 @@ struct EmbedOptions {
   bool truncate = true;              // false: an over-long text is an error
   std::string input_label = "input";  // errors say "<input_label> <first_index + i>: ..."
   size_t first_index = 1;
+  // A prompt put before every text, as sentence-transformers' encode(prompt=...) does; or the name
+  // of one of the folder's prompts (config_sentence_transformers.json), as encode(prompt_name=...).
+  // Neither: the folder's default_prompt_name, if it has one.
+  std::optional<std::string> prompt;
+  std::optional<std::string> prompt_name;
+};
+
+// A sentence-transformers Dense module (models.Dense): y = activation(W x + b).
+struct DenseLayer {
+  size_t in = 0, out = 0;
+  std::vector<float> weight;  // (out, in)
+  std::vector<float> bias;    // (out), empty without bias
+  std::string activation;     // torch's class path, e.g. "torch.nn.modules.activation.Tanh"
 };
 
 // What a sentence-transformers folder configures; the defaults of an Embedder.
@@ -35,6 +49,10 @@ struct SentenceTransformerConfig {
   bool normalize = false;            // a models.Normalize entry in modules.json
   size_t max_seq_length = 0;         // sentence_bert_config.json; 0: the model's maximum
   bool do_lower_case = false;        // sentence_bert_config.json: texts go through str.lower()
+  bool include_prompt = true;        // 1_Pooling/config.json: false leaves the prompt's tokens out of pooling
+  std::vector<DenseLayer> dense;     // Dense modules after pooling, in modules.json order
+  std::map<std::string, std::string> prompts;  // config_sentence_transformers.json
+  std::string default_prompt_name;             // "" when none
 
   // Reads the files of `dir` that exist (none: the defaults above); errors name the file.
   static SentenceTransformerConfig from_dir(const std::filesystem::path& dir);
@@ -51,6 +69,8 @@ class Embedder {
   Matrix operator()(std::span<const std::string> texts, const EmbedOptions& options = {},
                     std::vector<size_t>* truncated = nullptr) const;
 
+  // Floats per embedding: the last Dense module's output size, else the hidden size.
+  size_t dimension() const;
   Pooling default_pooling() const { return config_.pooling; }
   bool default_normalize() const { return config_.normalize; }
   // Tokens per text (incl. <s> </s>) when EmbedOptions::max_length is 0: sentence-transformers'

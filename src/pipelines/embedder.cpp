@@ -4,7 +4,9 @@
 #include <cmath>
 #include <numeric>
 
+#include "kernels/activations.h"
 #include "lowercase.h"
+#include "roberta/dev/weights.h"
 #include "roberta/error.h"
 #include "util/files.h"
 
@@ -29,6 +31,71 @@ const char* pooling_name(Pooling p) {
 }
 
 
+namespace {
+
+// Activations sentence-transformers' Dense modules are saved with (torch class paths).
+kernels::Activation dense_activation(const std::string& name, const std::string& where) {
+  using kernels::Activation;
+  static const std::pair<const char*, Activation> kNames[] = {
+      {"torch.nn.modules.activation.Tanh", Activation::kTanh},   {"torch.nn.modules.linear.Identity", Activation::kLinear},
+      {"torch.nn.modules.activation.ReLU", Activation::kRelu},   {"torch.nn.modules.activation.GELU", Activation::kGelu},
+      {"torch.nn.modules.activation.Sigmoid", Activation::kSigmoid}, {"torch.nn.modules.activation.SiLU", Activation::kSilu}};
+  for (const auto& [n, a] : kNames)
+    if (name == n) return a;
+  throw Error(where + ": activation_function \"" + name +
+                  "\" is not supported (Tanh, Identity, ReLU, GELU, Sigmoid, SiLU)",
+              ErrorKind::kInvalidModel);
+}
+
+// A Dense module folder: config.json and model.safetensors (linear.weight, linear.bias).
+DenseLayer read_dense(const std::filesystem::path& dir) {
+  const auto cfg_path = dir / "config.json";
+  const auto cfg = util::read_json_file(cfg_path);
+  DenseLayer d;
+  const auto size = [&](const char* key) {
+    if (!cfg.contains(key) || !cfg[key].is_number_integer() || cfg[key].get<int64_t>() < 1)
+      throw Error(cfg_path.string() + ": field \"" + key + "\" must be a positive integer", ErrorKind::kInvalidModel);
+    return cfg[key].get<size_t>();
+  };
+  d.in = size("in_features");
+  d.out = size("out_features");
+  d.activation = cfg.value("activation_function", std::string("torch.nn.modules.activation.Tanh"));
+  dense_activation(d.activation, cfg_path.string());
+  const bool bias = cfg.value("bias", true);
+  std::error_code ec;
+  if (!std::filesystem::exists(dir / "model.safetensors", ec))
+    throw Error(dir.string() + ": no model.safetensors (convert pytorch_model.bin with tools/convert_checkpoint.py)",
+                ErrorKind::kInvalidModel);
+  const WeightStore store = WeightStore::open_file(dir / "model.safetensors");
+  const auto get = [&](const std::string& name, std::vector<int64_t> shape) {
+    const TensorInfo* t = store.find(name);
+    if (!t) throw Error((dir / "model.safetensors").string() + ": tensor \"" + name + "\" is missing", ErrorKind::kInvalidModel);
+    if (t->shape != shape)
+      throw Error((dir / "model.safetensors").string() + ": tensor \"" + name + "\" does not have the shape config.json implies",
+                  ErrorKind::kInvalidModel);
+    return store.to_float(*t);
+  };
+  d.weight = get("linear.weight", {static_cast<int64_t>(d.out), static_cast<int64_t>(d.in)});
+  if (bias) d.bias = get("linear.bias", {static_cast<int64_t>(d.out)});
+  return d;
+}
+
+// activation(W x + b) in fp32 with double sums.
+std::vector<float> dense_forward(const DenseLayer& d, const std::vector<float>& x) {
+  std::vector<float> y(d.out);
+  const kernels::Activation act = dense_activation(d.activation, "Dense");
+  for (size_t o = 0; o < d.out; ++o) {
+    double sum = 0;
+    const float* w = d.weight.data() + o * d.in;
+    for (size_t i = 0; i < d.in; ++i) sum += static_cast<double>(w[i]) * x[i];
+    const float z = static_cast<float>(sum) + (d.bias.empty() ? 0.0f : d.bias[o]);
+    y[o] = kernels::activate(act, z);
+  }
+  return y;
+}
+
+}  // namespace
+
 SentenceTransformerConfig SentenceTransformerConfig::from_dir(const std::filesystem::path& dir) {
   SentenceTransformerConfig c;
   std::error_code ec;
@@ -36,6 +103,7 @@ SentenceTransformerConfig SentenceTransformerConfig::from_dir(const std::filesys
   if (std::filesystem::exists(pooling_file, ec)) {
     const auto cfg = util::read_json_file(pooling_file);
     const auto on = [&](const char* key) { return cfg.contains(key) && cfg[key].is_boolean() && cfg[key].get<bool>(); };
+    if (cfg.contains("include_prompt") && cfg["include_prompt"].is_boolean()) c.include_prompt = cfg["include_prompt"];
     if (on("pooling_mode_cls_token"))
       c.pooling = Pooling::kCls;
     else if (on("pooling_mode_max_tokens"))
@@ -50,10 +118,32 @@ SentenceTransformerConfig SentenceTransformerConfig::from_dir(const std::filesys
   if (std::filesystem::exists(dir / "modules.json", ec)) {
     const auto modules = util::read_json_file(dir / "modules.json");
     if (modules.is_array())
-      for (const auto& m : modules)
-        if (m.is_object() && m.contains("type") && m["type"].is_string() &&
-            m["type"].get<std::string>().ends_with("models.Normalize"))
-          c.normalize = true;
+      for (const auto& m : modules) {
+        if (!m.is_object() || !m.contains("type") || !m["type"].is_string()) continue;
+        const std::string type = m["type"];
+        if (type.ends_with("models.Normalize")) c.normalize = true;
+        if (type.ends_with("models.Dense")) {
+          if (!m.contains("path") || !m["path"].is_string())
+            throw Error((dir / "modules.json").string() + ": a Dense module without a \"path\"", ErrorKind::kInvalidModel);
+          c.dense.push_back(read_dense(dir / m["path"].get<std::string>()));
+        }
+      }
+  }
+  const auto st_file = dir / "config_sentence_transformers.json";
+  if (std::filesystem::exists(st_file, ec)) {
+    const auto cfg = util::read_json_file(st_file);
+    if (cfg.contains("prompts") && cfg["prompts"].is_object())
+      for (const auto& [name, text] : cfg["prompts"].items()) {
+        if (!text.is_string())
+          throw Error(st_file.string() + ": prompts[\"" + name + "\"] must be a string", ErrorKind::kInvalidModel);
+        c.prompts[name] = text.get<std::string>();
+      }
+    if (cfg.contains("default_prompt_name") && cfg["default_prompt_name"].is_string()) {
+      c.default_prompt_name = cfg["default_prompt_name"];
+      if (!c.prompts.count(c.default_prompt_name))
+        throw Error(st_file.string() + ": default_prompt_name \"" + c.default_prompt_name + "\" is not in prompts",
+                    ErrorKind::kInvalidModel);
+    }
   }
   const auto sbert_file = dir / "sentence_bert_config.json";
   if (std::filesystem::exists(sbert_file, ec)) {
@@ -76,7 +166,20 @@ SentenceTransformerConfig SentenceTransformerConfig::from_dir(const std::filesys
 }
 
 Embedder::Embedder(Model model, Tokenizer tokenizer, SentenceTransformerConfig config)
-    : model_(std::move(model)), tokenizer_(std::move(tokenizer)), config_(config) {}
+    : model_(std::move(model)), tokenizer_(std::move(tokenizer)), config_(std::move(config)) {
+  size_t dim = static_cast<size_t>(model_.config().hidden_size);
+  for (const DenseLayer& d : config_.dense) {
+    if (d.in != dim)
+      throw Error(model_.dir().string() + ": a Dense module takes " + std::to_string(d.in) + " inputs but receives " +
+                      std::to_string(dim),
+                  ErrorKind::kInvalidModel);
+    dim = d.out;
+  }
+}
+
+size_t Embedder::dimension() const {
+  return config_.dense.empty() ? static_cast<size_t>(model_.config().hidden_size) : config_.dense.back().out;
+}
 
 Embedder Embedder::load(const std::filesystem::path& dir, const LoadOptions& options) {
   SentenceTransformerConfig config = SentenceTransformerConfig::from_dir(dir);
@@ -98,13 +201,34 @@ Matrix Embedder::operator()(std::span<const std::string> texts, const EmbedOptio
   const size_t max_len = options.max_length ? std::min(options.max_length, model_max) : max_seq_length();
   const size_t H = static_cast<size_t>(model_.config().hidden_size);
 
+  // The prompt, as sentence-transformers' encode picks it: prompt, else prompt_name, else the default.
+  std::string prompt;
+  if (options.prompt) {
+    prompt = *options.prompt;
+  } else if (options.prompt_name || !config_.default_prompt_name.empty()) {
+    const std::string name = options.prompt_name.value_or(config_.default_prompt_name);
+    const auto it = config_.prompts.find(name);
+    if (it == config_.prompts.end()) {
+      std::string known;
+      for (const auto& [n, _] : config_.prompts) known += (known.empty() ? "" : ", ") + n;
+      throw Error("prompt name \"" + name + "\" is not one of the model's prompts (" + (known.empty() ? "none" : known) + ")");
+    }
+    prompt = it->second;
+  }
+  // Tokens of the prompt that pooling leaves out (include_prompt false): sentence-transformers
+  // counts the prompt's tokenization minus its final </s>, so <s> is left out too.
+  size_t skip = 0;
+  if (!prompt.empty() && !config_.include_prompt)
+    skip = tokenizer_.encode(config_.do_lower_case ? lowercase(prompt) : prompt).size() - 1;
+
   std::vector<std::vector<int32_t>> ids(texts.size());
   for (size_t i = 0; i < texts.size(); ++i) {
     Encoding e;
     try {
-      e = config_.do_lower_case ? tokenizer_.encode(lowercase(texts[i])) : tokenizer_.encode(texts[i]);
+      const std::string text = prompt + texts[i];
+      e = config_.do_lower_case ? tokenizer_.encode(lowercase(text)) : tokenizer_.encode(text);
     } catch (const Error& err) {
-      throw Error(options.input_label + " " + std::to_string(options.first_index + i) + ": " + err.what());
+      throw Error(options.input_label + " " + std::to_string(options.first_index + i) + ": " + err.what(), err.kind());
     }
     if (e.size() > max_len) {
       if (!options.truncate)
@@ -122,7 +246,8 @@ Matrix Embedder::operator()(std::span<const std::string> texts, const EmbedOptio
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ids[a].size() > ids[b].size(); });
 
-  Matrix result(texts.size(), H);
+  Matrix result(texts.size(), dimension());
+  std::vector<float> pooled(H);
   const size_t batch_size = std::max<size_t>(1, options.batch_size);
   for (size_t start = 0; start < order.size(); start += batch_size) {
     const size_t end = std::min(order.size(), start + batch_size);
@@ -133,8 +258,10 @@ Matrix Embedder::operator()(std::span<const std::string> texts, const EmbedOptio
     const Outputs out = model_.forward(batch, fo);
     for (size_t i = start; i < end; ++i) {
       const size_t b = i - start;
-      float* dst = result.row(order[i]);
+      float* dst = pooled.data();
       const size_t t0 = batch.offsets[b], t1 = batch.offsets[b + 1];
+      // Pooling over the tokens after the prompt (all of them when include_prompt); at least one.
+      const size_t p0 = std::min(t0 + skip, t1 - 1);
       switch (pooling) {
         case Pooling::kCls:
           std::copy_n(out.last_hidden_state.row(t0), H, dst);
@@ -144,23 +271,27 @@ Matrix Embedder::operator()(std::span<const std::string> texts, const EmbedOptio
           break;
         case Pooling::kMean: {
           std::vector<double> sum(H, 0.0);
-          for (size_t t = t0; t < t1; ++t)
+          for (size_t t = p0; t < t1; ++t)
             for (size_t h = 0; h < H; ++h) sum[h] += out.last_hidden_state.row(t)[h];
-          for (size_t h = 0; h < H; ++h) dst[h] = static_cast<float>(sum[h] / static_cast<double>(t1 - t0));
+          for (size_t h = 0; h < H; ++h) dst[h] = static_cast<float>(sum[h] / static_cast<double>(t1 - p0));
           break;
         }
         case Pooling::kMax:
-          std::copy_n(out.last_hidden_state.row(t0), H, dst);
-          for (size_t t = t0 + 1; t < t1; ++t)
+          std::copy_n(out.last_hidden_state.row(p0), H, dst);
+          for (size_t t = p0 + 1; t < t1; ++t)
             for (size_t h = 0; h < H; ++h) dst[h] = std::max(dst[h], out.last_hidden_state.row(t)[h]);
           break;
       }
+      std::vector<float> v = pooled;
+      for (const DenseLayer& d : config_.dense) v = dense_forward(d, v);
+      const size_t D = v.size();
       if (normalize) {
         double norm = 0;
-        for (size_t h = 0; h < H; ++h) norm += static_cast<double>(dst[h]) * dst[h];
+        for (size_t h = 0; h < D; ++h) norm += static_cast<double>(v[h]) * v[h];
         const float inv = static_cast<float>(1.0 / std::max(std::sqrt(norm), 1e-12));
-        for (size_t h = 0; h < H; ++h) dst[h] *= inv;
+        for (size_t h = 0; h < D; ++h) v[h] *= inv;
       }
+      std::copy_n(v.data(), D, result.row(order[i]));
     }
   }
   return result;
