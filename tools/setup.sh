@@ -3,6 +3,7 @@
 set -euo pipefail
 packages=(cmake g++ make pkg-config libopenblas-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev
           python3-torch python3-numpy python3-regex
+          librsvg2-bin  # rsvg-convert: the CLI test renders `roberta compare --plot` to PNG
           clang libclang-rt-14-dev)  # clang: the libFuzzer targets
 missing=()
 for p in "${packages[@]}"; do
