@@ -6,8 +6,11 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <regex>
+#include <set>
 #include <sstream>
 
 #include "roberta/dev/npy.h"
@@ -57,6 +60,23 @@ std::vector<std::string> lines_of(const std::string& s) {
   std::istringstream in(s);
   for (std::string line; std::getline(in, line);) out.push_back(line);
   return out;
+}
+
+// Runs a shell command; returns its exit status and stdout.
+Result shell(const std::string& cmd) {
+  Result r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return r;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) r.out.append(buf, n);
+  const int raw = pclose(pipe);
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return r;
+}
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
 }
 
 std::vector<std::string> texts() {
@@ -346,6 +366,200 @@ TEST(Embed, OverLongInputIsTruncatedWithWarningOrRefused) {
   r = run({"embed", "--model", kTiny, "--no-truncate"}, "short\n" + long_line + "\n");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("error: line 2: 703 tokens, more than the 512 allowed"), std::string::npos) << r.err;
+}
+
+// ---------------------------------------------------------------- options and help
+
+TEST(Cli, InfoAcceptsThreads) {
+  const Result r = run({"info", "--model", kTiny, "--threads", "1"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("layers"), std::string::npos) << r.out;
+}
+
+TEST(Cli, TokenizeThreadsGiveTheSameAnswersInInputOrder) {
+  // Enough lines for several chunks, with bad lines among them (answered in place, exit 1).
+  std::string input;
+  size_t lines = 0;
+  for (int rep = 0; rep < 300; ++rep) {
+    for (const auto& t : texts()) input += t + " " + std::to_string(rep) + "\n", ++lines;
+    if (rep % 97 == 5) input += "bad \xff byte\n", ++lines;
+  }
+  const Result one = run({"tokenize", "--model", kTiny, "--threads", "1"}, input);
+  const Result two = run({"tokenize", "--model", kTiny, "--threads", "2"}, input);
+  EXPECT_EQ(one.status, 1) << one.err;
+  EXPECT_EQ(two.status, 1) << two.err;
+  EXPECT_EQ(lines_of(one.out).size(), lines);
+  EXPECT_EQ(one.out, two.out);
+  EXPECT_EQ(one.err, two.err);
+  EXPECT_NE(one.err.find("error: line 37: invalid UTF-8"), std::string::npos) << one.err;
+  const auto out = lines_of(two.out);
+  EXPECT_TRUE(json::parse(out.at(36)).contains("error"));
+  EXPECT_EQ(json::parse(out.at(35))["tokens"].back(), "</s>");
+  // and the same as one line at a time through --text
+  const Result single = run({"tokenize", "--model", kTiny, "--text", texts()[0] + " 0"});
+  EXPECT_EQ(lines_of(single.out).at(0), out.at(0));
+  for (const std::string bad : {"0", "abc", "-1", ""}) {
+    const Result r = run({"tokenize", "--model", kTiny, "--threads", bad}, "hello\n");
+    EXPECT_EQ(r.status, 2) << "--threads '" << bad << "': " << r.err;
+    EXPECT_NE(r.err.find("--threads must be an integer"), std::string::npos) << r.err;
+  }
+}
+
+struct HelpOption {
+  std::string name;
+  bool takes_value;
+};
+
+// The options a `roberta CMD --help` lists: "  --name HINT   text" or "  --name   text" lines under
+// "Options:".
+std::vector<HelpOption> help_options(const std::string& help) {
+  std::vector<HelpOption> out;
+  bool in_options = false;
+  static const std::regex line(R"(^  --([a-z0-9][a-z0-9-]*)( [^ ]+)?(  |$))");
+  for (const auto& l : lines_of(help)) {
+    if (l == "Options:") in_options = true;
+    std::smatch m;
+    if (in_options && std::regex_search(l, m, line)) out.push_back({m[1], m[2].matched});
+  }
+  return out;
+}
+
+TEST(Cli, EveryHelpListsExactlyTheOptionsTheCommandAccepts) {
+  const Result top = run({"--help"});
+  ASSERT_EQ(top.status, 0);
+  std::vector<std::string> commands;
+  bool in_commands = false;
+  static const std::regex command_line(R"(^  ([a-z][a-z-]*)  )");
+  for (const auto& l : lines_of(top.out)) {
+    if (l == "Commands:") in_commands = true;
+    std::smatch m;
+    if (in_commands && std::regex_search(l, m, command_line)) commands.push_back(m[1]);
+    if (in_commands && l.empty() && !commands.empty()) break;
+  }
+  const std::set<std::string> want_commands{"fill-mask", "embed", "tokenize", "info", "dump", "compare", "bench", "eval-mlm"};
+  EXPECT_EQ(std::set<std::string>(commands.begin(), commands.end()), want_commands) << top.out;
+
+  // Every option any help lists (with one meaning of "takes a value" everywhere), and a few that
+  // every command might be expected to take.
+  std::map<std::string, bool> all{{"model", true}, {"threads", true}, {"dtype", true}, {"json", false},
+                                  {"force", false}, {"output", true}, {"help", false}};
+  std::map<std::string, std::set<std::string>> listed;
+  for (const auto& cmd : commands) {
+    const Result help = run({cmd, "--help"});
+    ASSERT_EQ(help.status, 0) << cmd << ": " << help.err;
+    const auto options = help_options(help.out);
+    EXPECT_GE(options.size(), 3u) << cmd << " --help lists no options:\n" << help.out;
+    for (const auto& o : options) {
+      const auto it = all.emplace(o.name, o.takes_value).first;
+      EXPECT_EQ(it->second, o.takes_value) << cmd << " --" << o.name << ": a flag in one help, takes a value in another";
+      EXPECT_TRUE(listed[cmd].insert(o.name).second) << cmd << " lists --" << o.name << " twice";
+    }
+    EXPECT_TRUE(listed[cmd].count("model")) << cmd;
+    EXPECT_TRUE(listed[cmd].count("threads")) << cmd;
+    EXPECT_TRUE(listed[cmd].count("help")) << cmd;
+  }
+  // A listed option is accepted, an unlisted one is an unknown option (exit 2).
+  for (const auto& cmd : commands) {
+    for (const auto& [name, takes_value] : all) {
+      std::vector<std::string> args{cmd, "--help", "--" + name};
+      if (takes_value) args.push_back("1");
+      const Result r = run(args);
+      if (listed[cmd].count(name)) {
+        EXPECT_EQ(r.status, 0) << cmd << " --" << name << " is listed but refused: " << r.err;
+      } else {
+        EXPECT_EQ(r.status, 2) << cmd << " --" << name << " is accepted but not listed";
+        EXPECT_NE(r.err.find("unknown option --" + name), std::string::npos) << cmd << ": " << r.err;
+      }
+    }
+    const Result bogus = run({cmd, "--help", "--bogus"});
+    EXPECT_EQ(bogus.status, 2) << cmd;
+  }
+}
+
+// ---------------------------------------------------------------- dump / compare
+
+// Hugging Face computes position ids from the ids (every non-pad id counts); the engine too. A
+// mask that zeroes a non-pad token would give positions that differ from PyTorch: refused.
+TEST(Compare, MaskZeroOnANonPadTokenIsRefused) {
+  roberta::test::TempDir dir;
+  const std::vector<int64_t> shape{2, 6};
+  roberta::write_npy(dir / "input_ids.npy", shape, std::vector<int64_t>{0, 31414, 232, 328, 2, 1, 1, 1, 0, 328, 232, 2});
+  roberta::write_npy(dir / "attention_mask.npy", shape, std::vector<int64_t>{1, 1, 1, 0, 1, 0, 0, 0, 1, 1, 1, 1});
+  const std::string want =
+      "attention_mask.npy: element [0, 3] is 0 but input id 328 is not pad_token_id 1; roberta.cpp computes positions "
+      "from the ids as Hugging Face does, so masked non-pad tokens are not supported";
+  Result r = run({"compare", "--model", kTiny, "--reference", dir.path().string()});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find(want), std::string::npos) << r.err;
+  r = run({"dump", "--model", kTiny, "--input-ids", (dir / "input_ids.npy").string(), "--attention-mask",
+           (dir / "attention_mask.npy").string(), "--out", (dir / "out").string()});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find(want), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "out"));
+  // Mask 0 on pad ids (right and left padding) is what a tokenizer gives: accepted.
+  roberta::write_npy(dir / "attention_mask.npy", shape, std::vector<int64_t>{1, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 1});
+  r = run({"dump", "--model", kTiny, "--input-ids", (dir / "input_ids.npy").string(), "--attention-mask",
+           (dir / "attention_mask.npy").string(), "--out", (dir / "padded").string()});
+  EXPECT_EQ(r.status, 0) << r.err;
+}
+
+size_t count_points(const std::filesystem::path& svg, const std::string& cls) {
+  const Result r = shell("/usr/bin/python3 -c 'import sys, xml.dom.minidom as m; d = m.parse(sys.argv[1]); "
+                         "print(sum(sys.argv[2] in e.getAttribute(\"class\").split() for e in d.getElementsByTagName(\"*\")))' " +
+                         shell_quote(svg.string()) + " " + shell_quote(cls));
+  EXPECT_EQ(r.status, 0) << svg << " is not XML";
+  return r.status == 0 ? std::stoul(r.out) : 0;
+}
+
+TEST(Compare, PlotIsAnSvgWithOnePointPerTensor) {
+  roberta::test::TempDir dir;
+  const auto svg = dir / "plot.svg";
+  const std::string dump = kFixtures + "/tiny-dump";
+  Result r = run({"compare", "--model", kTiny, "--reference", dump, "--json", "--plot", svg.string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json report = json::parse(r.out);
+  const size_t tensors = report["tensors"].size();
+  ASSERT_GE(tensors, 4u);
+  const std::string text = slurp(svg);
+  EXPECT_EQ(text.rfind("<svg", 0), 0u) << text.substr(0, 100);
+  EXPECT_EQ(count_points(svg, "max-point"), tensors);
+  EXPECT_EQ(count_points(svg, "mean-point"), tensors);
+  EXPECT_EQ(count_points(svg, "atol-line"), 1u);
+  EXPECT_EQ(count_points(svg, "first-failure"), 0u);
+  for (const auto& t : report["tensors"]) EXPECT_NE(text.find(t["name"].get<std::string>()), std::string::npos);
+  EXPECT_NE(text.find(kTiny), std::string::npos) << "the title names the model folder";
+  if (shell("command -v rsvg-convert > /dev/null").status == 0) {
+    const auto png = dir / "plot.png";
+    ASSERT_EQ(shell("rsvg-convert -o " + shell_quote(png.string()) + " " + shell_quote(svg.string())).status, 0);
+    EXPECT_GT(std::filesystem::file_size(png), 1000u);
+  } else {
+    std::printf("rsvg-convert not found: the SVG is not rendered\n");
+  }
+
+  // Never overwritten without --force.
+  roberta::test::write_text(svg, "precious\n");
+  r = run({"compare", "--model", kTiny, "--reference", dump, "--plot", svg.string()});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("already exists (use --force to overwrite)"), std::string::npos) << r.err;
+  EXPECT_EQ(slurp(svg), "precious\n");
+
+  // A failing comparison marks the first failing tensor; .html embeds the same SVG.
+  const auto html = dir / "plot.html";
+  r = run({"compare", "--model", kTiny, "--reference", dump, "--atol", "0", "--rtol", "0", "--json", "--plot",
+           svg.string(), "--force"});
+  EXPECT_EQ(r.status, 1) << r.err;
+  const std::string first = json::parse(r.out)["first_mismatch"].get<std::string>();
+  EXPECT_EQ(count_points(svg, "first-failure"), 1u);
+  EXPECT_NE(slurp(svg).find("first failure: " + first), std::string::npos);
+  r = run({"compare", "--model", kTiny, "--reference", dump, "--atol", "0", "--rtol", "0", "--plot", html.string()});
+  EXPECT_EQ(r.status, 1) << r.err;
+  const std::string page = slurp(html);
+  EXPECT_EQ(page.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(page.find("<svg"), std::string::npos);
+  EXPECT_EQ(count_points(html, "max-point"), tensors);
+  EXPECT_EQ(count_points(html, "first-failure"), 1u);
+  r = run({"compare", "--model", kTiny, "--reference", dump, "--plot", (dir / "plot.png").string()});
+  EXPECT_EQ(r.status, 2) << r.err;
 }
 
 }  // namespace

@@ -6,9 +6,9 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <thread>
 
-#include "cli_args.h"
 #include "roberta/tokenizer.h"
 
 namespace {
@@ -26,17 +26,65 @@ std::vector<std::string> read_lines(const std::string& path, size_t& bytes) {
   return lines;
 }
 
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Options {
+  std::string model;
+  unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::string> files;
+};
+
+// --model DIR, --threads N (or --name=VALUE), then the text files. This tool links only the
+// tokenizer library, so it has its own two-option parser rather than the roberta CLI's.
+Options parse(int argc, char** argv) {
+  Options o;
+  bool has_model = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i], value;
+    if (!a.starts_with("--")) {
+      o.files.push_back(a);
+      continue;
+    }
+    if (const size_t eq = a.find('='); eq != std::string::npos) {
+      value = a.substr(eq + 1), a = a.substr(0, eq);
+    } else if (a == "--model" || a == "--threads") {
+      if (i + 1 >= argc) throw UsageError("option " + a + " needs a value");
+      value = argv[++i];
+    }
+    if (a == "--model") {
+      o.model = value, has_model = true;
+    } else if (a == "--threads") {
+      size_t used = 0;
+      long n = 0;
+      try {
+        n = std::stol(value, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (value.empty() || used != value.size() || n < 1 || n > 1024)
+        throw UsageError("--threads must be an integer in [1, 1024], got \"" + value + "\"");
+      o.threads = static_cast<unsigned>(n);
+    } else {
+      throw UsageError("unknown option " + a);
+    }
+  }
+  if (!has_model) throw UsageError("missing required option --model");
+  if (o.files.empty()) throw UsageError("give one or more text files");
+  return o;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
-    const roberta::cli::Args args(std::vector<std::string>(argv + 1, argv + argc), {"model", "threads"}, {});
-    if (args.positional().empty()) throw roberta::cli::UsageError("give one or more text files");
-    const unsigned threads = static_cast<unsigned>(args.integer("threads", 1, 1024).value_or(std::thread::hardware_concurrency()));
-    const roberta::Tokenizer tok = roberta::Tokenizer::from_dir(args.require("model"));
+    const Options options = parse(argc, argv);
+    const unsigned threads = options.threads;
+    const roberta::Tokenizer tok = roberta::Tokenizer::from_dir(options.model);
     size_t bytes = 0;
     std::vector<std::string> lines;
-    for (const auto& f : args.positional()) {
+    for (const auto& f : options.files) {
       auto more = read_lines(f, bytes);
       lines.insert(lines.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
     }
@@ -78,7 +126,7 @@ int main(int argc, char** argv) {
     }
     std::cout << summary.dump() << "\n";
     return 0;
-  } catch (const roberta::cli::UsageError& e) {
+  } catch (const UsageError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {

@@ -1,0 +1,298 @@
+#include "common.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <iostream>
+
+namespace roberta::cli {
+
+// ---------------------------------------------------------------- the options, each declared once
+
+namespace {
+
+constexpr Option kOptions[] = {
+    // every command
+    {"model", "DIR",
+     "the model folder (Hugging Face layout); default: $ROBERTA_MODEL, else the demo model installed with the program"},
+    {"threads", "N", "threads to use, 1 to 1024 (default: all cores)"},
+    {"help", "", "print this help"},
+    // the commands that run the model
+    {"dtype", "fp32|bf16", "the encoder's matrices in fp32 (default) or bfloat16 (opt-in: half the memory traffic, "
+                           "about 3 significant digits)"},
+    // output
+    {"json", "", "write JSON"},
+    {"output", "FILE", "write there instead of stdout (never overwrites without --force)"},
+    {"force", "", "overwrite an existing output"},
+    // tokenizer
+    {"text", "TEXT", "tokenize TEXT instead of reading stdin"},
+    {"input-format", "text|jsonl", "jsonl: each line is a JSON string, or [a, b] for a pair"},
+    {"no-special-tokens", "", "leave out <s> and </s>"},
+    {"max-length", "N", "at most N tokens per input, <s> and </s> included"},
+    {"byte-offsets", "", "also write \"byte_offsets\""},
+    {"replace-invalid-utf8", "", "replace invalid UTF-8 by U+FFFD instead of failing"},
+    // fill-mask
+    {"top-k", "K", "candidates per mask (default 5)"},
+    {"targets", "LIST", "only score these comma-separated words"},
+    // embed
+    {"pooling", "mean|cls|max|pooler",
+     "mean or max over the tokens, the first token (cls), or the model's pooler; default: the folder's "
+     "sentence-transformers 1_Pooling config, else mean"},
+    {"normalize", "", "L2-normalise (default: on if modules.json has a Normalize module)"},
+    {"no-normalize", "", "do not L2-normalise"},
+    {"batch-size", "N", "sequences per forward pass"},
+    {"no-truncate", "", "an over-long input is an error instead of being truncated"},
+    {"format", "jsonl|npy", "jsonl (default): one JSON array per line; npy: one float32 matrix (needs --output)"},
+    // dump / compare
+    {"input-ids", "IDS.npy", "the input ids, a (batch, length) integer array"},
+    {"attention-mask", "MASK.npy", "0/1 of the same shape (default: 0 where the id is pad_token_id)"},
+    {"out", "DIR", "the folder to write (must be empty or new unless --force)"},
+    {"reference", "DUMPDIR", "a dump of tools/dump_reference.py"},
+    {"atol", "X", "absolute tolerance (default 1e-4)"},
+    {"rtol", "X", "relative tolerance (default 1e-3)"},
+    {"plot", "FILE", "also draw the max and mean difference of every tensor: FILE.svg, or FILE.html (a page "
+                     "holding the same SVG); never overwrites without --force"},
+    // bench
+    {"batch", "B", "sequences per batch (default 1)"},
+    {"seq", "L", "tokens per sequence (default 128, or the model's maximum if smaller)"},
+    {"lengths", "uniform:MIN:MAX", "sequence lengths drawn uniformly (seeded), instead of all --seq"},
+    {"seed", "S", "seed of the random ids and lengths (default 0)"},
+    {"runs", "N", "timed runs (default 5)"},
+    {"warmup", "N", "untimed runs first (default 1)"},
+    {"outputs", "hidden|logits", "logits: also compute MLM logits at every position (default: hidden states)"},
+    // eval-mlm
+    {"masks", "FILE.jsonl", "the prepared masked inputs (required)"},
+    {"agreement", "", "also run the model in fp32 and report how the --dtype model agrees with it: top-1 the "
+                      "same, fp32's top-1 among the top 5, largest logit and hidden-state difference"},
+};
+
+// Every command takes these: --model and --threads first, --help last.
+constexpr OptionUse kFirst[] = {{"model"}, {"threads"}};
+constexpr OptionUse kLast[] = {{"help"}};
+
+const OptionUse* find_use(const Command& command, std::string_view name) {
+  using Uses = std::span<const OptionUse>;
+  for (const Uses list : {Uses(kFirst), Uses(command.options), Uses(kLast)})
+    for (const auto& use : list)
+      if (use.name == name) return &use;
+  return nullptr;
+}
+
+}  // namespace
+
+std::vector<OptionUse> options_of(const Command& command) {
+  std::vector<OptionUse> out(std::begin(kFirst), std::end(kFirst));
+  out.insert(out.end(), command.options.begin(), command.options.end());
+  out.insert(out.end(), std::begin(kLast), std::end(kLast));
+  return out;
+}
+
+const Option& option(std::string_view name) {
+  for (const Option& o : kOptions)
+    if (o.name == name) return o;
+  throw std::logic_error("option --" + std::string(name) + " is not declared");
+}
+
+// ---------------------------------------------------------------- Args
+
+Args::Args(const std::vector<std::string>& argv, const Command& command) : command_(command) {
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a == "--") {
+      positional_.insert(positional_.end(), argv.begin() + static_cast<ptrdiff_t>(i) + 1, argv.end());
+      break;
+    }
+    if (a.size() > 2 && a.starts_with("--")) {
+      std::string name = a.substr(2), value;
+      const size_t eq = name.find('=');
+      const bool inline_value = eq != std::string::npos;
+      if (inline_value) value = name.substr(eq + 1), name = name.substr(0, eq);
+      if (!find_use(command, name)) throw UsageError("unknown option --" + name);
+      if (!option(name).takes_value()) {
+        if (inline_value) throw UsageError("option --" + name + " takes no value");
+        flags_.insert(name);
+      } else {
+        if (!inline_value) {
+          if (i + 1 >= argv.size()) throw UsageError("option --" + name + " needs a value");
+          value = argv[++i];
+        }
+        values_[name] = value;
+      }
+    } else {
+      positional_.push_back(a);
+    }
+  }
+}
+
+void Args::check_declared(std::string_view name, bool takes_value) const {
+  if (!find_use(command_, name) || option(name).takes_value() != takes_value)
+    throw std::logic_error("roberta " + std::string(command_.name) + " reads --" + std::string(name) +
+                           (takes_value ? " as a value option" : " as a flag") + " but does not declare it so");
+}
+
+bool Args::flag(std::string_view name) const {
+  check_declared(name, false);
+  return flags_.count(name) > 0;
+}
+
+std::optional<std::string> Args::get(std::string_view name) const {
+  check_declared(name, true);
+  const auto it = values_.find(name);
+  return it == values_.end() ? std::nullopt : std::optional<std::string>(it->second);
+}
+
+std::string Args::require(std::string_view name) const {
+  if (auto v = get(name)) return *v;
+  throw UsageError("missing required option --" + std::string(name));
+}
+
+namespace {
+// parse(text, &used) when it reads the whole of a non-empty text.
+template <class Parse>
+auto parse_whole(const std::string& text, Parse parse) -> std::optional<decltype(parse(text, nullptr))> {
+  size_t used = 0;
+  try {
+    const auto value = parse(text, &used);
+    if (!text.empty() && used == text.size()) return value;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+std::optional<long long> Args::integer(std::string_view name, long long lo, long long hi) const {
+  const auto v = get(name);
+  if (!v) return std::nullopt;
+  const auto n = parse_whole(*v, [](const std::string& s, size_t* used) { return std::stoll(s, used); });
+  if (!n || *n < lo || *n > hi)
+    throw UsageError("--" + std::string(name) + " must be an integer in [" + std::to_string(lo) + ", " +
+                     std::to_string(hi) + "], got \"" + *v + "\"");
+  return n;
+}
+
+std::optional<double> Args::number(std::string_view name) const {
+  const auto v = get(name);
+  if (!v) return std::nullopt;
+  const auto d = parse_whole(*v, [](const std::string& s, size_t* used) { return std::stod(s, used); });
+  if (!d || !(*d >= 0)) throw UsageError("--" + std::string(name) + " must be a non-negative number");
+  return d;
+}
+
+// ---------------------------------------------------------------- model, threads
+
+std::string model_dir(const Args& args) {
+  namespace fs = std::filesystem;
+  if (auto dir = args.get("model")) return *dir;
+  if (const char* env = std::getenv("ROBERTA_MODEL"); env && *env) return env;
+  std::error_code ec;
+  const fs::path exe_dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
+  const fs::path installed = (exe_dir / ".." / "share" / "roberta" / "models" / "demo").lexically_normal();
+  if (!ec && fs::is_directory(installed, ec)) return installed.string();
+  const fs::path pointer = exe_dir / "roberta-default-model";
+  std::string built;
+  if (std::ifstream in(pointer); in && std::getline(in, built) && !built.empty() && built.back() == '\r')
+    built.pop_back();
+  if (!built.empty() && fs::is_directory(built, ec)) return built;
+  throw UsageError("missing --model DIR: ROBERTA_MODEL is not set, there is no installed demo model at " +
+                   installed.string() +
+                   (built.empty() ? "" : ", and the demo model named in " + pointer.string() + " (" + built +
+                                             ") is not there"));
+}
+
+LoadOptions load_options(const Args& args) {
+  LoadOptions o;
+  const std::string dtype = args.get("dtype").value_or("fp32");
+  if (dtype == "bf16")
+    o.weights = WeightType::kBF16;
+  else if (dtype != "fp32")
+    throw UsageError("--dtype must be fp32 or bf16");
+  return o;
+}
+
+void apply_threads(const Args& args) {
+  if (auto n = args.integer("threads", 1, 1024)) set_num_threads(static_cast<unsigned>(*n));
+}
+
+// ---------------------------------------------------------------- input lines
+
+LineReader LineReader::from_texts(std::vector<std::string> texts) {
+  LineReader r;
+  r.texts_ = std::move(texts);
+  return r;
+}
+
+LineReader LineReader::from_file(const std::string& path) {
+  LineReader r;
+  r.file_ = std::make_unique<std::ifstream>(path, std::ios::binary);
+  if (!*r.file_) throw Error(path + ": cannot open file", ErrorKind::kIo);
+  r.in_ = r.file_.get();
+  std::error_code ec;
+  r.total_bytes_ = std::filesystem::file_size(path, ec);
+  if (ec) r.total_bytes_ = 0;
+  return r;
+}
+
+LineReader LineReader::from_stdin() {
+  LineReader r;
+  r.in_ = &std::cin;
+  r.interactive_ = ::isatty(STDIN_FILENO) != 0;
+  return r;
+}
+
+bool LineReader::next(std::string& line) {
+  if (texts_) {
+    if (count_ >= texts_->size()) return false;
+    line = (*texts_)[count_];
+  } else {
+    if (!std::getline(*in_, line)) return false;
+    bytes_read_ += line.size() + 1;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+  }
+  ++count_;
+  return true;
+}
+
+bool LineReader::next_chunk(std::vector<std::string>& chunk, size_t max_lines) {
+  chunk.clear();
+  for (std::string line; chunk.size() < max_lines && next(line);) chunk.push_back(std::move(line));
+  return !chunk.empty();
+}
+
+std::string LineReader::label(size_t index) const { return unit() + (" " + std::to_string(index + 1)); }
+
+void LineReader::report(size_t index, const std::string& message) {
+  std::cerr << "error: " << label(index) << ": " << message << "\n";
+  failed_ = true;
+}
+
+// ---------------------------------------------------------------- files and JSON
+
+void check_can_write(const std::filesystem::path& path, bool force) {
+  std::error_code ec;
+  if (!force && std::filesystem::exists(path, ec))
+    throw Error(path.string() + ": already exists (use --force to overwrite)", ErrorKind::kIo);
+}
+
+void write_file_atomically(const std::filesystem::path& path, bool force,
+                           const std::function<void(const std::filesystem::path& tmp)>& write) {
+  check_can_write(path, force);
+  std::error_code ec;
+  const std::filesystem::path tmp = path.string() + ".tmp" + std::to_string(::getpid());
+  try {
+    write(tmp);
+  } catch (...) {
+    std::filesystem::remove(tmp, ec);
+    throw;
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    throw Error(path.string() + ": cannot rename the temporary file into place", ErrorKind::kIo);
+  }
+}
+
+std::string json_line(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string json_error(const std::string& message) { return json_line(json{{"error", message}}); }
+
+}  // namespace roberta::cli

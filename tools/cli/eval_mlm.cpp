@@ -1,0 +1,109 @@
+// roberta eval-mlm: masked-LM top-1/top-5 accuracy on prepared masked inputs.
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+
+#include "common.h"
+
+namespace roberta::cli {
+
+int run_eval_mlm(const Args& args) {
+  const Model model = Model::load(model_dir(args), load_options(args));
+  if (!model.has_lm_head()) throw Error(model.dir().string() + ": the model has no MLM head");
+  const std::string path = args.require("masks");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot open file");
+  const size_t batch_size = static_cast<size_t>(args.integer("batch-size", 1, 100000).value_or(16));
+  size_t masked = 0, top1 = 0, top5 = 0, sequences = 0, line_no = 0;
+  Batch batch;
+  std::vector<size_t> rows;
+  std::vector<int64_t> labels;
+  const bool agreement = args.flag("agreement");
+  std::optional<Model> reference;
+  if (agreement) reference = Model::load(model_dir(args));
+  size_t same_top1 = 0, ref_top1_in_top5 = 0;
+  double max_logit_diff = 0, max_hidden_diff = 0;
+  const auto rank_of = [](const float* z, size_t V, int64_t id) {  // tokens ranked above id
+    size_t higher = 0;  // ties count for the lower id, as torch.topk orders them
+    for (size_t v = 0; v < V; ++v) higher += z[v] > z[id] || (z[v] == z[id] && static_cast<int64_t>(v) < id);
+    return higher;
+  };
+  const auto flush = [&] {
+    if (batch.num_sequences() == 0) return;
+    ForwardOptions fo;
+    fo.logits = true;
+    fo.logit_rows = rows;
+    const Outputs out = model.forward(batch, fo);
+    if (reference) {
+      const Outputs ref = reference->forward(batch, fo);
+      for (size_t i = 0; i < ref.last_hidden_state.data.size(); ++i)
+        max_hidden_diff = std::max<double>(max_hidden_diff, std::abs(ref.last_hidden_state.data[i] - out.last_hidden_state.data[i]));
+      for (size_t r = 0; r < rows.size(); ++r) {
+        const float* z = out.logits.row(r);
+        const float* zr = ref.logits.row(r);
+        const size_t V = out.logits.cols;
+        for (size_t v = 0; v < V; ++v) max_logit_diff = std::max<double>(max_logit_diff, std::abs(z[v] - zr[v]));
+        const auto top = static_cast<int64_t>(std::max_element(zr, zr + V) - zr);
+        const size_t rank = rank_of(z, V, top);
+        same_top1 += rank == 0;
+        ref_top1_in_top5 += rank < 5;
+      }
+    }
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const size_t higher = rank_of(out.logits.row(r), out.logits.cols, labels[r]);
+      top1 += higher == 0;
+      top5 += higher < 5;
+      ++masked;
+    }
+    batch = Batch();
+    rows.clear();
+    labels.clear();
+  };
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (line.empty()) continue;
+    const std::string where = path + ": line " + std::to_string(line_no);
+    json rec;
+    try {
+      rec = json::parse(line);
+    } catch (const json::exception&) {
+      throw Error(where + ": invalid JSON");
+    }
+    if (!rec.contains("ids") || !rec.contains("positions") || !rec.contains("labels") ||
+        rec["positions"].size() != rec["labels"].size())
+      throw Error(where + ": expected ids, positions and labels of the same length");
+    std::vector<int32_t> ids;
+    try {
+      ids = rec["ids"].get<std::vector<int32_t>>();
+      for (const auto& p : rec["positions"]) {
+        const size_t pos = p.get<size_t>();
+        if (pos >= ids.size()) throw Error(where + ": position " + std::to_string(pos) + " is past the sequence");
+        rows.push_back(batch.num_tokens() + pos);
+      }
+      for (const auto& l : rec["labels"]) {
+        const int64_t label = l.get<int64_t>();
+        if (label < 0 || label >= model.config().vocab_size) throw Error(where + ": label out of range");
+        labels.push_back(label);
+      }
+    } catch (const json::exception&) {
+      throw Error(where + ": ids, positions and labels must be integers");
+    }
+    batch.add_sequence(ids);
+    ++sequences;
+    if (batch.num_sequences() >= batch_size) flush();
+  }
+  flush();
+  if (masked == 0) throw Error(path + ": no masked positions");
+  json result{{"top1", static_cast<double>(top1) / masked}, {"top5", static_cast<double>(top5) / masked},
+              {"masked", masked}, {"sequences", sequences}};
+  if (agreement) {
+    result["top1_agreement_with_fp32"] = static_cast<double>(same_top1) / masked;
+    result["fp32_top1_in_top5"] = static_cast<double>(ref_top1_in_top5) / masked;
+    result["max_abs_logit_diff"] = max_logit_diff;
+    result["max_abs_last_hidden_diff"] = max_hidden_diff;
+  }
+  std::cout << result.dump() << "\n";
+  return 0;
+}
+
+}  // namespace roberta::cli

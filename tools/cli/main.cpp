@@ -1,0 +1,205 @@
+// roberta: the command-line front end. The table of commands, from which `roberta --help`, every
+// `roberta CMD --help` and the options each command accepts come (the options themselves are
+// declared once in common.cpp), and the dispatch.
+#include <algorithm>
+#include <iostream>
+
+#include "common.h"
+
+namespace roberta::cli {
+namespace {
+
+const Command kCommands[] = {
+    {.name = "fill-mask",
+     .summary = "predict the tokens at each <mask> of a text",
+     .usage = "[options] [TEXT ...]",
+     .description = "Predicts the token at each <mask> of each text (texts from the arguments, or one per line from\n"
+                    "stdin), like Hugging Face's pipeline(\"fill-mask\"). Scores are softmax probabilities.",
+     .options = {{"dtype"}, {"top-k"}, {"targets"},
+                 {"json", "one JSON line per text: the candidate list, or one list per mask"}},
+     .takes_arguments = true,
+     .run = run_fill_mask},
+    {.name = "embed",
+     .summary = "one sentence embedding per input line",
+     .usage = "[options] [FILE]",
+     .description = "One embedding per input line (FILE, or stdin), in input order. Inputs are read in chunks, so\n"
+                    "memory does not grow with their number.",
+     .options = {{"dtype"}, {"pooling"}, {"normalize"}, {"no-normalize"},
+                 {"batch-size", "sequences per forward pass (default 32; inputs are sorted by length)"},
+                 {"max-length", "tokens per input incl. <s> </s> (default: the model's maximum)"},
+                 {"no-truncate"}, {"format"}, {"output"}, {"force", "overwrite an existing --output FILE"}},
+     .takes_arguments = true,
+     .run = run_embed},
+    {.name = "tokenize",
+     .summary = "token ids, tokens and offsets as JSON lines",
+     .usage = "[options] [--text TEXT] < lines",
+     .description = "Writes one JSON object per input: {\"ids\":[...],\"tokens\":[...],\"offsets\":[[s,e],...]}\n"
+                    "(offsets in code points, as Hugging Face gives them). Lines are tokenized in chunks on --threads\n"
+                    "threads; the answers keep the input order.",
+     .options = {{"text"}, {"input-format"}, {"no-special-tokens"},
+                 {"max-length", "truncate to N tokens (pairs: longest first)"}, {"byte-offsets"},
+                 {"replace-invalid-utf8"}},
+     .run = run_tokenize},
+    {.name = "info",
+     .summary = "what a model folder holds",
+     .usage = "[options]",
+     .description = "Config summary, parameter count, dtypes, files and memory.",
+     .options = {},
+     .run = run_info},
+    {.name = "dump",
+     .summary = "write the engine's outputs for given input ids as .npy files",
+     .usage = "[options] --input-ids IDS.npy [--attention-mask MASK.npy] --out DIR",
+     .description = "Writes input_ids.npy, attention_mask.npy, hidden_states_0..N.npy (B, L, H), logits.npy (B, L, V)\n"
+                    "and pooler_output.npy (B, H) in the format of tools/dump_reference.py. Padding positions are 0.\n"
+                    "Without --attention-mask, tokens equal to pad_token_id are padding. Positions are counted\n"
+                    "from the ids, as Hugging Face does: a mask may be 0 only where the id is pad_token_id.",
+     .options = {{"dtype"}, {"input-ids"}, {"attention-mask"}, {"out"},
+                 {"force", "write into a non-empty --out DIR"}},
+     .run = run_dump},
+    {.name = "compare",
+     .summary = "compare the engine with a PyTorch reference dump, layer by layer",
+     .usage = "[options] --reference DUMPDIR [--atol 1e-4] [--rtol 1e-3] [--json] [--plot FILE.svg]",
+     .description = "Runs the engine on the dump's input_ids/attention_mask and compares every tensor the dump holds\n"
+                    "(hidden_states_*, logits, pooler_output) over real (mask = 1) positions. An element passes when\n"
+                    "|engine - reference| <= atol + rtol * |reference|. Exit status 0 only if every tensor passes.",
+     .options = {{"dtype"}, {"reference"}, {"atol"}, {"rtol"},
+                 {"json", "print the report as one JSON object"}, {"plot"},
+                 {"force", "overwrite an existing --plot FILE"}},
+     .run = run_compare},
+    {.name = "bench",
+     .summary = "time forward passes (median ms, tokens/s, GFLOP/s, peak memory)",
+     .usage = "[options]",
+     .description = "Times forward passes on random token ids: a warm-up, then --runs timed runs. Prints the median,\n"
+                    "min and max milliseconds per batch, real (unpadded) tokens per second, achieved GFLOP/s (matrix\n"
+                    "products and attention) and the process's peak resident memory.",
+     .options = {{"dtype"}, {"batch"}, {"seq"}, {"lengths"}, {"seed"}, {"runs"},
+                 {"warmup"}, {"outputs"}, {"json", "print one JSON object"}},
+     .run = run_bench},
+    {.name = "eval-mlm",
+     .summary = "masked-LM top-1/top-5 accuracy on prepared masked inputs",
+     .usage = "[options] --masks FILE.jsonl",
+     .description = "Masked-LM accuracy on prepared inputs (tools/train_demo.py eval --masks-out writes them): each\n"
+                    "line is {\"ids\": [...], \"positions\": [...], \"labels\": [...]}, ids holding <mask> at the\n"
+                    "positions. Prints {\"top1\": ..., \"top5\": ..., \"masked\": N, \"sequences\": S}.",
+     .options = {{"dtype"}, {"masks"},
+                 {"batch-size", "sequences per forward pass (default 16)"}, {"agreement"}},
+     .run = run_eval_mlm},
+};
+
+// ---------------------------------------------------------------- help, generated from the table
+
+// `text` broken into lines of at most `width` columns, starting at `column`; the lines after the
+// first are indented by `indent`.
+std::string wrap(std::string_view text, size_t indent, size_t column, size_t width = 100) {
+  std::string out;
+  bool line_start = true;
+  while (!text.empty()) {
+    const size_t end = text.find(' ');
+    const std::string_view word = text.substr(0, end);
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+    if (!line_start && column + 1 + word.size() > width) {
+      out += "\n" + std::string(indent, ' ');
+      column = indent;
+      line_start = true;
+    }
+    if (!line_start) out += ' ', ++column;
+    out += word;
+    column += word.size();
+    line_start = false;
+  }
+  return out;
+}
+
+// "  --name HINT   help" lines, aligned.
+std::string option_lines(const std::vector<OptionUse>& uses) {
+  const auto head = [](const OptionUse& use) {
+    const Option& o = option(use.name);
+    return "--" + std::string(o.name) + (o.takes_value() ? " " + std::string(o.hint) : "");
+  };
+  size_t width = 0;
+  for (const auto& use : uses) width = std::max(width, std::min<size_t>(head(use).size(), 26));
+  const size_t indent = width + 4;  // where the help texts start
+  std::string out;
+  for (const auto& use : uses) {
+    std::string line = "  " + head(use);
+    // A head too long for the column gets its text on the next line.
+    line += line.size() + 2 <= indent ? std::string(indent - line.size(), ' ') : "\n" + std::string(indent, ' ');
+    out += line + wrap(use.help.empty() ? option(use.name).help : use.help, indent, indent) + "\n";
+  }
+  return out;
+}
+
+bool takes(const Command& command, std::string_view name) {
+  const auto uses = options_of(command);
+  return std::any_of(uses.begin(), uses.end(), [&](const OptionUse& use) { return use.name == name; });
+}
+
+std::string command_help(const Command& command) {
+  std::string out = "usage: roberta " + std::string(command.name) + " " + std::string(command.usage) + "\n\n";
+  out += std::string(command.description) + "\n\nOptions:\n" + option_lines(options_of(command));
+  return out;
+}
+
+std::string program_help(std::span<const Command> commands) {
+  std::string out = "usage: roberta COMMAND [options]\n\nCommands:\n";
+  for (const Command& c : commands) {
+    std::string name = "  " + std::string(c.name);
+    out += name + std::string(std::max<size_t>(2, 14 - name.size()), ' ') + std::string(c.summary) + "\n";
+  }
+  // The options every command takes, and who takes --dtype, from the records.
+  std::vector<OptionUse> common;
+  for (const OptionUse& use : options_of(commands.front())) {
+    bool everywhere = true;
+    for (const Command& c : commands) everywhere = everywhere && takes(c, use.name);
+    if (everywhere) common.push_back({use.name});
+  }
+  out += "\nOptions of every command:\n" + option_lines(common);
+  std::string dtype;
+  for (const Command& c : commands)
+    if (takes(c, "dtype")) dtype += (dtype.empty() ? "" : ", ") + std::string(c.name);
+  if (const size_t comma = dtype.rfind(", "); comma != std::string::npos) dtype.replace(comma, 2, " and ");
+  out += "\n" + wrap(dtype + " also take --dtype fp32|bf16: " + std::string(option("dtype").help) + ".", 0, 0);
+  out += "\nRun `roberta COMMAND --help` for the options of a command.\n"
+         "Exit status: 0 success, 1 error in the input or the model, 2 usage error.\n";
+  return out;
+}
+
+// ---------------------------------------------------------------- dispatch
+
+int run(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::cout << program_help(kCommands);
+    return args.empty() ? 2 : 0;
+  }
+  const std::string name = args[0];
+  args.erase(args.begin());
+  for (const Command& command : kCommands) {
+    if (command.name != name) continue;
+    const Args parsed(args, command);
+    if (parsed.flag("help")) {
+      std::cout << command_help(command);
+      return 0;
+    }
+    if (!command.takes_arguments && !parsed.positional().empty())
+      throw UsageError("unexpected argument \"" + parsed.positional()[0] + "\"");
+    apply_threads(parsed);
+    return command.run(parsed);
+  }
+  throw UsageError("unknown command \"" + name + "\" (run `roberta --help`)");
+}
+
+}  // namespace
+}  // namespace roberta::cli
+
+int main(int argc, char** argv) {
+  try {
+    return roberta::cli::run(argc, argv);
+  } catch (const roberta::cli::UsageError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {  // roberta::Error (any kind) and the rest
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+}

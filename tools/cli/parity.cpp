@@ -1,0 +1,227 @@
+// roberta dump and roberta compare: the engine's outputs for given ids, and their comparison with
+// a PyTorch reference dump (tools/dump_reference.py), layer by layer.
+#include "parity.h"
+
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "common.h"
+#include "roberta/dev/npy.h"
+
+namespace roberta::cli {
+namespace {
+
+struct PaddedInput {
+  std::vector<int64_t> ids, mask;  // (B, L)
+  size_t B = 0, L = 0;
+};
+
+PaddedInput read_inputs(const std::filesystem::path& ids_path, const std::optional<std::filesystem::path>& mask_path,
+                        int32_t pad_id) {
+  const NpyArray ids = read_npy(ids_path);
+  if (ids.shape.size() != 2) throw Error(ids_path.string() + ": expected a (batch, length) array");
+  PaddedInput in;
+  in.B = static_cast<size_t>(ids.shape[0]), in.L = static_cast<size_t>(ids.shape[1]);
+  in.ids = ids.as_int64();
+  for (size_t i = 0; i < in.ids.size(); ++i)
+    if (in.ids[i] < 0 || in.ids[i] > INT32_MAX)
+      throw Error(ids_path.string() + ": id at element " + std::to_string(i) + " is out of range");
+  if (!mask_path) {
+    in.mask.resize(in.ids.size());
+    for (size_t i = 0; i < in.ids.size(); ++i) in.mask[i] = in.ids[i] != pad_id;
+    return in;
+  }
+  const NpyArray mask = read_npy(*mask_path);
+  if (mask.shape != ids.shape) throw Error(mask_path->string() + ": shape differs from the input ids");
+  in.mask = mask.as_int64();
+  for (size_t i = 0; i < in.mask.size(); ++i) {
+    if (in.mask[i] != 0 && in.mask[i] != 1)
+      throw Error(mask_path->string() + ": element " + std::to_string(i) + " is not 0 or 1");
+    // The engine packs the mask-1 tokens and numbers positions by counting non-pad ids, as Hugging
+    // Face does over the whole row: a masked non-pad token would shift the positions after it in
+    // one and not the other.
+    if (in.mask[i] == 0 && in.ids[i] != pad_id)
+      throw Error(mask_path->string() + ": element [" + std::to_string(i / in.L) + ", " + std::to_string(i % in.L) +
+                  "] is 0 but input id " + std::to_string(in.ids[i]) + " is not pad_token_id " +
+                  std::to_string(pad_id) +
+                  "; roberta.cpp computes positions from the ids as Hugging Face does, so masked non-pad tokens "
+                  "are not supported");
+  }
+  return in;
+}
+
+using Tensors = std::map<std::string, std::pair<std::vector<int64_t>, std::vector<float>>>;
+
+// Runs the model on the real (mask = 1) tokens of each row; returns outputs named as in a dump,
+// scattered back to (B, L, ...) with zeros at padding.
+Tensors run_padded(const Model& model, const PaddedInput& in, bool logits, bool pooler) {
+  Batch batch;
+  std::vector<size_t> where;  // flat (b * L + l) of each packed token
+  for (size_t b = 0; b < in.B; ++b) {
+    for (size_t l = 0; l < in.L; ++l)
+      if (in.mask[b * in.L + l]) {
+        batch.ids.push_back(static_cast<int32_t>(in.ids[b * in.L + l]));
+        where.push_back(b * in.L + l);
+      }
+    batch.offsets.push_back(batch.ids.size());
+  }
+  ForwardOptions fo;
+  fo.all_hidden_states = true;
+  fo.logits = logits;
+  fo.pooler = pooler;
+  const Outputs out = model.forward(batch, fo);
+  Tensors result;
+  const auto scatter = [&](const Matrix& m, const std::string& name) {
+    std::vector<float> full(in.B * in.L * m.cols, 0.0f);
+    for (size_t t = 0; t < m.rows; ++t) std::copy_n(m.row(t), m.cols, full.begin() + static_cast<ptrdiff_t>(where[t] * m.cols));
+    result[name] = {{static_cast<int64_t>(in.B), static_cast<int64_t>(in.L), static_cast<int64_t>(m.cols)}, std::move(full)};
+  };
+  for (size_t i = 0; i < out.hidden_states.size(); ++i) scatter(out.hidden_states[i], "hidden_states_" + std::to_string(i));
+  if (logits) scatter(out.logits, "logits");
+  if (pooler) {
+    Matrix p = out.pooler_output;
+    result["pooler_output"] = {{static_cast<int64_t>(in.B), static_cast<int64_t>(p.cols)}, p.data};
+  }
+  return result;
+}
+
+// The engine's tensor against the reference over the real positions.
+TensorDiff diff(const std::string& name, const std::vector<int64_t>& shape, const std::vector<float>& mine,
+                const std::vector<float>& theirs, const PaddedInput& in, double atol, double rtol) {
+  const bool pooler = name == "pooler_output";
+  const size_t per_token = static_cast<size_t>(pooler ? shape[1] : shape[2]);
+  TensorDiff t;
+  t.name = name, t.shape = shape;
+  double sum_diff = 0;
+  size_t worst = 0;
+  for (size_t i = 0; i < theirs.size(); ++i) {
+    const size_t token = i / per_token;
+    if (!pooler && !in.mask[token]) continue;
+    // HF pools position 0 whatever it holds; in a left-padded row that is padding, which the
+    // engine does not compute (it pools the row's first real token, <s>).
+    if (pooler && !in.mask[token * in.L]) continue;
+    const double d = std::abs(static_cast<double>(mine[i]) - theirs[i]);
+    const bool finite = std::isfinite(mine[i]) && std::isfinite(theirs[i]);
+    if (!finite || d > atol + rtol * std::abs(static_cast<double>(theirs[i]))) ++t.failing;
+    if (!finite || d > t.max_abs_diff) t.max_abs_diff = finite ? d : INFINITY, worst = i;
+    sum_diff += finite ? d : 0;
+    ++t.elements;
+  }
+  t.mean_abs_diff = t.elements ? sum_diff / static_cast<double>(t.elements) : 0.0;
+  t.ok = t.failing == 0;
+  if (pooler)
+    t.worst_at = {worst / per_token, worst % per_token};
+  else
+    t.worst_at = {worst / per_token / in.L, worst / per_token % in.L, worst % per_token};
+  return t;
+}
+
+void print_table(const std::vector<TensorDiff>& tensors) {
+  std::cout << std::left << std::setw(18) << "tensor" << std::setw(18) << "shape" << std::right << std::setw(14)
+            << "max abs diff" << std::setw(14) << "mean abs diff" << "  worst at        status\n";
+  for (const auto& t : tensors) {
+    std::string shape;
+    for (const auto d : t.shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
+    std::ostringstream max_s, mean_s;
+    max_s << std::scientific << std::setprecision(2) << t.max_abs_diff;
+    mean_s << std::scientific << std::setprecision(2) << t.mean_abs_diff;
+    std::cout << std::left << std::setw(18) << t.name << std::setw(18) << shape << std::right << std::setw(14)
+              << max_s.str() << std::setw(14) << mean_s.str() << "  " << std::left << std::setw(16)
+              << json(t.worst_at).dump() << (t.ok ? "ok" : "FAIL (" + std::to_string(t.failing) + " elements)")
+              << std::right << "\n";
+  }
+}
+
+}  // namespace
+
+int run_dump(const Args& args) {
+  const Model model = Model::load(model_dir(args), load_options(args));
+  const std::filesystem::path out_dir = args.require("out");
+  std::error_code ec;
+  if (std::filesystem::exists(out_dir, ec) && !std::filesystem::is_empty(out_dir, ec) && !args.flag("force"))
+    throw Error(out_dir.string() + ": exists and is not empty (use --force)");
+  const auto mask_path = args.get("attention-mask");
+  const PaddedInput in = read_inputs(args.require("input-ids"),
+                                     mask_path ? std::optional<std::filesystem::path>(*mask_path) : std::nullopt,
+                                     static_cast<int32_t>(model.config().pad_token_id));
+  const auto outputs = run_padded(model, in, model.has_lm_head(), model.has_pooler());
+  std::filesystem::create_directories(out_dir);
+  const std::vector<int64_t> shape{static_cast<int64_t>(in.B), static_cast<int64_t>(in.L)};
+  write_npy(out_dir / "input_ids.npy", shape, in.ids);
+  write_npy(out_dir / "attention_mask.npy", shape, in.mask);
+  for (const auto& [name, tensor] : outputs) write_npy(out_dir / (name + ".npy"), tensor.first, tensor.second);
+  std::cerr << "wrote " << outputs.size() + 2 << " files to " << out_dir.string() << "\n";
+  return 0;
+}
+
+int run_compare(const Args& args) {
+  const double atol = args.number("atol").value_or(1e-4), rtol = args.number("rtol").value_or(1e-3);
+  const std::optional<std::string> plot = args.get("plot");
+  const bool html = plot && plot->ends_with(".html");
+  if (plot && !html && !plot->ends_with(".svg")) throw UsageError("--plot must name a .svg or .html file");
+  if (plot) check_can_write(*plot, args.flag("force"));
+  const std::string model_folder = model_dir(args);
+  const Model model = Model::load(model_folder, load_options(args));
+  const std::filesystem::path ref = args.require("reference");
+  if (!std::filesystem::is_directory(ref)) throw Error(ref.string() + ": reference dump folder not found");
+  const PaddedInput in = read_inputs(ref / "input_ids.npy", ref / "attention_mask.npy",
+                                     static_cast<int32_t>(model.config().pad_token_id));
+  const bool want_logits = std::filesystem::exists(ref / "logits.npy");
+  const bool want_pooler = std::filesystem::exists(ref / "pooler_output.npy");
+  if (want_logits && !model.has_lm_head()) throw Error(ref.string() + ": holds logits but the model has no MLM head");
+  if (want_pooler && !model.has_pooler()) throw Error(ref.string() + ": holds pooler_output but the model has no pooler");
+  const auto outputs = run_padded(model, in, want_logits, want_pooler);
+
+  std::vector<std::string> names;
+  for (int64_t i = 0; i <= model.config().num_hidden_layers; ++i) names.push_back("hidden_states_" + std::to_string(i));
+  names.push_back("logits");
+  names.push_back("pooler_output");
+  std::vector<TensorDiff> tensors;
+  for (const std::string& name : names) {
+    const auto path = ref / (name + ".npy");
+    if (!std::filesystem::exists(path)) continue;
+    const NpyArray r = read_npy(path);
+    const auto& [shape, mine] = outputs.at(name);
+    if (r.shape != shape) {
+      std::string s;
+      for (auto d : r.shape) s += std::to_string(d) + " ";
+      throw Error(path.string() + ": shape (" + s + ") differs from the engine's output");
+    }
+    tensors.push_back(diff(name, shape, mine, r.as_float(), in, atol, rtol));
+  }
+  if (tensors.empty()) throw Error(ref.string() + ": no hidden_states_*.npy, logits.npy or pooler_output.npy to compare");
+  const auto first_bad = std::find_if(tensors.begin(), tensors.end(), [](const TensorDiff& t) { return !t.ok; });
+  const bool all_ok = first_bad == tensors.end();
+  if (plot) {
+    const PlotLabels labels{model_folder, ref.string(), atol, rtol, load_options(args).weights == WeightType::kBF16};
+    const std::string text = html ? compare_plot_html(tensors, labels) : compare_plot_svg(tensors, labels);
+    write_file_atomically(*plot, args.flag("force"), [&](const std::filesystem::path& tmp) {
+      std::ofstream os(tmp, std::ios::binary);
+      os << text;
+      os.close();
+      if (!os) throw Error(tmp.string() + ": write failed", ErrorKind::kIo);
+    });
+  }
+  if (args.flag("json")) {
+    json rows = json::array();
+    for (const auto& t : tensors)
+      rows.push_back({{"name", t.name}, {"shape", t.shape}, {"max_abs_diff", t.max_abs_diff},
+                      {"mean_abs_diff", t.mean_abs_diff}, {"worst_at", t.worst_at}, {"elements", t.elements},
+                      {"failing", t.failing}, {"ok", t.ok}});
+    std::cout << json{{"ok", all_ok}, {"atol", atol}, {"rtol", rtol},
+                      {"first_mismatch", all_ok ? json() : json(first_bad->name)}, {"tensors", rows}}
+                     .dump()
+              << "\n";
+  } else {
+    print_table(tensors);
+    if (all_ok)
+      std::cout << "all " << tensors.size() << " tensors within atol " << atol << ", rtol " << rtol << "\n";
+    else
+      std::cout << "first mismatch: " << first_bad->name << "\n";
+  }
+  return all_ok ? 0 : 1;
+}
+
+}  // namespace roberta::cli
