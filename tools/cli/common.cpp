@@ -43,9 +43,12 @@ constexpr Option kOptions[] = {
     {"batch-size", "N", "sequences per forward pass"},
     {"no-truncate", "", "an over-long input is an error instead of being truncated"},
     {"format", "jsonl|npy", "jsonl (default): one JSON array per line; npy: one float32 matrix (needs --output)"},
+    {"prompt", "TEXT", "put TEXT before every input (sentence-transformers' encode(prompt=...))"},
+    {"prompt-name", "NAME", "put the folder's prompt NAME (config_sentence_transformers.json) before every input"},
     // dump / compare
     {"input-ids", "IDS.npy", "the input ids, a (batch, length) integer array"},
     {"attention-mask", "MASK.npy", "0/1 of the same shape (default: 0 where the id is pad_token_id)"},
+    {"type-ids", "TYPES.npy", "token type ids of the same shape (default: all 0)"},
     {"out", "DIR", "the folder to write (must be empty or new unless --force)"},
     {"reference", "DUMPDIR", "a dump of tools/dump_reference.py"},
     {"atol", "X", "absolute tolerance (default 1e-4)"},

@@ -48,11 +48,14 @@ int run_embed(const Args& args) {
   if (auto n = args.integer("batch-size", 1, 1'000'000)) options.batch_size = static_cast<size_t>(*n);
   if (auto n = args.integer("max-length", 3, 1'000'000)) options.max_length = static_cast<size_t>(*n);
   options.truncate = !args.flag("no-truncate");
+  if (args.get("prompt") && args.get("prompt-name")) throw UsageError("--prompt and --prompt-name conflict");
+  options.prompt = args.get("prompt");
+  options.prompt_name = args.get("prompt-name");
   if (output) check_can_write(*output, args.flag("force"));
 
   LineReader lines = args.positional().empty() ? LineReader::from_stdin() : LineReader::from_file(args.positional()[0]);
   const Embedder embedder = Embedder::load(model_dir(args), load_options(args));
-  const size_t dim = static_cast<size_t>(embedder.model().config().hidden_size);
+  const size_t dim = embedder.dimension();
 
   // Streams the input in chunks: memory stays bounded whatever the number of lines.
   //

@@ -5,6 +5,20 @@
 #include "common.h"
 
 namespace roberta::cli {
+namespace {
+
+// "MLM head, pooler" ...: the heads the checkpoint has.
+std::string heads(const Model& model) {
+  static const std::pair<Head, const char*> kNames[] = {
+      {Head::kMaskedLm, "MLM head"}, {Head::kPooler, "pooler"}, {Head::kSequenceClassification, "sequence classification"},
+      {Head::kTokenClassification, "token classification"}, {Head::kQuestionAnswering, "question answering"}};
+  std::string out;
+  for (const auto& [head, name] : kNames)
+    if (model.has_head(head)) out += (out.empty() ? "" : ", ") + std::string(name);
+  return out.empty() ? "none (the encoder only)" : out;
+}
+
+}  // namespace
 
 int run_info(const Args& args) {
   const std::filesystem::path dir = model_dir(args);
@@ -20,11 +34,15 @@ int run_info(const Args& args) {
             << "max tokens        " << c.max_sequence_length() << " (max_position_embeddings "
             << c.max_position_embeddings << ")\n"
             << "parameters        " << model.parameter_count() << "\n"
-            << "heads             " << (model.has_lm_head() ? "MLM head" : "no MLM head") << ", "
-            << (model.has_pooler() ? "pooler" : "no pooler") << "\n"
+            << "heads             " << heads(model) << "\n"
             << "stored dtypes     " << model.dtype_summary() << "\n"
             << "weight memory     " << std::fixed << std::setprecision(1) << model.weight_bytes() / 1048576.0
             << " MiB (matrices repacked for the GEMM kernel, the rest used in place or converted to fp32)\n";
+  if (model.has_head(Head::kSequenceClassification) || model.has_head(Head::kTokenClassification)) {
+    std::cout << "labels            ";
+    for (size_t i = 0; i < c.id2label.size(); ++i) std::cout << (i ? ", " : "") << i << " " << c.id2label[i];
+    std::cout << (c.problem_type.empty() ? "" : " (" + c.problem_type + ")") << "\n";
+  }
   for (const auto& f : model.files())
     std::cout << "file              " << f << " (" << std::filesystem::file_size(f) << " bytes)\n";
   try {

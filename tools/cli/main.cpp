@@ -27,7 +27,8 @@ const Command kCommands[] = {
      .options = {{"dtype"}, {"pooling"}, {"normalize"}, {"no-normalize"},
                  {"batch-size", "sequences per forward pass (default 32; inputs are sorted by length)"},
                  {"max-length", "tokens per input incl. <s> </s> (default: the model's maximum)"},
-                 {"no-truncate"}, {"format"}, {"output"}, {"force", "overwrite an existing --output FILE"}},
+                 {"no-truncate"}, {"format"}, {"output"}, {"force", "overwrite an existing --output FILE"},
+                 {"prompt"}, {"prompt-name"}},
      .takes_arguments = true,
      .run = run_embed},
     {.name = "tokenize",
@@ -49,11 +50,13 @@ const Command kCommands[] = {
     {.name = "dump",
      .summary = "write the engine's outputs for given input ids as .npy files",
      .usage = "[options] --input-ids IDS.npy [--attention-mask MASK.npy] --out DIR",
-     .description = "Writes input_ids.npy, attention_mask.npy, hidden_states_0..N.npy (B, L, H), logits.npy (B, L, V)\n"
-                    "and pooler_output.npy (B, H) in the format of tools/dump_reference.py. Padding positions are 0.\n"
+     .description = "Writes input_ids.npy, attention_mask.npy, hidden_states_0..N.npy (B, L, H) and the outputs of\n"
+                    "the model's heads: logits.npy (B, L, V), pooler_output.npy (B, H), sequence_logits.npy (B, labels),\n"
+                    "token_logits.npy (B, L, labels), start_logits.npy and end_logits.npy (B, L), in the format of\n"
+                    "tools/dump_reference.py. Padding positions are 0.\n"
                     "Without --attention-mask, tokens equal to pad_token_id are padding. Positions are counted\n"
                     "from the ids, as Hugging Face does: a mask may be 0 only where the id is pad_token_id.",
-     .options = {{"dtype"}, {"input-ids"}, {"attention-mask"}, {"out"},
+     .options = {{"dtype"}, {"input-ids"}, {"attention-mask"}, {"type-ids"}, {"out"},
                  {"force", "write into a non-empty --out DIR"}},
      .run = run_dump},
     {.name = "compare",

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <iomanip>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "common.h"
@@ -14,9 +15,22 @@ namespace roberta::cli {
 namespace {
 
 struct PaddedInput {
-  std::vector<int64_t> ids, mask;  // (B, L)
+  std::vector<int64_t> ids, mask, type_ids;  // (B, L); type_ids empty: all 0
   size_t B = 0, L = 0;
 };
+
+// token_type_ids (B, L), the shape of the ids, each in [0, type_vocab_size).
+void read_type_ids(PaddedInput& in, const std::filesystem::path& path, int64_t type_vocab_size) {
+  const NpyArray t = read_npy(path);
+  if (t.shape != std::vector<int64_t>{static_cast<int64_t>(in.B), static_cast<int64_t>(in.L)})
+    throw Error(path.string() + ": shape differs from the input ids");
+  in.type_ids = t.as_int64();
+  for (size_t i = 0; i < in.type_ids.size(); ++i)
+    if (in.type_ids[i] < 0 || in.type_ids[i] >= type_vocab_size)
+      throw Error(path.string() + ": element [" + std::to_string(i / in.L) + ", " + std::to_string(i % in.L) + "] = " +
+                  std::to_string(in.type_ids[i]) + " is outside [0, type_vocab_size = " +
+                  std::to_string(type_vocab_size) + ")");
+}
 
 PaddedInput read_inputs(const std::filesystem::path& ids_path, const std::optional<std::filesystem::path>& mask_path,
                         int32_t pad_id) {
@@ -54,44 +68,76 @@ PaddedInput read_inputs(const std::filesystem::path& ids_path, const std::option
 
 using Tensors = std::map<std::string, std::pair<std::vector<int64_t>, std::vector<float>>>;
 
-// Runs the model on the real (mask = 1) tokens of each row; returns outputs named as in a dump,
-// scattered back to (B, L, ...) with zeros at padding.
-Tensors run_padded(const Model& model, const PaddedInput& in, bool logits, bool pooler) {
+// The outputs a dump holds besides the hidden states, in the order compare reports them.
+const char* const kHeadOutputs[] = {"logits", "pooler_output", "sequence_logits", "token_logits", "start_logits",
+                                    "end_logits"};
+
+// Which head outputs the model can give (dump writes all of them).
+std::set<std::string> outputs_of(const Model& model) {
+  std::set<std::string> names;
+  if (model.has_head(Head::kMaskedLm)) names.insert("logits");
+  if (model.has_head(Head::kPooler)) names.insert("pooler_output");
+  if (model.has_head(Head::kSequenceClassification)) names.insert("sequence_logits");
+  if (model.has_head(Head::kTokenClassification)) names.insert("token_logits");
+  if (model.has_head(Head::kQuestionAnswering)) names.insert("start_logits"), names.insert("end_logits");
+  return names;
+}
+
+// pooler_output and sequence_logits have one row per sequence, read at position 0 by HF.
+bool per_sequence(const std::string& name) { return name == "pooler_output" || name == "sequence_logits"; }
+
+// Runs the model on the real (mask = 1) tokens of each row; returns the hidden states and the
+// `wanted` head outputs named as in a dump, scattered back to (B, L, ...) with zeros at padding.
+Tensors run_padded(const Model& model, const PaddedInput& in, const std::set<std::string>& wanted) {
   Batch batch;
   std::vector<size_t> where;  // flat (b * L + l) of each packed token
   for (size_t b = 0; b < in.B; ++b) {
     for (size_t l = 0; l < in.L; ++l)
       if (in.mask[b * in.L + l]) {
         batch.ids.push_back(static_cast<int32_t>(in.ids[b * in.L + l]));
+        if (!in.type_ids.empty()) batch.type_ids.push_back(static_cast<int32_t>(in.type_ids[b * in.L + l]));
         where.push_back(b * in.L + l);
       }
     batch.offsets.push_back(batch.ids.size());
   }
   ForwardOptions fo;
   fo.all_hidden_states = true;
-  fo.logits = logits;
-  fo.pooler = pooler;
+  fo.logits = wanted.count("logits") > 0;
+  fo.pooler = wanted.count("pooler_output") > 0;
+  fo.sequence_logits = wanted.count("sequence_logits") > 0;
+  fo.token_logits = wanted.count("token_logits") > 0;
+  fo.span_logits = wanted.count("start_logits") || wanted.count("end_logits");
   const Outputs out = model.forward(batch, fo);
   Tensors result;
-  const auto scatter = [&](const Matrix& m, const std::string& name) {
-    std::vector<float> full(in.B * in.L * m.cols, 0.0f);
-    for (size_t t = 0; t < m.rows; ++t) std::copy_n(m.row(t), m.cols, full.begin() + static_cast<ptrdiff_t>(where[t] * m.cols));
-    result[name] = {{static_cast<int64_t>(in.B), static_cast<int64_t>(in.L), static_cast<int64_t>(m.cols)}, std::move(full)};
+  const auto B = static_cast<int64_t>(in.B), L = static_cast<int64_t>(in.L);
+  const auto scatter = [&](const float* data, size_t cols, const std::string& name) {
+    std::vector<float> full(in.B * in.L * cols, 0.0f);
+    for (size_t t = 0; t < where.size(); ++t)
+      std::copy_n(data + t * cols, cols, full.begin() + static_cast<ptrdiff_t>(where[t] * cols));
+    std::vector<int64_t> shape{B, L};
+    if (cols > 1 || name.find("hidden") == 0 || name == "logits" || name == "token_logits")
+      shape.push_back(static_cast<int64_t>(cols));
+    result[name] = {shape, std::move(full)};
   };
-  for (size_t i = 0; i < out.hidden_states.size(); ++i) scatter(out.hidden_states[i], "hidden_states_" + std::to_string(i));
-  if (logits) scatter(out.logits, "logits");
-  if (pooler) {
-    Matrix p = out.pooler_output;
-    result["pooler_output"] = {{static_cast<int64_t>(in.B), static_cast<int64_t>(p.cols)}, p.data};
+  for (size_t i = 0; i < out.hidden_states.size(); ++i)
+    scatter(out.hidden_states[i].data.data(), out.hidden_states[i].cols, "hidden_states_" + std::to_string(i));
+  if (fo.logits) scatter(out.logits.data.data(), out.logits.cols, "logits");
+  if (fo.token_logits) scatter(out.token_logits.data.data(), out.token_logits.cols, "token_logits");
+  if (fo.span_logits) {
+    scatter(out.start_logits.data(), 1, "start_logits");
+    scatter(out.end_logits.data(), 1, "end_logits");
   }
+  if (fo.pooler) result["pooler_output"] = {{B, static_cast<int64_t>(out.pooler_output.cols)}, out.pooler_output.data};
+  if (fo.sequence_logits)
+    result["sequence_logits"] = {{B, static_cast<int64_t>(out.sequence_logits.cols)}, out.sequence_logits.data};
   return result;
 }
 
 // The engine's tensor against the reference over the real positions.
 TensorDiff diff(const std::string& name, const std::vector<int64_t>& shape, const std::vector<float>& mine,
                 const std::vector<float>& theirs, const PaddedInput& in, double atol, double rtol) {
-  const bool pooler = name == "pooler_output";
-  const size_t per_token = static_cast<size_t>(pooler ? shape[1] : shape[2]);
+  const bool pooler = per_sequence(name);
+  const size_t per_token = static_cast<size_t>(pooler ? shape[1] : shape.size() > 2 ? shape[2] : 1);
   TensorDiff t;
   t.name = name, t.shape = shape;
   double sum_diff = 0;
@@ -99,8 +145,8 @@ TensorDiff diff(const std::string& name, const std::vector<int64_t>& shape, cons
   for (size_t i = 0; i < theirs.size(); ++i) {
     const size_t token = i / per_token;
     if (!pooler && !in.mask[token]) continue;
-    // HF pools position 0 whatever it holds; in a left-padded row that is padding, which the
-    // engine does not compute (it pools the row's first real token, <s>).
+    // HF pools (and classifies) position 0 whatever it holds; in a left-padded row that is padding,
+    // which the engine does not compute (it reads the row's first real token, <s>).
     if (pooler && !in.mask[token * in.L]) continue;
     const double d = std::abs(static_cast<double>(mine[i]) - theirs[i]);
     const bool finite = std::isfinite(mine[i]) && std::isfinite(theirs[i]);
@@ -113,6 +159,8 @@ TensorDiff diff(const std::string& name, const std::vector<int64_t>& shape, cons
   t.ok = t.failing == 0;
   if (pooler)
     t.worst_at = {worst / per_token, worst % per_token};
+  else if (shape.size() == 2)
+    t.worst_at = {worst / in.L, worst % in.L};
   else
     t.worst_at = {worst / per_token / in.L, worst / per_token % in.L, worst % per_token};
   return t;
@@ -143,16 +191,19 @@ int run_dump(const Args& args) {
   if (std::filesystem::exists(out_dir, ec) && !std::filesystem::is_empty(out_dir, ec) && !args.flag("force"))
     throw Error(out_dir.string() + ": exists and is not empty (use --force)");
   const auto mask_path = args.get("attention-mask");
-  const PaddedInput in = read_inputs(args.require("input-ids"),
-                                     mask_path ? std::optional<std::filesystem::path>(*mask_path) : std::nullopt,
-                                     static_cast<int32_t>(model.config().pad_token_id));
-  const auto outputs = run_padded(model, in, model.has_lm_head(), model.has_pooler());
+  PaddedInput in = read_inputs(args.require("input-ids"),
+                               mask_path ? std::optional<std::filesystem::path>(*mask_path) : std::nullopt,
+                               static_cast<int32_t>(model.config().pad_token_id));
+  if (const auto types = args.get("type-ids")) read_type_ids(in, *types, model.config().type_vocab_size);
+  const auto outputs = run_padded(model, in, outputs_of(model));
   std::filesystem::create_directories(out_dir);
   const std::vector<int64_t> shape{static_cast<int64_t>(in.B), static_cast<int64_t>(in.L)};
   write_npy(out_dir / "input_ids.npy", shape, in.ids);
   write_npy(out_dir / "attention_mask.npy", shape, in.mask);
+  size_t files = outputs.size() + 2;
+  if (!in.type_ids.empty()) write_npy(out_dir / "token_type_ids.npy", shape, in.type_ids), ++files;
   for (const auto& [name, tensor] : outputs) write_npy(out_dir / (name + ".npy"), tensor.first, tensor.second);
-  std::cerr << "wrote " << outputs.size() + 2 << " files to " << out_dir.string() << "\n";
+  std::cerr << "wrote " << files << " files to " << out_dir.string() << "\n";
   return 0;
 }
 
@@ -166,18 +217,25 @@ int run_compare(const Args& args) {
   const Model model = Model::load(model_folder, load_options(args));
   const std::filesystem::path ref = args.require("reference");
   if (!std::filesystem::is_directory(ref)) throw Error(ref.string() + ": reference dump folder not found");
-  const PaddedInput in = read_inputs(ref / "input_ids.npy", ref / "attention_mask.npy",
-                                     static_cast<int32_t>(model.config().pad_token_id));
-  const bool want_logits = std::filesystem::exists(ref / "logits.npy");
-  const bool want_pooler = std::filesystem::exists(ref / "pooler_output.npy");
-  if (want_logits && !model.has_lm_head()) throw Error(ref.string() + ": holds logits but the model has no MLM head");
-  if (want_pooler && !model.has_pooler()) throw Error(ref.string() + ": holds pooler_output but the model has no pooler");
-  const auto outputs = run_padded(model, in, want_logits, want_pooler);
+  PaddedInput in = read_inputs(ref / "input_ids.npy", ref / "attention_mask.npy",
+                               static_cast<int32_t>(model.config().pad_token_id));
+  if (std::filesystem::exists(ref / "token_type_ids.npy"))
+    read_type_ids(in, ref / "token_type_ids.npy", model.config().type_vocab_size);
+  // Every head output the reference holds is compared; the model must have the head.
+  const std::set<std::string> available = outputs_of(model);
+  std::set<std::string> wanted;
+  for (const char* name : kHeadOutputs)
+    if (std::filesystem::exists(ref / (std::string(name) + ".npy"))) {
+      if (!available.count(name))
+        throw Error(ref.string() + ": holds " + name + ".npy but the model has no head that computes it",
+                    ErrorKind::kInvalidModel);
+      wanted.insert(name);
+    }
+  const auto outputs = run_padded(model, in, wanted);
 
   std::vector<std::string> names;
   for (int64_t i = 0; i <= model.config().num_hidden_layers; ++i) names.push_back("hidden_states_" + std::to_string(i));
-  names.push_back("logits");
-  names.push_back("pooler_output");
+  for (const char* name : kHeadOutputs) names.push_back(name);
   std::vector<TensorDiff> tensors;
   for (const std::string& name : names) {
     const auto path = ref / (name + ".npy");
@@ -191,7 +249,9 @@ int run_compare(const Args& args) {
     }
     tensors.push_back(diff(name, shape, mine, r.as_float(), in, atol, rtol));
   }
-  if (tensors.empty()) throw Error(ref.string() + ": no hidden_states_*.npy, logits.npy or pooler_output.npy to compare");
+  if (tensors.empty())
+    throw Error(ref.string() + ": nothing to compare (no hidden_states_*.npy, logits.npy, pooler_output.npy, "
+                               "sequence_logits.npy, token_logits.npy, start_logits.npy or end_logits.npy)");
   const auto first_bad = std::find_if(tensors.begin(), tensors.end(), [](const TensorDiff& t) { return !t.ok; });
   const bool all_ok = first_bad == tensors.end();
   if (plot) {
