@@ -43,7 +43,7 @@ TEST(ThreadPool, SetNumThreadsWhileOtherThreadsUseThePool) {
         ++loops;
       }
     });
-  for (int i = 0; i < 300; ++i) {
+  for (int i = 0; i < 1000; ++i) {
     roberta::set_num_threads(1 + i % 3);
     std::this_thread::yield();
   }

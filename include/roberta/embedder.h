@@ -9,6 +9,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "roberta/model.h"
@@ -58,6 +59,13 @@ struct SentenceTransformerConfig {
   static SentenceTransformerConfig from_dir(const std::filesystem::path& dir);
 };
 
+// One text tokenized for embedding (prompt added, lowercased, truncated): the prepare step.
+struct PreparedText {
+  std::vector<int32_t> ids;
+  size_t pooling_start = 0;  // leading tokens (a prompt) that pooling leaves out
+  bool truncated = false;    // cut to the maximum length
+};
+
 class Embedder {
  public:
   Embedder(Model model, Tokenizer tokenizer, SentenceTransformerConfig config = {});
@@ -69,6 +77,14 @@ class Embedder {
   Matrix operator()(std::span<const std::string> texts, const EmbedOptions& options = {},
                     std::vector<size_t>* truncated = nullptr) const;
 
+  // The same in steps, for a caller that batches texts of several requests (a server):
+  //   PreparedText p = embed.prepare("a text", options);   // throws for this text only
+  //   Matrix rows = embed.run({p, q, ...}, options);        // one forward pass, one row each
+  PreparedText prepare(std::string_view text, const EmbedOptions& options = {}) const;
+  Matrix run(std::span<const PreparedText> texts, const EmbedOptions& options = {}) const;
+  // Every token's last hidden state (TEI's /embed_all): one (tokens, hidden) matrix per text.
+  std::vector<Matrix> run_tokens(std::span<const PreparedText> texts) const;
+
   // Floats per embedding: the last Dense module's output size, else the hidden size.
   size_t dimension() const;
   Pooling default_pooling() const { return config_.pooling; }
@@ -79,8 +95,12 @@ class Embedder {
   const SentenceTransformerConfig& config() const { return config_; }
   const Model& model() const { return model_; }
   const Tokenizer& tokenizer() const { return tokenizer_; }
+  // Tokens per text for these options (max_length, else max_seq_length()).
+  size_t max_tokens(const EmbedOptions& options) const;
 
  private:
+  std::string prompt_for(const EmbedOptions& options) const;
+
   Model model_;
   Tokenizer tokenizer_;
   SentenceTransformerConfig config_;

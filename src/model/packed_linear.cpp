@@ -28,37 +28,27 @@ PackedLinear PackedLinear::join(const std::vector<LinearWeights>& parts, WeightT
   return p;
 }
 
-void PackedLinear::apply(float* y, size_t ldy, const float* x, size_t M, kernels::Activation act) const {
-  std::visit(
-      [&](const auto& w) {
-        if constexpr (!std::is_same_v<std::decay_t<decltype(w)>, std::monostate>)
-          kernels::packed_linear(y, ldy, x, w, bias_.data(), M, act);
+// f(the packed weight) for fp32 or bf16 panels; `empty` for a default-constructed layer.
+template <class F, class R>
+R PackedLinear::visit(F&& f, R empty) const {
+  return std::visit(
+      [&](const auto& w) -> R {
+        if constexpr (std::is_same_v<std::decay_t<decltype(w)>, std::monostate>)
+          return empty;
+        else
+          return f(w);
       },
       weight_);
+}
+
+void PackedLinear::apply(float* y, size_t ldy, const float* x, size_t M, kernels::Activation act) const {
+  visit([&](const auto& w) { return kernels::packed_linear(y, ldy, x, w, bias_.data(), M, act), 0; }, 0);
 }
 
 size_t PackedLinear::out() const { return bias_.size(); }
-
-size_t PackedLinear::in() const {
-  return std::visit(
-      [](const auto& w) -> size_t {
-        if constexpr (std::is_same_v<std::decay_t<decltype(w)>, std::monostate>)
-          return 0;
-        else
-          return w.k();
-      },
-      weight_);
-}
-
+size_t PackedLinear::in() const { return visit([](const auto& w) { return w.k(); }, size_t{0}); }
 size_t PackedLinear::bytes() const {
-  return std::visit(
-      [](const auto& w) -> size_t {
-        if constexpr (std::is_same_v<std::decay_t<decltype(w)>, std::monostate>)
-          return 0;
-        else
-          return w.bytes();
-      },
-      weight_);
+  return visit([](const auto& w) { return w.bytes(); }, size_t{0}) + bias_.size() * sizeof(float);
 }
 
 }  // namespace roberta

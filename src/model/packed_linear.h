@@ -33,9 +33,12 @@ class PackedLinear {
              kernels::Activation act = kernels::Activation::kLinear) const;
   size_t out() const;
   size_t in() const;
-  size_t bytes() const;  // the packed panels
+  size_t bytes() const;  // the packed panels and the bias
 
  private:
+  template <class F, class R>
+  R visit(F&& f, R empty) const;
+
   std::variant<std::monostate, kernels::PackedWeight, kernels::PackedWeightBf16> weight_;
   std::vector<float> bias_;  // (out)
 };

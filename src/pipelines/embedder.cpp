@@ -191,108 +191,139 @@ size_t Embedder::max_seq_length() const {
   return config_.max_seq_length ? std::min(config_.max_seq_length, model_max) : model_max;
 }
 
-Matrix Embedder::operator()(std::span<const std::string> texts, const EmbedOptions& options,
-                            std::vector<size_t>* truncated) const {
+std::string Embedder::prompt_for(const EmbedOptions& options) const {
+  // As sentence-transformers' encode picks it: prompt, else prompt_name, else the default.
+  if (options.prompt) return *options.prompt;
+  if (!options.prompt_name && config_.default_prompt_name.empty()) return "";
+  const std::string name = options.prompt_name.value_or(config_.default_prompt_name);
+  const auto it = config_.prompts.find(name);
+  if (it == config_.prompts.end()) {
+    std::string known;
+    for (const auto& [n, _] : config_.prompts) known += (known.empty() ? "" : ", ") + n;
+    throw Error("prompt name \"" + name + "\" is not one of the model's prompts (" + (known.empty() ? "none" : known) +
+                ")");
+  }
+  return it->second;
+}
+
+size_t Embedder::max_tokens(const EmbedOptions& options) const {
+  const auto model_max = static_cast<size_t>(model_.config().max_sequence_length());
+  return options.max_length ? std::min(options.max_length, model_max) : max_seq_length();
+}
+
+PreparedText Embedder::prepare(std::string_view text, const EmbedOptions& options) const {
+  const std::string prompt = prompt_for(options);
+  PreparedText p;
+  // Tokens of the prompt that pooling leaves out (include_prompt false): sentence-transformers
+  // counts the prompt's tokenization minus its final </s>, so <s> is left out too.
+  if (!prompt.empty() && !config_.include_prompt)
+    p.pooling_start = tokenizer_.encode(config_.do_lower_case ? lowercase(prompt) : prompt).size() - 1;
+  std::string full = prompt;
+  full += text;
+  Encoding e = tokenizer_.encode(config_.do_lower_case ? lowercase(full) : full);
+  const size_t max_len = max_tokens(options);
+  if (e.size() > max_len) {
+    if (!options.truncate)
+      throw Error(std::to_string(e.size()) + " tokens, more than the " + std::to_string(max_len) + " allowed");
+    e.ids.resize(max_len - 1);
+    e.ids.push_back(tokenizer_.eos_id());
+    p.truncated = true;
+  }
+  p.ids = std::move(e.ids);
+  return p;
+}
+
+Matrix Embedder::run(std::span<const PreparedText> texts, const EmbedOptions& options) const {
   const Pooling pooling = options.pooling.value_or(config_.pooling);
   const bool normalize = options.normalize.value_or(config_.normalize);
   if (pooling == Pooling::kPooler && !model_.has_pooler())
-    throw Error(model_.dir().string() + ": the model has no pooler (pooler.dense.*), so --pooling pooler is unavailable");
-  const size_t model_max = static_cast<size_t>(model_.config().max_sequence_length());
-  const size_t max_len = options.max_length ? std::min(options.max_length, model_max) : max_seq_length();
+    throw Error(model_.dir().string() + ": the model has no pooler (pooler.dense.*), so --pooling pooler is unavailable",
+                ErrorKind::kInvalidModel);
   const size_t H = static_cast<size_t>(model_.config().hidden_size);
-
-  // The prompt, as sentence-transformers' encode picks it: prompt, else prompt_name, else the default.
-  std::string prompt;
-  if (options.prompt) {
-    prompt = *options.prompt;
-  } else if (options.prompt_name || !config_.default_prompt_name.empty()) {
-    const std::string name = options.prompt_name.value_or(config_.default_prompt_name);
-    const auto it = config_.prompts.find(name);
-    if (it == config_.prompts.end()) {
-      std::string known;
-      for (const auto& [n, _] : config_.prompts) known += (known.empty() ? "" : ", ") + n;
-      throw Error("prompt name \"" + name + "\" is not one of the model's prompts (" + (known.empty() ? "none" : known) + ")");
+  Batch batch;
+  for (const PreparedText& t : texts) batch.add_sequence(t.ids);
+  ForwardOptions fo;
+  fo.pooler = pooling == Pooling::kPooler;
+  const Outputs out = model_.forward(batch, fo);
+  Matrix result(texts.size(), dimension());
+  std::vector<float> v(H);
+  for (size_t b = 0; b < texts.size(); ++b) {
+    const size_t t0 = batch.offsets[b], t1 = batch.offsets[b + 1];
+    // Pooling over the tokens after the prompt (all of them when include_prompt); at least one.
+    const size_t p0 = std::min(t0 + texts[b].pooling_start, t1 - 1);
+    v.assign(H, 0.0f);
+    switch (pooling) {
+      case Pooling::kCls:
+        std::copy_n(out.last_hidden_state.row(t0), H, v.data());
+        break;
+      case Pooling::kPooler:
+        std::copy_n(out.pooler_output.row(b), H, v.data());
+        break;
+      case Pooling::kMean: {
+        std::vector<double> sum(H, 0.0);
+        for (size_t t = p0; t < t1; ++t)
+          for (size_t h = 0; h < H; ++h) sum[h] += out.last_hidden_state.row(t)[h];
+        for (size_t h = 0; h < H; ++h) v[h] = static_cast<float>(sum[h] / static_cast<double>(t1 - p0));
+        break;
+      }
+      case Pooling::kMax:
+        std::copy_n(out.last_hidden_state.row(p0), H, v.data());
+        for (size_t t = p0 + 1; t < t1; ++t)
+          for (size_t h = 0; h < H; ++h) v[h] = std::max(v[h], out.last_hidden_state.row(t)[h]);
+        break;
     }
-    prompt = it->second;
+    for (const DenseLayer& d : config_.dense) v = dense_forward(d, v);
+    if (normalize) {
+      double norm = 0;
+      for (float x : v) norm += static_cast<double>(x) * x;
+      const float inv = static_cast<float>(1.0 / std::max(std::sqrt(norm), 1e-12));
+      for (float& x : v) x *= inv;
+    }
+    std::copy_n(v.data(), v.size(), result.row(b));
+    v.resize(H);
   }
-  // Tokens of the prompt that pooling leaves out (include_prompt false): sentence-transformers
-  // counts the prompt's tokenization minus its final </s>, so <s> is left out too.
-  size_t skip = 0;
-  if (!prompt.empty() && !config_.include_prompt)
-    skip = tokenizer_.encode(config_.do_lower_case ? lowercase(prompt) : prompt).size() - 1;
+  return result;
+}
 
-  std::vector<std::vector<int32_t>> ids(texts.size());
+std::vector<Matrix> Embedder::run_tokens(std::span<const PreparedText> texts) const {
+  Batch batch;
+  for (const PreparedText& t : texts) batch.add_sequence(t.ids);
+  const Outputs out = model_.forward(batch);
+  const size_t H = out.last_hidden_state.cols;
+  std::vector<Matrix> result;
+  for (size_t b = 0; b < texts.size(); ++b) {
+    Matrix m(batch.offsets[b + 1] - batch.offsets[b], H);
+    std::copy_n(out.last_hidden_state.row(batch.offsets[b]), m.rows * H, m.data.data());
+    result.push_back(std::move(m));
+  }
+  return result;
+}
+
+Matrix Embedder::operator()(std::span<const std::string> texts, const EmbedOptions& options,
+                            std::vector<size_t>* truncated) const {
+  std::vector<PreparedText> prepared(texts.size());
   for (size_t i = 0; i < texts.size(); ++i) {
-    Encoding e;
     try {
-      const std::string text = prompt + texts[i];
-      e = config_.do_lower_case ? tokenizer_.encode(lowercase(text)) : tokenizer_.encode(text);
+      prepared[i] = prepare(texts[i], options);
     } catch (const Error& err) {
       throw Error(options.input_label + " " + std::to_string(options.first_index + i) + ": " + err.what(), err.kind());
     }
-    if (e.size() > max_len) {
-      if (!options.truncate)
-        throw Error(options.input_label + " " + std::to_string(options.first_index + i) + ": " +
-                    std::to_string(e.size()) + " tokens, more than the " +
-                    std::to_string(max_len) + " allowed");
-      e.ids.resize(max_len - 1);
-      e.ids.push_back(tokenizer_.eos_id());
-      if (truncated) truncated->push_back(i);
-    }
-    ids[i] = std::move(e.ids);
+    if (prepared[i].truncated && truncated) truncated->push_back(i);
   }
   // Longest first, so that batches hold texts of similar length.
   std::vector<size_t> order(texts.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ids[a].size() > ids[b].size(); });
-
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return prepared[a].ids.size() > prepared[b].ids.size(); });
   Matrix result(texts.size(), dimension());
-  std::vector<float> pooled(H);
   const size_t batch_size = std::max<size_t>(1, options.batch_size);
+  std::vector<PreparedText> batch;
   for (size_t start = 0; start < order.size(); start += batch_size) {
     const size_t end = std::min(order.size(), start + batch_size);
-    Batch batch;
-    for (size_t i = start; i < end; ++i) batch.add_sequence(ids[order[i]]);
-    ForwardOptions fo;
-    fo.pooler = pooling == Pooling::kPooler;
-    const Outputs out = model_.forward(batch, fo);
-    for (size_t i = start; i < end; ++i) {
-      const size_t b = i - start;
-      float* dst = pooled.data();
-      const size_t t0 = batch.offsets[b], t1 = batch.offsets[b + 1];
-      // Pooling over the tokens after the prompt (all of them when include_prompt); at least one.
-      const size_t p0 = std::min(t0 + skip, t1 - 1);
-      switch (pooling) {
-        case Pooling::kCls:
-          std::copy_n(out.last_hidden_state.row(t0), H, dst);
-          break;
-        case Pooling::kPooler:
-          std::copy_n(out.pooler_output.row(b), H, dst);
-          break;
-        case Pooling::kMean: {
-          std::vector<double> sum(H, 0.0);
-          for (size_t t = p0; t < t1; ++t)
-            for (size_t h = 0; h < H; ++h) sum[h] += out.last_hidden_state.row(t)[h];
-          for (size_t h = 0; h < H; ++h) dst[h] = static_cast<float>(sum[h] / static_cast<double>(t1 - p0));
-          break;
-        }
-        case Pooling::kMax:
-          std::copy_n(out.last_hidden_state.row(p0), H, dst);
-          for (size_t t = p0 + 1; t < t1; ++t)
-            for (size_t h = 0; h < H; ++h) dst[h] = std::max(dst[h], out.last_hidden_state.row(t)[h]);
-          break;
-      }
-      std::vector<float> v = pooled;
-      for (const DenseLayer& d : config_.dense) v = dense_forward(d, v);
-      const size_t D = v.size();
-      if (normalize) {
-        double norm = 0;
-        for (size_t h = 0; h < D; ++h) norm += static_cast<double>(v[h]) * v[h];
-        const float inv = static_cast<float>(1.0 / std::max(std::sqrt(norm), 1e-12));
-        for (size_t h = 0; h < D; ++h) v[h] *= inv;
-      }
-      std::copy_n(v.data(), D, result.row(order[i]));
-    }
+    batch.clear();
+    for (size_t i = start; i < end; ++i) batch.push_back(std::move(prepared[order[i]]));
+    const Matrix rows = run(batch, options);
+    for (size_t i = start; i < end; ++i) std::copy_n(rows.row(i - start), rows.cols, result.row(order[i]));
   }
   return result;
 }

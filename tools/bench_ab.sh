@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Two builds of `roberta` on the same workloads, interleaved (A, B, A, B, ...), medians of the
+# per-round medians, and B's speed relative to A's: for checking that a change is not slower.
+# Usage: bash tools/bench_ab.sh BIN_A BIN_B MODEL [ROUNDS=3] [THREADS=2]
+#   W1 batch 1 x 16, W3 batch 8 x 128, W5 batch 32 with lengths uniform 8..128 (seed 0)
+set -euo pipefail
+a=$1 b=$2 model=$3 rounds=${4:-3} threads=${5:-2}
+declare -A args=([W1]="--batch 1 --seq 16 --runs 20" [W3]="--batch 8 --seq 128 --runs 5"
+                 [W5]="--batch 32 --lengths uniform:8:128 --seed 0 --runs 5")
+lscpu | sed -n 's/^Model name: *//p'
+uptime
+tmp=$(mktemp -d)
+for r in $(seq "$rounds"); do
+  for w in W1 W3 W5; do
+    for side in a b; do
+      bin=${!side}
+      # shellcheck disable=SC2086
+      "$bin" bench --model "$model" --threads "$threads" ${args[$w]} --json |
+        /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["median_ms"])' >> "$tmp/$w.$side"
+    done
+  done
+done
+/usr/bin/python3 - "$tmp" <<'PY'
+import statistics, sys
+d = sys.argv[1]
+print(f"{'workload':8} {'A ms':>9} {'B ms':>9} {'B vs A':>8}")
+for w in ("W1", "W3", "W5"):
+    a = statistics.median(float(x) for x in open(f"{d}/{w}.a"))
+    b = statistics.median(float(x) for x in open(f"{d}/{w}.b"))
+    print(f"{w:8} {a:9.2f} {b:9.2f} {a / b:7.3f}x")
+PY
+rm -rf "$tmp"
