@@ -1,14 +1,20 @@
 #!/usr/bin/python3
-"""Run RobertaForMaskedLM in PyTorch with Hugging Face's semantics and dump every output as .npy.
+"""Run a RoBERTa checkpoint in PyTorch with Hugging Face's semantics and dump every output as .npy.
 
 Usage:
   /usr/bin/python3 tools/dump_reference.py --model DIR --ids IDS.json --out DUMP [--padding right|left]
   /usr/bin/python3 tools/dump_reference.py --model DIR --ids-npy IDS.npy [--mask-npy MASK.npy] --out DUMP
   /usr/bin/python3 tools/dump_reference.py --model DIR --text-file TEXTS.txt --out DUMP
+  any of them with --type-ids TYPES.npy (int64 [B,L], in the padded layout) for token type ids
 
 Writes input_ids.npy and attention_mask.npy (int64 [B,L]), hidden_states_0.npy (embedding output)
 ... hidden_states_N.npy (float32 [B,L,H]), logits.npy (float32 [B,L,V]) when the model has an LM
-head, pooler_output.npy (float32 [B,H]) when it has a pooler, and meta.json.
+head, pooler_output.npy (float32 [B,H]) when it has a pooler, and meta.json. With those heads:
+sequence_logits.npy (float32 [B,labels]), token_logits.npy (float32 [B,L,labels]),
+start_logits.npy and end_logits.npy (float32 [B,L]); with --type-ids, token_type_ids.npy (int64
+[B,L]); for roberta-prelayernorm, last_hidden_state.npy (float32 [B,L,H], the final LayerNorm of
+hidden_states_N); for a sentence-transformers folder (modules.json), sentence_embedding.npy
+(float32 [B,D]). See roberta_ref/reference.py for the model kinds covered.
 The forward pass is written here from the math with torch.nn.functional (independent of the C++
 engine): word + position + token-type embeddings and LayerNorm, post-LN blocks with scaled
 dot-product attention and the extended attention mask (1 - mask) * finfo.min, the activation named
@@ -23,7 +29,7 @@ import sys
 import numpy as np
 import torch
 
-from roberta_ref.reference import Weights, forward
+from roberta_ref.reference import Weights, forward, sentence_embedding
 from roberta_ref.safetensors_io import load_hf_state_dict
 
 
@@ -35,6 +41,7 @@ def main():
     src.add_argument("--ids-npy")
     src.add_argument("--text-file", help="one text per line, tokenized with the model's tokenizer")
     ap.add_argument("--mask-npy")
+    ap.add_argument("--type-ids", help="token type ids, int64 [B,L] .npy in the padded layout")
     ap.add_argument("--padding", choices=["right", "left"], default="right")
     ap.add_argument("--out", required=True)
     ap.add_argument("--no-logits", action="store_true")
@@ -66,7 +73,14 @@ def main():
     if os.path.exists(args.out) and os.listdir(args.out) and not args.force:
         sys.exit(f"error: {args.out} exists and is not empty (use --force)")
     os.makedirs(args.out, exist_ok=True)
-    out = forward(cfg, Weights(load_hf_state_dict(args.model)), ids, mask)
+    type_ids = None
+    if args.type_ids:
+        type_ids = torch.from_numpy(np.load(args.type_ids)).long()
+        if type_ids.shape != ids.shape:
+            sys.exit(f"error: --type-ids shape {tuple(type_ids.shape)} is not the inputs' {tuple(ids.shape)}")
+        if int(type_ids.min()) < 0 or int(type_ids.max()) >= cfg.get("type_vocab_size", 2):
+            sys.exit(f"error: --type-ids values must be in [0, type_vocab_size = {cfg.get('type_vocab_size', 2)})")
+    out = forward(cfg, Weights(load_hf_state_dict(args.model)), ids, mask, token_type_ids=type_ids)
     np.save(os.path.join(args.out, "input_ids.npy"), ids.numpy().astype(np.int64))
     np.save(os.path.join(args.out, "attention_mask.npy"), mask.numpy().astype(np.int64))
     for i, h in enumerate(out["hidden"]):
@@ -75,6 +89,16 @@ def main():
         np.save(os.path.join(args.out, "logits.npy"), out["logits"].numpy().astype(np.float32))
     if "pooler" in out:
         np.save(os.path.join(args.out, "pooler_output.npy"), out["pooler"].numpy().astype(np.float32))
+    for key in ("sequence_logits", "token_logits", "start_logits", "end_logits"):
+        if key in out:
+            np.save(os.path.join(args.out, f"{key}.npy"), out[key].numpy().astype(np.float32))
+    if type_ids is not None:
+        np.save(os.path.join(args.out, "token_type_ids.npy"), type_ids.numpy().astype(np.int64))
+    if cfg.get("model_type") == "roberta-prelayernorm":
+        np.save(os.path.join(args.out, "last_hidden_state.npy"), out["last_hidden_state"].numpy().astype(np.float32))
+    emb = sentence_embedding(args.model, out["last_hidden_state"], mask)
+    if emb is not None:
+        np.save(os.path.join(args.out, "sentence_embedding.npy"), emb.numpy().astype(np.float32))
     with open(os.path.join(args.out, "meta.json"), "w") as f:
         json.dump({"model": os.path.abspath(args.model), "num_layers": cfg["num_hidden_layers"],
                    "padding": args.padding, "torch": torch.__version__}, f, indent=2)

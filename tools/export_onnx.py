@@ -23,7 +23,7 @@ class Encoder(torch.nn.Module):
         self.w = Weights(load_hf_state_dict(model_dir))
 
     def forward(self, input_ids, attention_mask):
-        return forward(self.cfg, self.w, input_ids, attention_mask, heads=False)["hidden"][-1]
+        return forward(self.cfg, self.w, input_ids, attention_mask, heads=False)["last_hidden_state"]
 
 
 def main():
