@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "roberta/error.h"
+#include "util/files.h"
 
 namespace roberta {
 
@@ -235,15 +236,7 @@ WeightStore WeightStore::open_dir(const std::filesystem::path& dir) {
   if (std::filesystem::exists(dir / "model.safetensors", ec)) return open_file(dir / "model.safetensors");
   const auto index_path = dir / "model.safetensors.index.json";
   if (std::filesystem::exists(index_path, ec)) {
-    std::ifstream in(index_path, std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    json index;
-    try {
-      index = json::parse(ss.str());
-    } catch (const json::exception& e) {
-      throw ModelError(index_path.string() + ": invalid JSON: " + e.what());
-    }
+    const json index = util::read_json_file(index_path);
     if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
       throw ModelError(index_path.string() + ": missing object \"weight_map\"");
     std::set<std::string> shards;
