@@ -16,10 +16,11 @@ constexpr size_t kPanelColumns = 32;
 // Rows go in chunks of 16 blocks; within a chunk each panel is walked from start to end, so a
 // thread streams its weights in one sequential pass (which the prefetches run ahead of) while the
 // chunk of x stays in cache, and each k slice of the panel is reused by all the chunk's blocks.
+// `panel_columns`: the width of a panel (32 for fp32 and bf16, 64 for int8).
 template <typename Block, typename Finish>
 void for_each_block(size_t M, size_t N, size_t depth, size_t slice, size_t block_rows, const Block& block,
-                    const Finish& finish) {
-  const size_t P = (N + kPanelColumns - 1) / kPanelColumns;
+                    const Finish& finish, size_t panel_columns = kPanelColumns) {
+  const size_t P = (N + panel_columns - 1) / panel_columns;
   const size_t chunk = block_rows * 16;
   const std::shared_ptr<ThreadPool> pool_ref = ThreadPool::global();
   ThreadPool& pool = *pool_ref;
@@ -34,7 +35,7 @@ void for_each_block(size_t M, size_t N, size_t depth, size_t slice, size_t block
           const size_t k1 = std::min(depth, k0 + slice);
           for (size_t r = m0; r < m1; r += block_rows) block(r, std::min(block_rows, m1 - r), p, k0, k1);
         }
-      finish(m0, m1, p0 * kPanelColumns, std::min(N, p1 * kPanelColumns));
+      finish(m0, m1, p0 * panel_columns, std::min(N, p1 * panel_columns));
     }
   });
 }

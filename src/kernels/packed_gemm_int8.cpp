@@ -56,17 +56,18 @@ using Int8BlockFn = void (*)(const uint32_t* xq, size_t ldq, size_t rows, const 
                              const int32_t* offset, const float* x_scale, const float* w_scale, const float* bias,
                              bool first, float* y, size_t ldy, size_t cols);
 
-constexpr size_t kMaxRows = 12;
+constexpr size_t kMaxRows = 6;
+constexpr size_t kCols = PackedWeightInt8::kPanel;
 
 void int8_block_portable(const uint32_t* xq, size_t ldq, size_t rows, const int8_t* panel, size_t q0, size_t q1,
                          const int32_t* offset, const float* x_scale, const float* w_scale, const float* bias,
                          bool first, float* y, size_t ldy, size_t cols) {
-  int32_t acc[kMaxRows][kPanelColumns] = {};
+  int32_t acc[kMaxRows][kCols] = {};
   for (size_t q = q0; q < q1; ++q) {
-    const int8_t* b = panel + q * kPanelColumns * 4;
+    const int8_t* b = panel + q * kCols * 4;
     for (size_t r = 0; r < rows; ++r) {
       const uint32_t a = xq[r * ldq + q];
-      for (size_t j = 0; j < kPanelColumns; ++j)
+      for (size_t j = 0; j < kCols; ++j)
         for (size_t i = 0; i < 4; ++i) acc[r][j] += static_cast<int32_t>((a >> (8 * i)) & 0xFF) * b[j * 4 + i];
     }
   }
@@ -100,49 +101,52 @@ template <size_t MR>
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void int8_block_vnni(
     const uint32_t* xq, size_t ldq, size_t rows, const int8_t* panel, size_t q0, size_t q1, const int32_t* offset,
     const float* x_scale, const float* w_scale, const float* bias, bool first, float* y, size_t ldy, size_t cols) {
-  __m512i c0[MR], c1[MR];
-  for (size_t r = 0; r < MR; ++r) c0[r] = c1[r] = _mm512_setzero_si512();
+  __m512i c[MR][4];
+  for (size_t r = 0; r < MR; ++r)
+    for (size_t i = 0; i < 4; ++i) c[r][i] = _mm512_setzero_si512();
   if (rows == MR) {
     const uint32_t* a = xq + q0;
     for (size_t q = q0; q < q1; ++q, ++a) {
-      const int8_t* b = panel + q * 128;
-      _mm_prefetch(reinterpret_cast<const char*>(b) + 48 * 128, _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(b) + 48 * 128 + 64, _MM_HINT_T0);
-      const __m512i b0 = _mm512_load_si512(b), b1 = _mm512_load_si512(b + 64);
-#pragma GCC unroll 16
+      const int8_t* b = panel + q * 256;
+      for (size_t i = 0; i < 4; ++i) _mm_prefetch(reinterpret_cast<const char*>(b) + 24 * 256 + 64 * i, _MM_HINT_T0);
+      const __m512i b0 = _mm512_load_si512(b), b1 = _mm512_load_si512(b + 64), b2 = _mm512_load_si512(b + 128),
+                    b3 = _mm512_load_si512(b + 192);
+#pragma GCC unroll 8
       for (size_t r = 0; r < MR; ++r) {
         const __m512i av = _mm512_set1_epi32(static_cast<int>(a[r * ldq]));
-        c0[r] = _mm512_dpbusd_epi32(c0[r], av, b0);
-        c1[r] = _mm512_dpbusd_epi32(c1[r], av, b1);
+        c[r][0] = _mm512_dpbusd_epi32(c[r][0], av, b0);
+        c[r][1] = _mm512_dpbusd_epi32(c[r][1], av, b1);
+        c[r][2] = _mm512_dpbusd_epi32(c[r][2], av, b2);
+        c[r][3] = _mm512_dpbusd_epi32(c[r][3], av, b3);
       }
     }
   } else {
     for (size_t q = q0; q < q1; ++q) {
-      const __m512i b0 = _mm512_load_si512(panel + q * 128), b1 = _mm512_load_si512(panel + q * 128 + 64);
+      const int8_t* b = panel + q * 256;
+      const __m512i b0 = _mm512_load_si512(b), b1 = _mm512_load_si512(b + 64), b2 = _mm512_load_si512(b + 128),
+                    b3 = _mm512_load_si512(b + 192);
       for (size_t r = 0; r < rows; ++r) {
         const __m512i av = _mm512_set1_epi32(static_cast<int>(xq[r * ldq + q]));
-        c0[r] = _mm512_dpbusd_epi32(c0[r], av, b0);
-        c1[r] = _mm512_dpbusd_epi32(c1[r], av, b1);
+        c[r][0] = _mm512_dpbusd_epi32(c[r][0], av, b0);
+        c[r][1] = _mm512_dpbusd_epi32(c[r][1], av, b1);
+        c[r][2] = _mm512_dpbusd_epi32(c[r][2], av, b2);
+        c[r][3] = _mm512_dpbusd_epi32(c[r][3], av, b3);
       }
     }
   }
-  const __mmask16 m0 = cols >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << cols) - 1);
-  const __mmask16 m1 = cols <= 16 ? 0 : cols >= 32 ? 0xFFFF : static_cast<__mmask16>((1u << (cols - 16)) - 1);
-  const __m512i o0 = _mm512_maskz_loadu_epi32(m0, offset), o1 = _mm512_maskz_loadu_epi32(m1, offset + 16);
-  const __m512 s0 = _mm512_maskz_loadu_ps(m0, w_scale), s1 = _mm512_maskz_loadu_ps(m1, w_scale + 16);
-  const __m512 b0 = bias ? _mm512_maskz_loadu_ps(m0, bias) : _mm512_setzero_ps();
-  const __m512 b1 = bias ? _mm512_maskz_loadu_ps(m1, bias + 16) : _mm512_setzero_ps();
-  for (size_t r = 0; r < rows; ++r) {
-    const __m512 xs = _mm512_set1_ps(x_scale[r]);
-    __m512 v0 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(c0[r], o0)), _mm512_mul_ps(xs, s0));
-    __m512 v1 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(c1[r], o1)), _mm512_mul_ps(xs, s1));
-    if (!first) {
-      v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, y + r * ldy));
-      v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, y + r * ldy + 16));
+  for (size_t i = 0; i < 4; ++i) {
+    const size_t c0 = 16 * i;
+    const __mmask16 m = cols <= c0 ? 0 : cols >= c0 + 16 ? 0xFFFF : static_cast<__mmask16>((1u << (cols - c0)) - 1);
+    if (!m) break;
+    const __m512i o = _mm512_maskz_loadu_epi32(m, offset + c0);
+    const __m512 s = _mm512_maskz_loadu_ps(m, w_scale + c0);
+    const __m512 bv = bias ? _mm512_maskz_loadu_ps(m, bias + c0) : _mm512_setzero_ps();
+    for (size_t r = 0; r < rows; ++r) {
+      __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(c[r][i], o)), _mm512_mul_ps(_mm512_set1_ps(x_scale[r]), s));
+      if (!first) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, y + r * ldy + c0));
+      if (bias) v = _mm512_add_ps(v, bv);
+      _mm512_mask_storeu_ps(y + r * ldy + c0, m, v);
     }
-    if (bias) v0 = _mm512_add_ps(v0, b0), v1 = _mm512_add_ps(v1, b1);
-    _mm512_mask_storeu_ps(y + r * ldy, m0, v0);
-    _mm512_mask_storeu_ps(y + r * ldy + 16, m1, v1);
   }
 }
 
@@ -235,14 +239,15 @@ void packed_linear(float* y, size_t ldy, const float* x, const PackedWeightInt8&
   for_each_block(
       M, N, Q, PackedWeightInt8::kSliceQuads, kMaxRows,
       [&](size_t r, size_t rows, size_t p, size_t q0, size_t q1) {
-        const size_t col = p * kPanelColumns;
+        const size_t col = p * kCols;
         kern.fn(xp + r * Q, Q, rows, w.panel(p), q0, q1, w.offsets(q0 / PackedWeightInt8::kSliceQuads, p), sp + r,
                 w.scales() + col, bias && q1 == Q ? bias + col : nullptr, q0 == 0, y + r * ldy + col, ldy,
-                std::min(kPanelColumns, N - col));
+                std::min(kCols, N - col));
       },
       [&](size_t m0, size_t m1, size_t c0, size_t c1) {
         if (act != Activation::kLinear) activation_rows(y + m0 * ldy + c0, ldy, m1 - m0, c1 - c0, act);
-      });
+      },
+      kCols);
 }
 
 }  // namespace roberta::kernels

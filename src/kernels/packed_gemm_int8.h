@@ -6,8 +6,9 @@
 //   the unsigned bytes that VNNI's vpdpbusd multiplies with signed weight bytes;
 // - products are summed in int32, the offset removed (128 · the column sums, precomputed per k
 //   slice), and the epilogue dequantizes: y = x_scale[m] · scale[n] · sum + bias[n].
-// Layout for vpdpbusd: panel p, k-quad q holds (W[p*32 + j][4q .. 4q+3]) at [p][q][j][0..3]; k is
-// padded with zeros to a multiple of 4. AVX512-VNNI where the CPU has it, portable code otherwise.
+// Layout for vpdpbusd: panel p, k-quad q holds (W[p*64 + j][4q .. 4q+3]) at [p][q][j][0..3]; k is
+// padded with zeros to a multiple of 4. Panels are 64 columns wide (4 zmm), so that one broadcast
+// of an input quad feeds 4 products. AVX512-VNNI where the CPU has it, portable code otherwise.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -19,8 +20,8 @@ namespace roberta::kernels {
 
 class PackedWeightInt8 {
  public:
-  static constexpr size_t kPanel = 32;
-  static constexpr size_t kSliceQuads = 256;  // k quads per pass: a panel slice is 32 KB
+  static constexpr size_t kPanel = 64;
+  static constexpr size_t kSliceQuads = 128;  // k quads per pass: a panel slice is 32 KB
 
   PackedWeightInt8() = default;
   PackedWeightInt8(const float* w, size_t n, size_t k);  // w is (n, k) row-major
@@ -31,7 +32,7 @@ class PackedWeightInt8 {
   size_t panels() const { return (n_ + kPanel - 1) / kPanel; }
   const int8_t* panel(size_t p) const { return data_.get() + p * k_quads() * kPanel * 4; }
   const float* scales() const { return scales_.data(); }  // (n)
-  // 128 · sum of the weight bytes of column j of panel p over k slice s: (slices, panels, 32).
+  // 128 · sum of the weight bytes of column j of panel p over k slice s: (slices, panels, 64).
   const int32_t* offsets(size_t slice, size_t p) const {
     return offsets_.data() + (slice * panels() + p) * kPanel;
   }
