@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <random>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -418,3 +420,195 @@ TEST(QuestionAnswerer, Errors) {
 }
 
 }  // namespace
+
+// ---- run(): the whole pipeline on small random-weight checkpoints with each head
+
+namespace {
+
+struct Tensor {
+  std::string name;
+  std::vector<int64_t> shape;
+};
+
+// A tiny RoBERTa (H=8, 1 layer, 64 positions) with random weights and the given head, written as
+// config.json + model.safetensors, with the roberta-base tokenizer beside it.
+void write_random_model(const std::filesystem::path& dir, const std::string& head, const std::vector<std::string>& labels) {
+  const int64_t V = 50265, H = 8, I = 16, P = 66, N = static_cast<int64_t>(labels.size());
+  std::vector<Tensor> tensors = {{"roberta.embeddings.word_embeddings.weight", {V, H}},
+                                 {"roberta.embeddings.position_embeddings.weight", {P, H}},
+                                 {"roberta.embeddings.token_type_embeddings.weight", {1, H}},
+                                 {"roberta.embeddings.LayerNorm.weight", {H}},
+                                 {"roberta.embeddings.LayerNorm.bias", {H}}};
+  const std::string l = "roberta.encoder.layer.0.";
+  for (const char* m : {"attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense"}) {
+    tensors.push_back({l + m + ".weight", {H, H}});
+    tensors.push_back({l + m + ".bias", {H}});
+  }
+  tensors.push_back({l + "intermediate.dense.weight", {I, H}});
+  tensors.push_back({l + "intermediate.dense.bias", {I}});
+  tensors.push_back({l + "output.dense.weight", {H, I}});
+  tensors.push_back({l + "output.dense.bias", {H}});
+  for (const char* n : {"attention.output.LayerNorm", "output.LayerNorm"}) {
+    tensors.push_back({l + n + ".weight", {H}});
+    tensors.push_back({l + n + ".bias", {H}});
+  }
+  std::string arch;
+  if (head == "sequence") {
+    tensors.push_back({"classifier.dense.weight", {H, H}});
+    tensors.push_back({"classifier.dense.bias", {H}});
+    tensors.push_back({"classifier.out_proj.weight", {N, H}});
+    tensors.push_back({"classifier.out_proj.bias", {N}});
+    arch = "RobertaForSequenceClassification";
+  } else if (head == "token") {
+    tensors.push_back({"classifier.weight", {N, H}});
+    tensors.push_back({"classifier.bias", {N}});
+    arch = "RobertaForTokenClassification";
+  } else {
+    tensors.push_back({"qa_outputs.weight", {2, H}});
+    tensors.push_back({"qa_outputs.bias", {2}});
+    arch = "RobertaForQuestionAnswering";
+  }
+  std::mt19937 gen(7);
+  std::normal_distribution<float> normal(0.0f, 0.5f);
+  json header = json::object();
+  std::string data;
+  for (const Tensor& t : tensors) {
+    int64_t n = 1;
+    for (int64_t d : t.shape) n *= d;
+    const bool norm_weight = t.name.find("LayerNorm.weight") != std::string::npos;
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) x = norm_weight ? 1.0f + 0.1f * normal(gen) : normal(gen);
+    header[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {data.size(), data.size() + v.size() * 4}}};
+    data.append(reinterpret_cast<const char*>(v.data()), v.size() * 4);
+  }
+  std::string h = header.dump();
+  while (h.size() % 8) h += ' ';
+  std::string file(8, '\0');
+  uint64_t len = h.size();
+  for (int i = 0; i < 8; ++i) file[static_cast<size_t>(i)] = static_cast<char>((len >> (8 * i)) & 0xFF);
+  test::write_text(dir / "model.safetensors", file + h + data);
+  json config = {{"model_type", "roberta"}, {"architectures", {arch}}, {"vocab_size", V}, {"hidden_size", H},
+                 {"num_hidden_layers", 1}, {"num_attention_heads", 2}, {"intermediate_size", I},
+                 {"max_position_embeddings", P}, {"type_vocab_size", 1}, {"pad_token_id", 1},
+                 {"layer_norm_eps", 1e-5}, {"hidden_act", "gelu"}};
+  json id2label = json::object();
+  for (size_t i = 0; i < labels.size(); ++i) id2label[std::to_string(i)] = labels[i];
+  config["id2label"] = id2label;
+  test::write_text(dir / "config.json", config.dump());
+  std::filesystem::copy_file(std::filesystem::path(kTokenizerDir) / "tokenizer.json", dir / "tokenizer.json");
+}
+
+}  // namespace
+
+TEST(PipelinesRun, SequenceHeads) {
+  test::TempDir dir;
+  write_random_model(dir.path(), "sequence", {"CONTRADICTION", "NEUTRAL", "ENTAILMENT"});
+  const TextClassifier tc = TextClassifier::load(dir.path());
+  const std::vector<TextInput> inputs{{"A first text.", std::nullopt}, {"A man plays.", "Someone makes music."}};
+  TextClassifyOptions all;
+  all.top_k = std::nullopt;
+  const auto batch = tc(inputs, all);
+  ASSERT_EQ(batch.size(), 2u);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto alone = tc(std::span<const TextInput>(&inputs[i], 1), all).at(0);
+    ASSERT_EQ(alone.size(), 3u);
+    double sum = 0;
+    for (size_t k = 0; k < 3; ++k) {
+      EXPECT_EQ(alone[k].label, batch[i][k].label);
+      EXPECT_NEAR(alone[k].score, batch[i][k].score, 1e-5);  // packed batch == one by one
+      sum += alone[k].score;
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-5);
+  }
+
+  const ZeroShotClassifier zs = ZeroShotClassifier::load(dir.path());
+  ZeroShotOptions zo;
+  zo.candidate_labels = {"sports", "politics", "music"};
+  const ZeroShotResult r = zs("The band played all night.", zo);
+  ASSERT_EQ(r.labels.size(), 3u);
+  EXPECT_NEAR(r.scores[0] + r.scores[1] + r.scores[2], 1.0, 1e-5);
+  EXPECT_GE(r.scores[0], r.scores[2]);
+
+  const CrossEncoder ce = CrossEncoder::load(dir.path());  // 3 labels: identity, no rank
+  const std::vector<TextPair> pairs{{"q", "a"}, {"q", "b"}, {"q", "c"}};
+  CrossEncoderOptions small_batches;
+  small_batches.batch_size = 2;
+  const Matrix m1 = ce.predict(pairs), m2 = ce.predict(pairs, small_batches);
+  ASSERT_EQ(m1.rows, 3u);
+  for (size_t i = 0; i < m1.data.size(); ++i) EXPECT_NEAR(m1.data[i], m2.data[i], 1e-5);
+  const std::vector<std::string> docs{"a"};
+  test::expect_error([&] { ce.rank("q", docs); }, {"one label"});
+  try {
+    TokenClassifier::load(dir.path());
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidModel);
+    EXPECT_NE(std::string(e.what()).find("so it cannot classify tokens"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PipelinesRun, RerankerRank) {
+  test::TempDir dir;
+  write_random_model(dir.path(), "sequence", {"LABEL_0"});
+  const CrossEncoder ce = CrossEncoder::load(dir.path());
+  const std::vector<std::string> docs{"Berlin has 3.5 million people.", "Paris.", "Berlin is big.", "Cats."};
+  RankOptions ro;
+  ro.top_k = 3;
+  ro.return_documents = true;
+  const auto ranked = ce.rank("How many people live in Berlin?", docs, ro);
+  ASSERT_EQ(ranked.size(), 3u);
+  std::vector<TextPair> pairs;
+  for (const auto& d : docs) pairs.emplace_back("How many people live in Berlin?", d);
+  const Matrix scores = ce.predict(pairs);
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    EXPECT_NEAR(ranked[i].score, scores.row(ranked[i].corpus_id)[0], 1e-6);
+    EXPECT_EQ(*ranked[i].text, docs[ranked[i].corpus_id]);
+    EXPECT_GT(ranked[i].score, 0.0f);  // sigmoid
+    EXPECT_LT(ranked[i].score, 1.0f);
+    if (i) {
+      EXPECT_GE(ranked[i - 1].score, ranked[i].score);
+    }
+  }
+}
+
+TEST(PipelinesRun, TokenAndQuestionAnsweringHeads) {
+  test::TempDir ner_dir, qa_dir;
+  write_random_model(ner_dir.path(), "token", {"O", "B-PER", "I-PER", "B-LOC", "I-LOC"});
+  write_random_model(qa_dir.path(), "qa", {"LABEL_0", "LABEL_1"});
+  std::string text;
+  for (int i = 0; i < 12; ++i) text += "Angela Merkel met Emmanuel Macron in Zürich. ";
+  const TokenClassifier ner = TokenClassifier::load(ner_dir.path());
+  TokenClassifyOptions o;
+  o.aggregation = Aggregation::kAverage;
+  o.stride = 8;
+  o.ignore_labels = {};
+  const auto p = ner.prepare(text, o);
+  EXPECT_GT(p.windows.size(), 2u);  // 64-token windows over ~130 tokens
+  const auto entities = ner.finish(p, ner.run(p), o);
+  EXPECT_FALSE(entities.empty());
+  for (const TokenEntity& e : entities) {
+    EXPECT_LT(e.start, e.end);
+    EXPECT_EQ(text.substr(e.byte_start, e.byte_end - e.byte_start), pipeline_test_slice(text, e.start, e.end));
+  }
+
+  const QuestionAnswerer qa = QuestionAnswerer::load(qa_dir.path());
+  QuestionAnswerOptions qo;
+  qo.top_k = 3;
+  qo.handle_impossible_answer = true;
+  const auto prepared = qa.prepare("Who met Macron?", text, qo);
+  EXPECT_GT(prepared.windows.size(), 2u);
+  const SpanLogits logits = qa.run(prepared);
+  EXPECT_EQ(logits.start.size(), logits.end.size());
+  const auto answers = qa.finish(prepared, logits, qo);
+  ASSERT_EQ(answers.size(), 3u);
+  for (const QuestionAnswer& a : answers) {
+    EXPECT_EQ(text.substr(a.byte_start, a.byte_end - a.byte_start), a.answer);
+    EXPECT_GE(a.score, 0.0f);
+  }
+  const auto direct = qa("Who met Macron?", text, qo);
+  ASSERT_EQ(direct.size(), answers.size());
+  for (size_t i = 0; i < direct.size(); ++i) {
+    EXPECT_EQ(direct[i].answer, answers[i].answer);
+    EXPECT_NEAR(direct[i].score, answers[i].score, 1e-6);
+  }
+}
