@@ -73,8 +73,9 @@ class ZeroShotClassifier {
   std::vector<ZeroShotResult> operator()(std::span<const std::string> sequences, const ZeroShotOptions& options) const;
   ZeroShotResult operator()(const std::string& sequence, const ZeroShotOptions& options) const;
 
-  // The logit columns HF uses: the first label2id entry starting with "entail", and 0 (or the last
-  // column when entailment is 0) for contradiction.
+  // The logit columns HF uses: the first label2id entry starting with "entail" (HF walks label2id
+  // in the file's order, we in sorted label order: they differ only for a model with two such
+  // labels), and 0 (or the last column when entailment is 0) for contradiction.
   size_t entailment_id() const { return entailment_; }
   size_t contradiction_id() const { return contradiction_; }
   const ModelConfig& config() const { return config_; }
