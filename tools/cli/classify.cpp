@@ -121,7 +121,16 @@ int run_zero_shot(const Args& args) {
   options.multi_label = args.flag("multi-label");
   const bool as_json = args.flag("json");
 
-  const ZeroShotClassifier classifier = ZeroShotClassifier::load(model_dir(args), load_options(args));
+  const std::string dir = model_dir(args);
+  const ZeroShotClassifier classifier = [&] {
+    try {
+      return ZeroShotClassifier::load(dir, load_options(args));
+    } catch (const Error& e) {  // the entailment-label check does not name the folder
+      if (e.kind() == ErrorKind::kInvalidModel && std::string_view(e.what()).starts_with("the model's label2id"))
+        throw Error(dir + ": " + e.what(), e.kind());
+      throw;
+    }
+  }();
   LineReader lines = input_lines(args);
   return answer_lines(lines, as_json, kChunkInputs, [&](const std::vector<std::string>& chunk) {
     std::vector<Answer> answers(chunk.size());
