@@ -771,6 +771,32 @@ TEST(CliTasks, NerEqualsTheLibrary) {
   }
 }
 
+// A text longer than the window: with an aggregation it is read whole (default stride: a quarter
+// of the window), entities reach its end and equal the library's with that stride; without one it
+// is cut at the window as HF cuts it, and a warning names the line.
+TEST(CliTasks, NerReadsLongTextsWholeOrSaysItCutThem) {
+  std::string text;
+  for (int i = 0; i < 40; ++i) text += "Angela Merkel visited New York. ";
+  text.pop_back();
+  roberta::TokenClassifyOptions o;
+  o.aggregation = roberta::Aggregation::kSimple;
+  o.max_length = 32;
+  o.stride = 8;
+  const auto want = roberta::TokenClassifier::load(kNer)(text, o);
+  Result r = run({"ner", "--model", kNer, "--json", "--aggregation", "simple", "--max-length", "32"}, text + "\n");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  const auto got = json_lines(r.out).at(0);
+  ASSERT_EQ(got.size(), want.size());
+  ASSERT_FALSE(want.empty());
+  EXPECT_GT(got.back()["end"].get<int64_t>(), static_cast<int64_t>(text.size()) - 40) << "the end of the text was read";
+  for (size_t j = 0; j < want.size(); ++j) EXPECT_EQ(got[j]["start"].get<int64_t>(), want[j].start);
+  r = run({"ner", "--model", kNer, "--json", "--max-length", "32"}, text + "\n");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("warning: line 1:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("only the first 30 were read"), std::string::npos) << r.err;
+}
+
 TEST(CliTasks, QaEqualsTheLibrary) {
   const auto qa = roberta::QuestionAnswerer::load(kQa);
   const std::vector<std::pair<std::string, std::string>> inputs = {

@@ -90,8 +90,8 @@ constexpr Option kOptions[] = {
     {"aggregation", "none|simple|first|average|max",
      "HF's aggregation_strategy (default none: one entity per token)"},
     {"ignore-labels", "LIST", "drop entities with these comma-separated labels (default O; \"\" keeps every label)"},
-    {"stride", "N", "read a long text in overlapping windows of --max-length tokens sharing N tokens (needs an "
-                    "--aggregation); without it a long text is cut at the model's length, as HF does"},
+    {"stride", "N", "long texts are read in overlapping windows of --max-length tokens sharing N tokens (needs an "
+                    "--aggregation; default: a quarter of the window)"},
     // qa
     {"question", "TEXT", "the question (with --context; without both, JSON lines {\"question\", \"context\"} from stdin)"},
     {"context", "TEXT", "the context the answer is taken from"},

@@ -32,6 +32,13 @@ int run_ner(const Args& args) {
   const bool as_json = args.flag("json");
 
   const TokenClassifier classifier = TokenClassifier::load(model_dir(args), load_options(args));
+  if (!options.stride && options.aggregation != Aggregation::kNone) {
+    // Long texts are read whole, in windows that overlap by a quarter of the window (Hugging
+    // Face's pipeline would cut them at the model's length unless given a stride).
+    const auto model_max = static_cast<size_t>(classifier.config().max_sequence_length());
+    const size_t window = options.max_length ? std::min(options.max_length, model_max) : model_max;
+    if (window >= 6) options.stride = window / 4;
+  }
   LineReader lines = input_lines(args);
   return answer_lines(lines, as_json, kChunkInputs, [&](const std::vector<std::string>& chunk) {
     std::vector<Answer> answers(chunk.size());
@@ -42,6 +49,10 @@ int run_ner(const Args& args) {
     for (size_t i = 0; i < chunk.size(); ++i) {
       try {
         prepared.push_back(classifier.prepare(chunk[i], options));
+        if (prepared.back().cut_at)  // without an aggregation there are no windows to merge: say so
+          std::cerr << "warning: " << lines.label(lines.count() - chunk.size() + i) << ": "
+                    << prepared.back().tokens << " tokens, only the first " << prepared.back().cut_at
+                    << " were read (give --aggregation to read long texts whole, in windows)\n";
         for (const Encoding& w : prepared.back().windows) batch.windows.push_back(w);
         where.push_back(i);
       } catch (const Error& e) {
