@@ -88,10 +88,17 @@ class CrossEncoder {
   Matrix finish(const Prepared& prepared, const Matrix& logits, const CrossEncoderOptions& options = {}) const;
 
   Matrix predict(std::span<const TextPair> pairs, const CrossEncoderOptions& options = {}) const;
+  Matrix predict(const std::vector<TextPair>& pairs, const CrossEncoderOptions& options = {}) const {
+    return predict(std::span<const TextPair>(pairs), options);
+  }
   // Needs a one-label model (Error kInvalidModel otherwise). Sorted by score, best first; equal
   // scores keep document order.
   std::vector<RankedDocument> rank(const std::string& query, std::span<const std::string> documents,
                                    const RankOptions& options = {}) const;
+  std::vector<RankedDocument> rank(const std::string& query, const std::vector<std::string>& documents,
+                                   const RankOptions& options = {}) const {
+    return rank(query, std::span<const std::string>(documents), options);
+  }
   // The sorting step of rank on scores already computed (one per document).
   static std::vector<RankedDocument> rank_scores(std::span<const float> scores, std::span<const std::string> documents,
                                                  const RankOptions& options = {});

@@ -76,6 +76,10 @@ class TextClassifier {
                                               const TextClassifyOptions& options = {}) const;
   std::vector<std::vector<LabelScore>> operator()(std::span<const TextInput> inputs,
                                                   const TextClassifyOptions& options = {}) const;
+  std::vector<std::vector<LabelScore>> operator()(const std::vector<TextInput>& inputs,
+                                                  const TextClassifyOptions& options = {}) const {
+    return (*this)(std::span<const TextInput>(inputs), options);
+  }
 
   // kDefault resolved for this model's config.
   ClassificationFunction default_function() const;

@@ -1,0 +1,58 @@
+// The usage examples of the public headers and the README's Library section, compiled with the
+// tests so that they cannot drift from the API (never called: their model folders do not exist).
+#include <cstdio>
+#include <iostream>
+
+#include "roberta/roberta.h"
+
+namespace roberta::examples {
+
+[[maybe_unused]] void task_pipelines() {
+  roberta::TextClassifier classify = roberta::TextClassifier::load("my-sentiment-model");
+  roberta::TextClassifyOptions all;
+  all.top_k = std::nullopt;
+  for (const auto& s : classify({{"I love this!"}}, all)[0]) std::printf("%s %.3f\n", s.label.c_str(), s.score);
+  auto pair = classify({{"A man plays.", "Someone makes music."}}, all);
+
+  roberta::ZeroShotClassifier zs = roberta::ZeroShotClassifier::load("models/roberta-large-mnli");
+  roberta::ZeroShotOptions o;
+  o.candidate_labels = {"urgent", "not urgent", "phone"};
+  roberta::ZeroShotResult r = zs("My phone broke, I need help now!", o);
+
+  roberta::CrossEncoder ce = roberta::CrossEncoder::load("models/my-reranker");
+  roberta::Matrix s = ce.predict({{"How many people live in Berlin?", "Berlin has 3.5 million people."}});
+  auto ranked = ce.rank("How many people live in Berlin?", {"Berlin is big.", "Paris."});
+
+  roberta::TokenClassifier ner = roberta::TokenClassifier::load("models/roberta-ner");
+  roberta::TokenClassifyOptions t;
+  t.aggregation = roberta::Aggregation::kSimple;
+  for (const auto& e : ner("Angela Merkel visited New York", t))
+    std::cout << e.entity << " " << e.word << " " << e.start << "-" << e.end << "\n";
+
+  roberta::QuestionAnswerer qa = roberta::QuestionAnswerer::load("models/roberta-base-squad2");
+  auto answers = qa("Where do I live?", "My name is Wolfgang and I live in Berlin");
+  std::printf("%s %.3f %lld\n", answers[0].answer.c_str(), answers[0].score, static_cast<long long>(answers[0].start));
+  (void)pair, (void)r, (void)s, (void)ranked;
+}
+
+[[maybe_unused]] void library_section() {
+  roberta::FillMask fill = roberta::FillMask::load("models/demo");
+  for (const auto& c : fill("She opened the <mask> and looked out into the garden.")[0])
+    std::printf("%.3f %s\n", c.score, c.token_str.c_str());
+  roberta::Embedder embed = roberta::Embedder::load("models/demo");
+  roberta::Matrix e = embed(std::vector<std::string>{"first text", "second text"},
+                            {.pooling = roberta::Pooling::kMean, .normalize = true});
+  roberta::Tokenizer tok = roberta::Tokenizer::from_dir("models/demo");
+  roberta::Model model = roberta::Model::load("models/demo");
+  roberta::Batch batch;
+  batch.add_sequence(tok.encode("Hello world!").ids);
+  roberta::Outputs out = model.forward(batch, {.all_hidden_states = true});
+  roberta::Model clf = roberta::Model::load("my-sentiment-model");
+  clf.require_head(roberta::Head::kSequenceClassification, "so it cannot classify texts");
+  roberta::Outputs o = clf.forward(batch, {.sequence_logits = true});
+  const std::string& label = clf.config().id2label[0];
+  roberta::set_num_threads(2);
+  (void)e, (void)out, (void)o, (void)label;
+}
+
+}  // namespace roberta::examples
