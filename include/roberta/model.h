@@ -107,9 +107,9 @@ class Model {
   std::string dtype_summary() const;
   const std::filesystem::path& dir() const;
 
-  struct Impl;
 
  private:
+  struct Impl;  // the loaded weights and parts (src/model.cpp)
   explicit Model(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<const Impl> impl_;
 };
