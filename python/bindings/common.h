@@ -38,5 +38,6 @@ void register_errors(py::module_& m);
 void register_tokenizer(py::module_& m);
 void register_model(py::module_& m);
 void register_pipelines(py::module_& m);
+void register_tasks(py::module_& m);
 
 }  // namespace roberta::python

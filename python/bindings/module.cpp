@@ -38,4 +38,5 @@ PYBIND11_MODULE(_core, m) {
   register_tokenizer(m);
   register_model(m);
   register_pipelines(m);
+  register_tasks(m);
 }

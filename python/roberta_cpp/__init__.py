@@ -9,6 +9,9 @@ sentence-transformers and transformers' pipelines that run RoBERTa-family encode
     >>> fill("She opened the <mask> and looked out.")[0]["token_str"]
     ' door'
 
+Also: pipeline("text-classification" / "zero-shot-classification" / "token-classification" /
+"question-answering", model=...), CrossEncoder(path).predict / .rank, Tokenizer, Model.forward.
+
 Models are local Hugging Face folders (config.json + model.safetensors + tokenizer.json); nothing
 is downloaded. Every call releases the GIL while it tokenizes and runs the model, so Python threads
 run in parallel; results are numpy arrays that own the C++ buffers (no copy).
@@ -35,8 +38,19 @@ from ._core import (
     num_threads,
     set_num_threads,
 )
+from .cross_encoder import CrossEncoder
 from .model import Model
-from .pipelines import SUPPORTED_TASKS, FeatureExtractionPipeline, FillMaskPipeline, Pipeline, pipeline
+from .pipelines import (
+    SUPPORTED_TASKS,
+    FeatureExtractionPipeline,
+    FillMaskPipeline,
+    Pipeline,
+    QuestionAnsweringPipeline,
+    TextClassificationPipeline,
+    TokenClassificationPipeline,
+    ZeroShotClassificationPipeline,
+    pipeline,
+)
 from .sentence_transformer import SentenceTransformer, cos_sim, quantize_embeddings
 from .tokenizer import BatchEncoding, Tokenizer
 
@@ -44,6 +58,7 @@ __version__ = _core.__version__
 
 __all__ = [
     "BatchEncoding",
+    "CrossEncoder",
     "Encoding",
     "Error",
     "FeatureExtractionPipeline",
@@ -54,6 +69,10 @@ __all__ = [
     "ModelError",
     "NotFoundError",
     "Pipeline",
+    "QuestionAnsweringPipeline",
+    "TextClassificationPipeline",
+    "TokenClassificationPipeline",
+    "ZeroShotClassificationPipeline",
     "SUPPORTED_TASKS",
     "SentenceTransformer",
     "Tokenizer",
