@@ -4,7 +4,8 @@
 //   ErrorKind::kInvalidInput  -> InvalidInputError(Error, ValueError)
 //   ErrorKind::kInvalidModel  -> ModelError(Error)
 //   ErrorKind::kIo            -> IoError(Error, OSError), or, when the path the message starts
-//                                with does not exist, NotFoundError(IoError, FileNotFoundError)
+//                                with does not exist or the message says "not found" / "no ... found",
+//                                NotFoundError(IoError, FileNotFoundError)
 //
 // The message is the C++ one (it names the file, field, line or position).
 #include <filesystem>
@@ -34,6 +35,9 @@ PyObject* new_exception(py::module_& m, const char* name, const char* doc, std::
 
 // Messages of I/O errors start with the path: "DIR/config.json: cannot open file".
 bool names_missing_path(const std::string& message) {
+  // "DIR: model folder not found", "DIR: no tokenizer found (...)"
+  if (message.find("not found") != std::string::npos) return true;
+  if (message.find(": no ") != std::string::npos && message.find(" found") != std::string::npos) return true;
   const auto colon = message.find(": ");
   if (colon == std::string::npos || colon == 0) return false;
   std::error_code ec;
