@@ -141,6 +141,9 @@ def run(args: argparse.Namespace) -> int:
     digest = hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
     _check_manifest(out, {"model": model_dir, "dtype": args.dtype, "lines": len(lines), "partition_lines": n,
                           "parts": len(partitions), "input_sha256": digest})
+    for name in os.listdir(out):  # temporaries of parts a killed run was writing
+        if name.startswith("part-") and ".npy.tmp-" in name:
+            os.remove(os.path.join(out, name))
     todo = [(i, part) for i, part in partitions
             if not _part_is_complete(os.path.join(out, part_name(i)), len(part))]
     _log(f"{len(lines)} lines in {len(partitions)} parts; {len(partitions) - len(todo)} already done, "
