@@ -10,6 +10,11 @@ trap 'rm -rf "$w"' EXIT
 "$py" tools/make_test_model.py --out "$w/good" --preset tiny --seed 1 > /dev/null
 "$py" tools/make_test_model.py --out "$w/nohead" --preset tiny --seed 1 --no-lm-head > /dev/null
 "$py" tools/make_test_model.py --out "$w/nopooler" --preset tiny --seed 1 --no-pooler > /dev/null
+"$py" tools/make_test_model.py --out "$w/cls" --preset tiny --seed 1 --head sequence --labels NEG,POS > /dev/null
+"$py" tools/make_test_model.py --out "$w/nli" --preset tiny --seed 1 --head sequence --labels contradiction,neutral,entailment > /dev/null
+"$py" tools/make_test_model.py --out "$w/ce" --preset tiny --seed 1 --head sequence --num-labels 1 > /dev/null
+"$py" tools/make_test_model.py --out "$w/ner" --preset tiny --seed 1 --head token --labels O,B-PER,I-PER > /dev/null
+"$py" tools/make_test_model.py --out "$w/qa" --preset tiny --seed 1 --head qa > /dev/null
 variant() { rm -rf "$w/$1"; cp -r "$w/good" "$w/$1"; }
 edit_config() { "$py" -c "import json,sys; p='$w/$1/config.json'; c=json.load(open(p)); $2; json.dump(c,open(p,'w'))"; }
 
@@ -34,7 +39,7 @@ variant cfg3; edit_config cfg3 'c["num_hidden_layers"]=-2'
 case_ "negative number of layers" "" "$bin" info --model "$w/cfg3"
 variant cfg4; edit_config cfg4 'c["hidden_size"]=32.5'
 case_ "non-integer hidden size" "" "$bin" info --model "$w/cfg4"
-variant cfg5; edit_config cfg5 'c["position_embedding_type"]="relative_key"'
+variant cfg5; edit_config cfg5 'c["position_embedding_type"]="rotary"'
 case_ "unsupported position_embedding_type" "" "$bin" info --model "$w/cfg5"
 variant cfg6; edit_config cfg6 'c["intermediate_size"]=65'
 case_ "tensor shape disagrees with config" "" "$bin" info --model "$w/cfg6"
@@ -68,6 +73,23 @@ variant voc; "$py" -c "import json; p='$w/voc/vocab.json'; v=json.load(open(p));
 case_ "vocab.json: two tokens with one id" "x" "$bin" tokenize --model "$w/voc"
 variant mer; rm "$w/mer/tokenizer.json"; printf '#version: 0.2\nĠ zzzq\n' > "$w/mer/merges.txt"
 case_ "merges.txt names an unknown token" "x" "$bin" tokenize --model "$w/mer"
+case_ "classify: model without a classification head" "x" "$bin" classify --model "$w/good"
+case_ "classify: over-long line" "$(printf 'w %.0s' {1..600})" "$bin" classify --model "$w/cls"
+case_ "classify --input-format jsonl: not a pair" '["a", "b", "c"]' "$bin" classify --model "$w/cls" --input-format jsonl
+case_ "classify: --top-k with --all" "x" "$bin" classify --model "$w/cls" --top-k 2 --all
+case_ "zero-shot: model without an entailment label" "x" "$bin" zero-shot --model "$w/cls" --labels a,b
+case_ "zero-shot: empty --labels" "x" "$bin" zero-shot --model "$w/nli" --labels ","
+case_ "zero-shot: empty line" "" "$bin" zero-shot --model "$w/nli" --labels a,b
+case_ "zero-shot --input-format jsonl: empty label list" '{"sequence": "x", "candidate_labels": []}' "$bin" zero-shot --model "$w/nli" --input-format jsonl
+case_ "rerank: model with several labels" "x" "$bin" rerank --model "$w/nli" --query q
+case_ "rerank: invalid UTF-8 document" "$(printf 'caf\xc3')" "$bin" rerank --model "$w/ce" --query q
+case_ "rerank --pairs: not a pair" '["a"]' "$bin" rerank --model "$w/ce" --pairs
+case_ "ner: model without a token head" "x" "$bin" ner --model "$w/cls"
+case_ "ner: --stride without --aggregation" "x" "$bin" ner --model "$w/ner" --stride 16
+case_ "qa: model without a QA head" '{"question": "q", "context": "c"}' "$bin" qa --model "$w/cls"
+case_ "qa: empty context" '{"question": "Who?", "context": ""}' "$bin" qa --model "$w/qa"
+case_ "qa: question longer than the window" '{"question": "Who is it, who is it, who is it?", "context": "Me."}' "$bin" qa --model "$w/qa" --max-seq-len 12
+case_ "qa: line is not a JSON object" '"just a string"' "$bin" qa --model "$w/qa"
 printf 'not numpy' > "$w/ids.npy"
 case_ "dump: input ids not a .npy file" "" "$bin" dump --model "$w/good" --input-ids "$w/ids.npy" --out "$w/d"
 case_ "compare: reference folder missing" "" "$bin" compare --model "$w/good" --reference "$w/nothere"

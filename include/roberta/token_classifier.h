@@ -60,6 +60,8 @@ class TokenClassifier {
   struct Prepared {
     std::string text;
     std::vector<Encoding> windows;  // each <s> ... </s>, offsets into `text`
+    size_t tokens = 0;              // the text's tokens between <s> and </s>
+    size_t cut_at = 0;              // without a stride: where the text was cut (0: it was not)
   };
 
   // Throws Error (kInvalidModel) without a token-classification head.

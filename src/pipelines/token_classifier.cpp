@@ -117,11 +117,13 @@ TokenClassifier::Prepared TokenClassifier::prepare(std::string_view text, const 
   p.text = std::string(text);
   const Encoding full = tokenizer_.encode(text);
   const size_t n = full.size() - 2;  // tokens between <s> and </s>
+  p.tokens = n;
   if (!options.stride) {
     if (n <= budget) {
       p.windows.push_back(full);
     } else {  // HF: truncation=True at the model's length (tokenizers cuts whole words first, same tokens)
       p.windows.push_back(window_of(full, 1, 1 + budget));
+      p.cut_at = budget;
     }
     return p;
   }

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <iostream>
 
 namespace roberta::cli {
@@ -68,6 +69,40 @@ constexpr Option kOptions[] = {
     {"masks", "FILE.jsonl", "the prepared masked inputs (required)"},
     {"agreement", "", "also run the model in fp32 and report how the --dtype model agrees with it: top-1 the "
                       "same, fp32's top-1 among the top 5, largest logit and hidden-state difference"},
+    // classify
+    {"all", "", "every label, best first (HF's top_k=None)"},
+    {"function", "softmax|sigmoid|none",
+     "the function applied to the logits (HF's function_to_apply); default: none for problem_type regression, "
+     "sigmoid for multi_label_classification or a single label, else softmax"},
+    {"truncate", "", "cut over-long inputs to the model's length (HF's truncation=True); without it an over-long "
+                     "input is an error for its line"},
+    // zero-shot
+    {"labels", "LIST", "the candidate labels, comma-separated (HF's candidate_labels)"},
+    {"template", "TEXT", "the hypothesis, {} standing for the label (default \"This example is {}.\")"},
+    {"multi-label", "", "score each label on its own (softmax of its contradiction and entailment logits) instead "
+                        "of a softmax over the labels"},
+    // rerank
+    {"query", "TEXT", "the query the documents are ranked for (required unless --pairs)"},
+    {"return-documents", "", "also write each document's text (\"text\")"},
+    {"pairs", "", "score pairs instead of ranking: each line is [a, b] (JSON); prints one score per line (a list "
+                  "of label scores for a model with several labels)"},
+    // ner
+    {"aggregation", "none|simple|first|average|max",
+     "HF's aggregation_strategy (default none: one entity per token)"},
+    {"ignore-labels", "LIST", "drop entities with these comma-separated labels (default O; \"\" keeps every label)"},
+    {"stride", "N", "long texts are read in overlapping windows of --max-length tokens sharing N tokens (needs an "
+                    "--aggregation; default: a quarter of the window)"},
+    // qa
+    {"question", "TEXT", "the question (with --context; without both, JSON lines {\"question\", \"context\"} from stdin)"},
+    {"context", "TEXT", "the context the answer is taken from"},
+    {"doc-stride", "N", "context tokens shared by consecutive windows of a long context (default: min(max-seq-len / "
+                        "2, 128))"},
+    {"max-answer-len", "N", "the longest answer in tokens (default 15)"},
+    {"max-seq-len", "N", "tokens per window, question and special tokens included (default: min(the model's "
+                         "maximum, 384))"},
+    {"max-question-len", "N", "accepted for parity with HF, whose pipeline ignores it with a fast tokenizer (as this "
+                              "one does)"},
+    {"handle-impossible-answer", "", "allow the empty answer (start 0, end 0, \"\") when the model prefers <s>"},
 };
 
 // Every command takes these: --model and --threads first, --help last.
@@ -271,6 +306,43 @@ void LineReader::report(size_t index, const std::string& message) {
   failed_ = true;
 }
 
+LineReader input_lines(const Args& args) {
+  return args.positional().empty() ? LineReader::from_stdin() : LineReader::from_texts(args.positional());
+}
+
+int answer_lines(LineReader& lines, bool as_json, size_t chunk_inputs,
+                 const std::function<std::vector<Answer>(const std::vector<std::string>& chunk)>& answer) {
+  const size_t chunk_size = lines.interactive() ? 1 : std::max<size_t>(1, chunk_inputs);
+  std::vector<std::string> chunk;
+  for (size_t first = 0; lines.next_chunk(chunk, chunk_size); first += chunk.size()) {
+    const std::vector<Answer> answers = answer(chunk);
+    std::string out;
+    for (size_t i = 0; i < answers.size(); ++i) {
+      if (answers[i].error) {
+        std::cout << out << std::flush;  // stdout and stderr in input order at a terminal
+        out.clear();
+        lines.report(first + i, *answers[i].error);
+        if (as_json) out += json_error(*answers[i].error) + "\n";
+      } else {
+        out += answers[i].out;
+      }
+    }
+    std::cout << out << std::flush;
+  }
+  return lines.status();
+}
+
+std::string line_message(const std::string& message, std::string_view subject, std::string_view replacement) {
+  if (!message.starts_with(subject)) return message;
+  const std::string_view rest = std::string_view(message).substr(subject.size());
+  if (rest.starts_with(": ")) return std::string(rest.substr(2));
+  if (rest.starts_with(" (")) {
+    if (const size_t close = rest.find("): "); close != std::string_view::npos)
+      return std::string(rest.substr(2, close - 2)) + ": " + std::string(rest.substr(close + 3));
+  }
+  return std::string(replacement) + std::string(rest);
+}
+
 // ---------------------------------------------------------------- files and JSON
 
 void check_can_write(const std::filesystem::path& path, bool force) {
@@ -300,5 +372,19 @@ void write_file_atomically(const std::filesystem::path& path, bool force,
 std::string json_line(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 std::string json_error(const std::string& message) { return json_line(json{{"error", message}}); }
+
+json parse_json_input(const std::string& line) {
+  try {
+    return json::parse(line);
+  } catch (const json::parse_error& err) {
+    throw Error("invalid JSON at byte " + std::to_string(err.byte));
+  }
+}
+
+std::string score_text(double score) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4f", score);
+  return buf;
+}
 
 }  // namespace roberta::cli

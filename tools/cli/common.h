@@ -143,6 +143,31 @@ class LineReader {
   uint64_t bytes_read_ = 0, total_bytes_ = 0;
 };
 
+// The inputs of a command that takes texts as arguments, else stdin's lines.
+LineReader input_lines(const Args& args);
+
+// One input's answer: what to print (a JSON line, or readable text ending in "\n"), or its error.
+struct Answer {
+  std::string out;
+  std::optional<std::string> error;
+};
+
+// The loop of the task commands (classify, zero-shot, ner, qa, rerank --pairs): reads the inputs
+// in chunks of `chunk_inputs` (one at a time when a person types at a terminal), calls
+// answer(chunk) for one Answer per input, prints them in input order and reports each error with
+// LineReader::report (and, with `as_json`, prints {"error": ...} in its place so that output lines
+// stay aligned with input lines). Returns LineReader::status().
+int answer_lines(LineReader& lines, bool as_json, size_t chunk_inputs,
+                 const std::function<std::vector<Answer>(const std::vector<std::string>& chunk)>& answer);
+
+// Inputs per chunk in the task commands: one forward pass per chunk.
+inline constexpr size_t kChunkInputs = 32;
+
+// A library message about one input of a one-input call, made to read well after "line N: ":
+// "input 1: invalid UTF-8 at byte 3" -> "invalid UTF-8 at byte 3", "pair 1 (first text): ..." ->
+// "first text: ...", "input 1 has 600 tokens" -> "<replacement> has 600 tokens".
+std::string line_message(const std::string& message, std::string_view subject, std::string_view replacement);
+
 // ---------------------------------------------------------------- files and JSON
 
 // Error "PATH: already exists (use --force to overwrite)" unless `force` or PATH is free: lets a
@@ -158,6 +183,10 @@ void write_file_atomically(const std::filesystem::path& path, bool force,
 std::string json_line(const json& value);
 // {"error": message}: the answer of an input that failed, in JSON output.
 std::string json_error(const std::string& message);
+// A line of JSON input; Error "invalid JSON at byte N" when it is not JSON.
+json parse_json_input(const std::string& line);
+// A score as the readable tables print it: 4 decimals.
+std::string score_text(double score);
 
 // ---------------------------------------------------------------- the commands (one file each)
 
@@ -169,5 +198,10 @@ int run_dump(const Args& args);
 int run_compare(const Args& args);
 int run_bench(const Args& args);
 int run_eval_mlm(const Args& args);
+int run_classify(const Args& args);
+int run_zero_shot(const Args& args);
+int run_rerank(const Args& args);
+int run_ner(const Args& args);
+int run_qa(const Args& args);
 
 }  // namespace roberta::cli

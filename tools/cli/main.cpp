@@ -19,6 +19,87 @@ const Command kCommands[] = {
                  {"json", "one JSON line per text: the candidate list, or one list per mask"}},
      .takes_arguments = true,
      .run = run_fill_mask},
+    {.name = "classify",
+     .summary = "text classification (sentiment and the like): labels and scores per text",
+     .usage = "[options] [TEXT ...]",
+     .description = "Classifies each text (the arguments, or one per line from stdin) with a sequence-classification\n"
+                    "model, like Hugging Face's pipeline(\"text-classification\"). --input-format jsonl reads each line\n"
+                    "as a JSON string, a pair [\"text\", \"text_pair\"] or {\"text\": ..., \"text_pair\": ...}.\n"
+                    "With --json, one line per input: [{\"label\": ..., \"score\": ...}, ...], best first, as HF\n"
+                    "returns it for one input. Inputs are classified in chunks of 32 per forward pass. A bad line\n"
+                    "(invalid JSON or UTF-8, too long without --truncate) is an error for that line; the others are\n"
+                    "answered and the exit status is 1.",
+     .options = {{"dtype"}, {"top-k", "the K best labels (default 1, as HF)"}, {"all"}, {"function"}, {"truncate"},
+                 {"input-format", "text (default) or jsonl: each line a JSON string, [text, text_pair] or an object"},
+                 {"json", "one JSON line per input: the [{\"label\", \"score\"}] list ({\"error\": ...} for a bad line)"}},
+     .takes_arguments = true,
+     .run = run_classify},
+    {.name = "zero-shot",
+     .summary = "zero-shot classification with an NLI model: scores for labels given at run time",
+     .usage = "[options] --labels A,B,C [TEXT ...]",
+     .description = "Scores each candidate label for each text (the arguments, or one per line from stdin) with an NLI\n"
+                    "model (a sequence-classification model with an \"entailment\" label), like Hugging Face's\n"
+                    "pipeline(\"zero-shot-classification\"): the text is the premise, the template filled with the\n"
+                    "label the hypothesis. With --json, one line per input: {\"sequence\", \"labels\", \"scores\"}, best\n"
+                    "first. --input-format jsonl reads each line as a JSON string or {\"sequence\": ...,\n"
+                    "\"candidate_labels\": [...] or \"a,b\"} (its labels replace --labels, which is then optional).\n"
+                    "A bad line is an error for that line; the others are answered and the exit status is 1.",
+     .options = {{"dtype"}, {"labels"}, {"template"}, {"multi-label"},
+                 {"input-format", "text (default) or jsonl: each line a JSON string or {\"sequence\", \"candidate_labels\"}"},
+                 {"json", "one JSON line per input: {\"sequence\", \"labels\", \"scores\"} ({\"error\": ...} for a bad line)"}},
+     .takes_arguments = true,
+     .run = run_zero_shot},
+    {.name = "rerank",
+     .summary = "rank documents for a query with a cross-encoder (or score [a, b] pairs)",
+     .usage = "[options] --query QUERY [DOCUMENT ...]  |  --pairs [[a, b] ...]",
+     .description = "Scores every document (the arguments, or one per line from stdin) against --query with a\n"
+                    "sentence-transformers CrossEncoder (a one-label sequence-classification model) and prints them\n"
+                    "best first, like CrossEncoder.rank: with --json one array [{\"corpus_id\", \"score\", \"text\"?}],\n"
+                    "corpus_id counting input lines from 0. Scores use the activation the model's config names\n"
+                    "(sentence_transformers.activation_fn), else sigmoid for one label. A bad line (invalid UTF-8) is\n"
+                    "reported and left out of the ranking; the exit status is then 1.\n"
+                    "--pairs is CrossEncoder.predict: each input is a JSON pair [a, b] and gets one line, its score\n"
+                    "(a list of label scores for a model with several labels), or {\"error\": ...} with --json.\n"
+                    "Pairs longer than --max-length are truncated (longest first), as sentence-transformers does.",
+     .options = {{"dtype"}, {"query"}, {"top-k", "only the K best documents (default: all)"}, {"return-documents"},
+                 {"pairs"}, {"batch-size", "pairs per forward pass (default 32)"},
+                 {"max-length", "tokens per pair incl. special tokens (default: the model's maximum)"},
+                 {"json", "print the ranking as one JSON array (with --pairs the output is JSON anyway)"}},
+     .takes_arguments = true,
+     .run = run_rerank},
+    {.name = "ner",
+     .summary = "token classification (named entities) with character offsets",
+     .usage = "[options] [TEXT ...]",
+     .description = "Labels the tokens of each text (the arguments, or one per line from stdin) with a\n"
+                    "token-classification model, like Hugging Face's pipeline(\"ner\"). With --json, one line per\n"
+                    "text: a list of {\"entity\", \"score\", \"index\", \"word\", \"start\", \"end\"} (no aggregation), or of\n"
+                    "{\"entity_group\", \"score\", \"word\", \"start\", \"end\"} (with one); start and end count code points.\n"
+                    "Long texts are read whole with an --aggregation: in windows of --max-length tokens (default: the\n"
+                    "model's maximum) that overlap by --stride N tokens (default: a quarter of the window), each window\n"
+                    "aggregated on its own, then of overlapping entities the longer (at equal length the higher score)\n"
+                    "is kept, as HF does with a stride. Without an aggregation there is nothing to merge windows by:\n"
+                    "the text is cut at the window, as HF does, with a warning naming the line. A bad line is an error\n"
+                    "for that line; the others are answered and the exit status is 1.",
+     .options = {{"dtype"}, {"aggregation"}, {"ignore-labels"}, {"stride"},
+                 {"max-length", "tokens per window incl. <s> </s> (default: the model's maximum)"},
+                 {"json", "one JSON line per text: the entity list ({\"error\": ...} for a bad line)"}},
+     .takes_arguments = true,
+     .run = run_ner},
+    {.name = "qa",
+     .summary = "extractive question answering: the answer's span in a context",
+     .usage = "[options] --question Q --context C  |  < {\"question\", \"context\"} lines",
+     .description = "Finds the answer to a question in a context with a question-answering model, like Hugging Face's\n"
+                    "pipeline(\"question-answering\"): --question and --context, or JSON lines {\"question\": ...,\n"
+                    "\"context\": ...} from stdin. With --json, one line per input: {\"score\", \"start\", \"end\",\n"
+                    "\"answer\"} (start and end count code points of the context), or a list of them best first when\n"
+                    "--top-k gives several answers, as HF. A long context is read in windows of --max-seq-len tokens\n"
+                    "sharing --doc-stride tokens. A bad line (invalid JSON, an empty question or context, a question\n"
+                    "that leaves no room for the context) is an error for that line; the others are answered and\n"
+                    "the exit status is 1.",
+     .options = {{"dtype"}, {"question"}, {"context"}, {"top-k", "answers per question (default 1)"}, {"doc-stride"},
+                 {"max-answer-len"}, {"max-seq-len"}, {"max-question-len"}, {"handle-impossible-answer"},
+                 {"json", "one JSON line per input: the answer, or the list of answers ({\"error\": ...} for a bad line)"}},
+     .run = run_qa},
     {.name = "embed",
      .summary = "one sentence embedding per input line",
      .usage = "[options] [FILE]",

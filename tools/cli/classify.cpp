@@ -1,0 +1,192 @@
+// roberta classify (text-classification) and roberta zero-shot (zero-shot-classification).
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "common.h"
+
+namespace roberta::cli {
+namespace {
+
+std::string input_format(const Args& args) {
+  const std::string format = args.get("input-format").value_or("text");
+  if (format != "text" && format != "jsonl") throw UsageError("--input-format must be text or jsonl");
+  return format;
+}
+
+// A classify input in JSON: "text", ["text", "text_pair"] or {"text": ..., "text_pair": ...}.
+TextInput parse_text_input(const std::string& line) {
+  const json j = parse_json_input(line);
+  if (j.is_string()) return {j.get<std::string>(), std::nullopt};
+  if (j.is_array() && j.size() == 2 && j[0].is_string() && j[1].is_string())
+    return {j[0].get<std::string>(), j[1].get<std::string>()};
+  if (j.is_object() && j.contains("text") && j["text"].is_string()) {
+    TextInput in{j["text"].get<std::string>(), std::nullopt};
+    for (const auto& [key, value] : j.items()) {
+      if (key == "text") continue;
+      if (key != "text_pair") throw Error("unexpected key \"" + key + "\" (expected \"text\" and \"text_pair\")");
+      if (!value.is_string()) throw Error("\"text_pair\" must be a string");
+      in.text_pair = value.get<std::string>();
+    }
+    return in;
+  }
+  throw Error("expected a JSON string, a pair [text, text_pair] of strings or {\"text\": ..., \"text_pair\": ...}");
+}
+
+// Readable rows "  LABEL  SCORE", the labels padded to one width.
+std::string label_rows(const std::vector<std::string>& labels, const std::vector<float>& scores) {
+  size_t width = 0;
+  for (const auto& l : labels) width = std::max(width, l.size());
+  std::ostringstream out;
+  for (size_t i = 0; i < labels.size(); ++i)
+    out << "  " << std::left << std::setw(static_cast<int>(width)) << labels[i] << "  " << score_text(scores[i]) << "\n";
+  return out.str();
+}
+
+}  // namespace
+
+int run_classify(const Args& args) {
+  TextClassifyOptions options;
+  if (auto k = args.integer("top-k", 1, 1'000'000)) options.top_k = static_cast<size_t>(*k);
+  if (args.flag("all")) {
+    if (args.get("top-k")) throw UsageError("--top-k and --all conflict");
+    options.top_k = std::nullopt;
+  }
+  if (auto f = args.get("function")) {
+    if (*f != "softmax" && *f != "sigmoid" && *f != "none")
+      throw UsageError("--function must be softmax, sigmoid or none");
+    options.function_to_apply = parse_classification_function(*f);
+  }
+  options.truncation = args.flag("truncate");
+  const bool jsonl = input_format(args) == "jsonl";
+  const bool as_json = args.flag("json");
+
+  const TextClassifier classifier = TextClassifier::load(model_dir(args), load_options(args));
+  LineReader lines = input_lines(args);
+  return answer_lines(lines, as_json, kChunkInputs, [&](const std::vector<std::string>& chunk) {
+    std::vector<Answer> answers(chunk.size());
+    std::vector<TextInput> inputs(chunk.size());
+    TextClassifier::Prepared batch;  // the good inputs of the chunk, for one forward pass
+    std::vector<size_t> where;
+    for (size_t i = 0; i < chunk.size(); ++i) {
+      try {
+        inputs[i] = jsonl ? parse_text_input(chunk[i]) : TextInput{chunk[i], std::nullopt};
+        auto one = classifier.prepare(std::span<const TextInput>(&inputs[i], 1), options);
+        batch.encodings.push_back(std::move(one.encodings.front()));
+        where.push_back(i);
+      } catch (const Error& e) {
+        std::string message = line_message(e.what(), "input 1", "the text");
+        if (const size_t hint = message.find("(set truncation to cut it)"); hint != std::string::npos)
+          message.replace(hint, std::string::npos, "(--truncate cuts it)");
+        answers[i].error = message;
+      }
+    }
+    if (where.empty()) return answers;
+    const auto results = classifier.finish(batch, classifier.run(batch), options);
+    for (size_t k = 0; k < where.size(); ++k) {
+      const auto& list = results[k];
+      if (as_json) {
+        json items = json::array();
+        for (const auto& s : list) items.push_back({{"label", s.label}, {"score", s.score}});
+        answers[where[k]].out = json_line(items) + "\n";
+      } else {
+        const TextInput& in = inputs[where[k]];
+        std::vector<std::string> labels;
+        std::vector<float> scores;
+        for (const auto& s : list) labels.push_back(s.label), scores.push_back(s.score);
+        answers[where[k]].out = in.text + (in.text_pair ? " / " + *in.text_pair : "") + "\n" + label_rows(labels, scores);
+      }
+    }
+    return answers;
+  });
+}
+
+int run_zero_shot(const Args& args) {
+  const bool jsonl = input_format(args) == "jsonl";
+  ZeroShotOptions options;
+  if (auto labels = args.get("labels")) {
+    options.candidate_labels = parse_candidate_labels(*labels);
+    if (options.candidate_labels.empty()) throw UsageError("--labels needs at least one label");
+  } else if (!jsonl) {
+    throw UsageError("missing required option --labels");
+  }
+  if (auto t = args.get("template")) {
+    options.hypothesis_template = *t;
+    try {
+      if (format_hypothesis(*t, "label") == *t) throw UsageError("--template has no {} where the label should go");
+    } catch (const Error& e) {
+      throw UsageError(std::string("--template: ") + e.what());
+    }
+  }
+  options.multi_label = args.flag("multi-label");
+  const bool as_json = args.flag("json");
+
+  const std::string dir = model_dir(args);
+  const ZeroShotClassifier classifier = [&] {
+    try {
+      return ZeroShotClassifier::load(dir, load_options(args));
+    } catch (const Error& e) {  // the entailment-label check does not name the folder
+      if (e.kind() == ErrorKind::kInvalidModel && std::string_view(e.what()).starts_with("the model's label2id"))
+        throw Error(dir + ": " + e.what(), e.kind());
+      throw;
+    }
+  }();
+  LineReader lines = input_lines(args);
+  return answer_lines(lines, as_json, kChunkInputs, [&](const std::vector<std::string>& chunk) {
+    std::vector<Answer> answers(chunk.size());
+    // The good inputs, grouped by their labels (a JSON line may bring its own): one forward pass
+    // per group.
+    std::map<std::vector<std::string>, std::pair<ZeroShotClassifier::Prepared, std::vector<size_t>>> groups;
+    for (size_t i = 0; i < chunk.size(); ++i) {
+      try {
+        std::string sequence = chunk[i];
+        ZeroShotOptions line_options = options;
+        if (jsonl) {
+          const json j = parse_json_input(chunk[i]);
+          if (j.is_string()) {
+            sequence = j.get<std::string>();
+          } else if (j.is_object() && j.contains("sequence") && j["sequence"].is_string()) {
+            sequence = j["sequence"].get<std::string>();
+            for (const auto& [key, value] : j.items()) {
+              if (key == "sequence") continue;
+              if (key != "candidate_labels")
+                throw Error("unexpected key \"" + key + "\" (expected \"sequence\" and \"candidate_labels\")");
+              if (value.is_string()) {
+                line_options.candidate_labels = parse_candidate_labels(value.get<std::string>());
+              } else if (value.is_array() && std::all_of(value.begin(), value.end(), [](const json& v) { return v.is_string(); })) {
+                line_options.candidate_labels = value.get<std::vector<std::string>>();
+              } else {
+                throw Error("\"candidate_labels\" must be a string or a list of strings");
+              }
+              if (line_options.candidate_labels.empty()) throw Error("the candidate label list is empty");
+            }
+          } else {
+            throw Error("expected a JSON string or {\"sequence\": ..., \"candidate_labels\": [...]}");
+          }
+          if (line_options.candidate_labels.empty())
+            throw Error("no candidate labels (give --labels, or \"candidate_labels\" in the line)");
+        }
+        auto one = classifier.prepare(std::span<const std::string>(&sequence, 1), line_options);
+        auto& [group, where] = groups[line_options.candidate_labels];
+        group.labels = one.labels;
+        group.sequences.push_back(std::move(one.sequences.front()));
+        for (auto& pair : one.pairs) group.pairs.push_back(std::move(pair));
+        where.push_back(i);
+      } catch (const Error& e) {
+        answers[i].error = line_message(e.what(), "sequence 1", "the text");
+      }
+    }
+    for (const auto& [labels, entry] : groups) {
+      const auto& [group, where] = entry;
+      const auto results = classifier.finish(group, classifier.run(group), options);
+      for (size_t k = 0; k < where.size(); ++k) {
+        const ZeroShotResult& r = results[k];
+        answers[where[k]].out = as_json ? json_line({{"sequence", r.sequence}, {"labels", r.labels}, {"scores", r.scores}}) + "\n"
+                                        : r.sequence + "\n" + label_rows(r.labels, r.scores);
+      }
+    }
+    return answers;
+  });
+}
+
+}  // namespace roberta::cli

@@ -1,0 +1,89 @@
+// roberta qa: Hugging Face's question-answering pipeline (extractive answers from a context).
+#include <iostream>
+#include <sstream>
+
+#include "common.h"
+
+namespace roberta::cli {
+namespace {
+
+std::pair<std::string, std::string> parse_question(const std::string& line) {
+  const json j = parse_json_input(line);
+  if (!j.is_object()) throw Error("expected a JSON object {\"question\": ..., \"context\": ...}");
+  for (const auto& [key, value] : j.items()) {
+    if (key != "question" && key != "context")
+      throw Error("unexpected key \"" + key + "\" (expected \"question\" and \"context\")");
+    if (!value.is_string()) throw Error("\"" + key + "\" must be a string");
+  }
+  for (const char* key : {"question", "context"})
+    if (!j.contains(key)) throw Error(std::string("no \"") + key + "\"");
+  return {j["question"].get<std::string>(), j["context"].get<std::string>()};
+}
+
+json answer_json(const QuestionAnswer& a) {
+  return {{"score", a.score}, {"start", a.start}, {"end", a.end}, {"answer", a.answer}};
+}
+
+}  // namespace
+
+int run_qa(const Args& args) {
+  QuestionAnswerOptions options;
+  if (auto k = args.integer("top-k", 1, 1'000'000)) options.top_k = static_cast<size_t>(*k);
+  if (auto n = args.integer("doc-stride", 0, 1'000'000)) options.doc_stride = static_cast<size_t>(*n);
+  if (auto n = args.integer("max-answer-len", 1, 1'000'000)) options.max_answer_len = static_cast<size_t>(*n);
+  if (auto n = args.integer("max-seq-len", 1, 1'000'000)) options.max_seq_len = static_cast<size_t>(*n);
+  if (auto n = args.integer("max-question-len", 1, 1'000'000)) options.max_question_len = static_cast<size_t>(*n);
+  options.handle_impossible_answer = args.flag("handle-impossible-answer");
+  const std::optional<std::string> question = args.get("question"), context = args.get("context");
+  if (question.has_value() != context.has_value()) throw UsageError("--question and --context go together");
+  const bool as_json = args.flag("json");
+
+  const QuestionAnswerer qa = QuestionAnswerer::load(model_dir(args), load_options(args));
+  // --question and --context: one input (its line is not read); else JSON lines from stdin.
+  LineReader lines = question ? LineReader::from_texts({""}) : LineReader::from_stdin();
+  return answer_lines(lines, as_json, kChunkInputs, [&](const std::vector<std::string>& chunk) {
+    std::vector<Answer> answers(chunk.size());
+    // The windows of every good input in one forward pass; each input's logits go to its finish.
+    std::vector<QuestionAnswerer::Prepared> prepared;
+    std::vector<size_t> where;
+    QuestionAnswerer::Prepared batch;
+    for (size_t i = 0; i < chunk.size(); ++i) {
+      try {
+        const auto [q, c] = question ? std::make_pair(*question, *context) : parse_question(chunk[i]);
+        prepared.push_back(qa.prepare(q, c, options));
+        for (const Encoding& w : prepared.back().windows) batch.windows.push_back(w);
+        where.push_back(i);
+      } catch (const Error& e) {
+        answers[i].error = e.what();
+      }
+    }
+    if (where.empty()) return answers;
+    const SpanLogits logits = qa.run(batch);
+    size_t offset = 0;
+    for (size_t k = 0; k < where.size(); ++k) {
+      size_t tokens = 0;
+      for (const Encoding& w : prepared[k].windows) tokens += w.size();
+      const auto at = [&](const std::vector<float>& v) {
+        return std::vector<float>(v.begin() + static_cast<ptrdiff_t>(offset), v.begin() + static_cast<ptrdiff_t>(offset + tokens));
+      };
+      const SpanLogits mine{at(logits.start), at(logits.end)};
+      offset += tokens;
+      const std::vector<QuestionAnswer> found = qa.finish(prepared[k], mine, options);
+      if (as_json) {
+        // As HF: one answer is an object, several a list.
+        json out = json::array();
+        for (const QuestionAnswer& a : found) out.push_back(answer_json(a));
+        answers[where[k]].out = json_line(out.size() == 1 ? out[0] : out) + "\n";
+      } else {
+        std::ostringstream out;
+        out << prepared[k].question << "\n";
+        for (const QuestionAnswer& a : found)
+          out << "  " << score_text(a.score) << "  " << a.start << "-" << a.end << "  " << json_line(a.answer) << "\n";
+        answers[where[k]].out = out.str();
+      }
+    }
+    return answers;
+  });
+}
+
+}  // namespace roberta::cli

@@ -1,0 +1,136 @@
+// roberta rerank: sentence-transformers' CrossEncoder.rank (documents ranked for a query), or
+// CrossEncoder.predict on [a, b] pairs with --pairs.
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "common.h"
+
+namespace roberta::cli {
+namespace {
+
+TextPair parse_pair(const std::string& line) {
+  const json j = parse_json_input(line);
+  if (j.is_array() && j.size() == 2 && j[0].is_string() && j[1].is_string())
+    return {j[0].get<std::string>(), j[1].get<std::string>()};
+  throw Error("expected a pair [a, b] of two JSON strings");
+}
+
+std::string pair_message(const Error& e) { return line_message(e.what(), "pair 1", "the pair"); }
+
+// --pairs: one score (or list of label scores) per line, as CrossEncoder.predict.
+int run_pairs(const Args& args, const CrossEncoder& encoder, const CrossEncoderOptions& options) {
+  const bool as_json = args.flag("json");
+  const size_t labels = static_cast<size_t>(encoder.model_config().num_labels());
+  LineReader lines = input_lines(args);
+  return answer_lines(lines, as_json, options.batch_size, [&](const std::vector<std::string>& chunk) {
+    std::vector<Answer> answers(chunk.size());
+    CrossEncoder::Prepared batch;
+    std::vector<size_t> where;
+    for (size_t i = 0; i < chunk.size(); ++i) {
+      try {
+        const TextPair pair = parse_pair(chunk[i]);
+        auto one = encoder.prepare(std::span<const TextPair>(&pair, 1), options);
+        batch.encodings.push_back(std::move(one.encodings.front()));
+        where.push_back(i);
+      } catch (const Error& e) {
+        answers[i].error = pair_message(e);
+      }
+    }
+    if (where.empty()) return answers;
+    const Matrix scores = encoder.finish(batch, encoder.run(batch), options);
+    for (size_t k = 0; k < where.size(); ++k) {
+      const float* row = scores.row(k);
+      const json value = labels == 1 ? json(row[0]) : json(std::vector<float>(row, row + labels));
+      answers[where[k]].out = json_line(value) + "\n";
+    }
+    return answers;
+  });
+}
+
+}  // namespace
+
+int run_rerank(const Args& args) {
+  CrossEncoderOptions scoring;
+  if (auto n = args.integer("batch-size", 1, 1'000'000)) scoring.batch_size = static_cast<size_t>(*n);
+  if (auto n = args.integer("max-length", 3, 1'000'000)) scoring.max_length = static_cast<size_t>(*n);
+  const bool pairs = args.flag("pairs");
+  RankOptions options;
+  if (pairs) {
+    for (const char* name : {"query", "top-k"})
+      if (args.get(name)) throw UsageError(std::string("--pairs and --") + name + " conflict");
+    if (args.flag("return-documents")) throw UsageError("--pairs and --return-documents conflict");
+  } else {
+    args.require("query");
+    if (auto k = args.integer("top-k", 1, 1'000'000'000)) options.top_k = static_cast<size_t>(*k);
+    options.return_documents = args.flag("return-documents");
+  }
+  options.scoring = scoring;
+
+  const CrossEncoder encoder = CrossEncoder::load(model_dir(args), load_options(args));
+  if (!encoder.config().note.empty()) std::cerr << "warning: " << encoder.config().note << "\n";
+  if (pairs) return run_pairs(args, encoder, scoring);
+  if (encoder.model_config().num_labels() != 1)
+    throw Error(model_dir(args) + ": ranking needs a model with one label; this one has " +
+                    std::to_string(encoder.model_config().num_labels()) + " (score pairs with --pairs)",
+                ErrorKind::kInvalidModel);
+
+  // Every document is read (ranking needs them all), scored in chunks of --batch-size pairs.
+  const std::string query = *args.get("query");
+  try {  // a bad query is a usage error, not an error of every line
+    const TextPair probe{query, "x"};
+    encoder.prepare(std::span<const TextPair>(&probe, 1), scoring);
+  } catch (const Error& e) {
+    throw UsageError("--query: " + line_message(pair_message(e), "first text: ", ""));
+  }
+  LineReader lines = input_lines(args);
+  std::vector<std::string> documents;  // the good ones
+  std::vector<size_t> corpus_ids;      // their input positions (0-based, as sentence-transformers)
+  std::vector<float> scores;
+  std::vector<std::string> chunk;
+  for (size_t first = 0; lines.next_chunk(chunk, scoring.batch_size); first += chunk.size()) {
+    CrossEncoder::Prepared batch;
+    size_t good = 0;
+    for (size_t i = 0; i < chunk.size(); ++i) {
+      try {
+        const TextPair pair{query, chunk[i]};
+        auto one = encoder.prepare(std::span<const TextPair>(&pair, 1), scoring);
+        batch.encodings.push_back(std::move(one.encodings.front()));
+        documents.push_back(std::move(chunk[i]));
+        corpus_ids.push_back(first + i);
+        ++good;
+      } catch (const Error& e) {
+        std::string message = pair_message(e);
+        if (message.starts_with("second text: ")) message = message.substr(13);  // the document
+        lines.report(first + i, message);
+      }
+    }
+    if (good == 0) continue;
+    const Matrix s = encoder.finish(batch, encoder.run(batch), scoring);
+    scores.insert(scores.end(), s.data.begin(), s.data.end());
+  }
+  // rank_scores' corpus_id is the index among the good documents; the output's is the input position.
+  const std::vector<RankedDocument> ranked = CrossEncoder::rank_scores(scores, documents, options);
+  if (args.flag("json")) {
+    json out = json::array();
+    for (const RankedDocument& d : ranked) {
+      json item = {{"corpus_id", corpus_ids[d.corpus_id]}, {"score", d.score}};
+      if (d.text) item["text"] = *d.text;
+      out.push_back(item);
+    }
+    std::cout << json_line(out) << "\n";
+  } else {
+    std::ostringstream out;
+    out << "rank  score       id  document\n";
+    for (size_t r = 0; r < ranked.size(); ++r) {
+      const RankedDocument& d = ranked[r];
+      out << std::setw(4) << r + 1 << "  " << std::left << std::setw(10) << score_text(d.score) << std::right
+          << std::setw(4) << corpus_ids[d.corpus_id] << "  " << documents[d.corpus_id] << "\n";
+    }
+    std::cout << out.str();
+  }
+  std::cout << std::flush;
+  return lines.status();
+}
+
+}  // namespace roberta::cli
