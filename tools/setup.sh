@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the project needs (run as root).
-#   bash tools/setup.sh          what building the library and the `roberta` program needs
+#   bash tools/setup.sh          what building the library, the `roberta` program and the Python
+#                                package roberta_cpp needs (pybind11, setuptools, wheel, NumPy)
 #   bash tools/setup.sh --test   that, plus what the test suite needs (GoogleTest, Google
-#                                Benchmark, PyTorch and NumPy for the reference scripts, clang for
-#                                the fuzz targets, rsvg-convert to render plots)
+#                                Benchmark, PyTorch for the reference scripts, clang for the fuzz
+#                                targets, rsvg-convert to render plots, pytest, Dask's distributed
+#                                and venv for the Python package's tests)
 set -euo pipefail
-packages=(cmake g++ make pkg-config libopenblas-dev nlohmann-json3-dev)
+packages=(cmake g++ make pkg-config libopenblas-dev nlohmann-json3-dev
+          python3-dev python3-pybind11 python3-setuptools python3-wheel python3-numpy)
 if [ "${1:-}" = "--test" ]; then
-  packages+=(libgtest-dev libbenchmark-dev python3-torch python3-numpy python3-regex
-             clang libclang-rt-14-dev librsvg2-bin)
+  packages+=(libgtest-dev libbenchmark-dev python3-torch python3-regex
+             clang libclang-rt-14-dev librsvg2-bin
+             python3-pytest python3-distributed python3-venv)
 elif [ -n "${1:-}" ]; then
   echo "usage: bash tools/setup.sh [--test]" >&2
   exit 2

@@ -1,0 +1,43 @@
+#pragma once
+// Shared pieces of the roberta_cpp._core bindings: numpy arrays that take over a C++ buffer, the
+// registration functions of each part, and option parsing shared by several parts.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "roberta/model.h"
+
+namespace roberta::python {
+
+namespace py = pybind11;
+
+// A numpy array of `shape` that owns `data`: the vector is moved into the array's capsule, so the
+// result is handed over without a copy. Call with the GIL held.
+template <class T>
+py::array_t<T> to_numpy(std::vector<T>&& data, std::vector<py::ssize_t> shape) {
+  if (data.empty()) return py::array_t<T>(shape);
+  auto* owned = new std::vector<T>(std::move(data));
+  py::capsule owner(owned, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+  return py::array_t<T>(shape, owned->data(), owner);
+}
+
+// A Matrix (rows, cols) as a (rows, cols) float32 array, without a copy.
+inline py::array_t<float> to_numpy(Matrix&& m) {
+  const auto rows = static_cast<py::ssize_t>(m.rows), cols = static_cast<py::ssize_t>(m.cols);
+  return to_numpy(std::move(m.data), {rows, cols});
+}
+
+// "float32"/"fp32", "bfloat16"/"bf16", "int8" (the CLI's --dtype); ValueError otherwise.
+LoadOptions parse_dtype(const std::string& dtype);
+
+void register_errors(py::module_& m);
+void register_tokenizer(py::module_& m);
+void register_model(py::module_& m);
+void register_pipelines(py::module_& m);
+void register_tasks(py::module_& m);
+
+}  // namespace roberta::python

@@ -1,0 +1,195 @@
+// The pipelines for Python: FillMask, Embedder (sentence-transformers folders) and the token
+// states of feature extraction. Each call converts its Python arguments, releases the GIL for the
+// tokenizer and the model, and builds Python results at the end; arrays take over the C++ buffers.
+#include <algorithm>
+#include <numeric>
+
+#include "common.h"
+#include "roberta/pipelines.h"
+
+namespace roberta::python {
+namespace {
+
+// Errors of one of several inputs name it: "input 3: no <mask> in the text".
+template <class F>
+auto for_input(size_t i, size_t n, F&& f) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    if (n == 1) throw;
+    throw Error("input " + std::to_string(i) + ": " + e.what(), e.kind());
+  }
+}
+
+EmbedOptions embed_options(std::optional<std::string> prompt, std::optional<std::string> prompt_name,
+                           size_t batch_size, size_t max_length) {
+  EmbedOptions o;
+  o.prompt = std::move(prompt);
+  o.prompt_name = std::move(prompt_name);
+  o.batch_size = std::max<size_t>(1, batch_size);
+  o.max_length = max_length;
+  o.input_label = "input";
+  o.first_index = 0;
+  return o;
+}
+
+// Last hidden states of texts, one (tokens, hidden) array each, in batches of `batch_size` texts.
+std::vector<Matrix> token_states(const Model& model, const Tokenizer& tok, const std::vector<std::string>& texts,
+                                 bool truncation, size_t batch_size) {
+  const auto max_len = static_cast<size_t>(model.config().max_sequence_length());
+  EncodeOptions eo;
+  if (truncation) eo.max_length = max_len;
+  std::vector<Matrix> result;
+  const size_t H = static_cast<size_t>(model.config().hidden_size);
+  for (size_t start = 0; start < texts.size(); start += batch_size) {
+    const size_t end = std::min(texts.size(), start + batch_size);
+    Batch batch;
+    for (size_t i = start; i < end; ++i) {
+      const Encoding e = for_input(i, texts.size(), [&] {
+        Encoding enc = tok.encode(texts[i], eo);
+        if (enc.size() > max_len)
+          throw Error("the text has " + std::to_string(enc.size()) + " tokens; the model allows at most " +
+                      std::to_string(max_len) + " (pass truncation=True to cut it)");
+        return enc;
+      });
+      batch.add_sequence(e.ids);
+    }
+    const Outputs out = model.forward(batch);
+    for (size_t b = 0; b < batch.num_sequences(); ++b) {
+      Matrix m(batch.offsets[b + 1] - batch.offsets[b], H);
+      std::copy_n(out.last_hidden_state.row(batch.offsets[b]), m.rows * H, m.data.data());
+      result.push_back(std::move(m));
+    }
+  }
+  return result;
+}
+
+}  // namespace
+
+void register_pipelines(py::module_& m) {
+  py::class_<FillMask>(m, "FillMask", "Hugging Face's fill-mask pipeline in C++.")
+      .def(py::init([](const Model& model, const Tokenizer& tok) { return FillMask(model, tok); }), py::arg("model"),
+           py::arg("tokenizer"))
+      .def(
+          "__call__",
+          [](const FillMask& fill, const std::vector<std::string>& texts, size_t top_k,
+             const std::vector<std::string>& targets) {
+            FillMaskOptions o;
+            o.top_k = top_k;
+            o.targets = targets;
+            std::vector<std::vector<std::vector<FillMaskCandidate>>> all;
+            {
+              py::gil_scoped_release nogil;
+              for (size_t i = 0; i < texts.size(); ++i)
+                all.push_back(for_input(i, texts.size(), [&] { return fill(texts[i], o); }));
+            }
+            py::list per_text;
+            for (const auto& masks : all) {
+              py::list per_mask;
+              for (const auto& list : masks) {
+                py::list rows;
+                for (const auto& c : list) {
+                  py::dict d;
+                  d["score"] = static_cast<double>(c.score);
+                  d["token"] = c.token;
+                  d["token_str"] = c.token_str;
+                  d["sequence"] = c.sequence;
+                  rows.append(d);
+                }
+                per_mask.append(rows);
+              }
+              per_text.append(per_mask);
+            }
+            return per_text;
+          },
+          py::arg("texts"), py::arg("top_k") = 5, py::arg("targets") = std::vector<std::string>{},
+          "For each text, one candidate list per <mask>: dicts {score, token, token_str, sequence}.")
+      .def(
+          "target_ids",
+          [](const FillMask& fill, const std::vector<std::string>& targets) {
+            std::vector<std::string> notes;
+            auto ids = fill.target_ids(targets, &notes);
+            return std::make_pair(ids, notes);
+          },
+          py::arg("targets"), "(ids, notes): the ids the targets resolve to and a note per word that is not one token.");
+
+  py::class_<Embedder>(m, "Embedder", "Sentence embeddings of a sentence-transformers folder.")
+      .def(py::init([](const std::string& path, const std::string& dtype) {
+             const LoadOptions o = parse_dtype(dtype);
+             py::gil_scoped_release nogil;
+             return Embedder::load(path, o);
+           }),
+           py::arg("path"), py::arg("dtype") = "float32")
+      .def(
+          "encode",
+          [](const Embedder& e, const std::vector<std::string>& texts, std::optional<std::string> prompt,
+             std::optional<std::string> prompt_name, size_t batch_size, size_t max_length) {
+            const EmbedOptions o = embed_options(std::move(prompt), std::move(prompt_name), batch_size, max_length);
+            Matrix rows;
+            {
+              py::gil_scoped_release nogil;
+              rows = e(texts, o);
+            }
+            return to_numpy(std::move(rows));
+          },
+          py::arg("texts"), py::arg("prompt") = py::none(), py::arg("prompt_name") = py::none(),
+          py::arg("batch_size") = 32, py::arg("max_length") = 0,
+          "(N, dimension) float32 sentence embeddings with the folder's pooling, Dense and Normalize.")
+      .def(
+          "encode_tokens",
+          [](const Embedder& e, const std::vector<std::string>& texts, std::optional<std::string> prompt,
+             std::optional<std::string> prompt_name, size_t batch_size, size_t max_length) {
+            const EmbedOptions o = embed_options(std::move(prompt), std::move(prompt_name), batch_size, max_length);
+            std::vector<Matrix> states;
+            {
+              py::gil_scoped_release nogil;
+              std::vector<PreparedText> batch;
+              for (size_t start = 0; start < texts.size(); start += o.batch_size) {
+                batch.clear();
+                for (size_t i = start; i < std::min(texts.size(), start + o.batch_size); ++i)
+                  batch.push_back(for_input(i, texts.size(), [&] { return e.prepare(texts[i], o); }));
+                for (Matrix& s : e.run_tokens(batch)) states.push_back(std::move(s));
+              }
+            }
+            py::list out;
+            for (Matrix& s : states) out.append(to_numpy(std::move(s)));
+            return out;
+          },
+          py::arg("texts"), py::arg("prompt") = py::none(), py::arg("prompt_name") = py::none(),
+          py::arg("batch_size") = 32, py::arg("max_length") = 0,
+          "One (tokens, hidden) float32 array of last hidden states per text (prompt included).")
+      .def_property_readonly("dimension", &Embedder::dimension)
+      .def_property_readonly("max_seq_length", &Embedder::max_seq_length)
+      .def_property_readonly("model_max_length",
+                             [](const Embedder& e) { return e.model().config().max_sequence_length(); })
+      .def_property_readonly("prompts", [](const Embedder& e) { return e.config().prompts; })
+      .def_property_readonly("default_prompt_name",
+                             [](const Embedder& e) -> std::optional<std::string> {
+                               if (e.config().default_prompt_name.empty()) return std::nullopt;
+                               return e.config().default_prompt_name;
+                             })
+      .def_property_readonly("normalize", &Embedder::default_normalize)
+      .def_property_readonly("pooling", [](const Embedder& e) { return std::string(pooling_name(e.default_pooling())); })
+      .def_property_readonly("do_lower_case", [](const Embedder& e) { return e.config().do_lower_case; })
+      .def_property_readonly("tokenizer", [](const Embedder& e) { return e.tokenizer(); })
+      .def_property_readonly("model", [](const Embedder& e) { return e.model(); });
+
+  m.def(
+      "token_states",
+      [](const Model& model, const Tokenizer& tok, const std::vector<std::string>& texts, bool truncation,
+         size_t batch_size) {
+        std::vector<Matrix> states;
+        {
+          py::gil_scoped_release nogil;
+          states = token_states(model, tok, texts, truncation, std::max<size_t>(1, batch_size));
+        }
+        py::list out;
+        for (Matrix& s : states) out.append(to_numpy(std::move(s)));
+        return out;
+      },
+      py::arg("model"), py::arg("tokenizer"), py::arg("texts"), py::arg("truncation") = false,
+      py::arg("batch_size") = 32,
+      "The last hidden state of each text, (tokens, hidden) float32 each (feature extraction).");
+}
+
+}  // namespace roberta::python

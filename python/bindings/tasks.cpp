@@ -1,0 +1,223 @@
+// The task pipelines for Python: TextClassifier, ZeroShotClassifier, TokenClassifier,
+// QuestionAnswerer and CrossEncoder. Each call converts its arguments, releases the GIL while it
+// tokenizes and runs the model, and returns plain Python results (dicts with transformers' keys)
+// or numpy arrays that own their buffers.
+#include "common.h"
+#include "roberta/cross_encoder.h"
+#include "roberta/question_answerer.h"
+#include "roberta/text_classifier.h"
+#include "roberta/token_classifier.h"
+#include "roberta/zero_shot_classifier.h"
+
+namespace roberta::python {
+namespace {
+
+template <class F>
+auto for_input(size_t i, size_t n, F&& f) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    if (n == 1) throw;
+    throw Error("input " + std::to_string(i) + ": " + e.what(), e.kind());
+  }
+}
+
+py::dict entity_dict(const TokenEntity& e, bool aggregated) {
+  py::dict d;
+  d[aggregated ? "entity_group" : "entity"] = e.entity;
+  d["score"] = static_cast<double>(e.score);
+  if (!aggregated) d["index"] = e.index;
+  d["word"] = e.word;
+  d["start"] = e.start;
+  d["end"] = e.end;
+  return d;
+}
+
+std::optional<CrossEncoderActivation> activation_of(const std::optional<std::string>& name) {
+  if (!name) return std::nullopt;
+  return parse_cross_encoder_activation(*name);
+}
+
+}  // namespace
+
+void register_tasks(py::module_& m) {
+  py::class_<TextClassifier>(m, "TextClassifier", "transformers' text-classification pipeline in C++.")
+      .def(py::init([](const Model& model, const Tokenizer& tok) { return TextClassifier(model, tok); }),
+           py::arg("model"), py::arg("tokenizer"))
+      .def(
+          "__call__",
+          [](const TextClassifier& c, const std::vector<std::pair<std::string, std::optional<std::string>>>& inputs,
+             std::optional<size_t> top_k, bool return_all_scores, const std::string& function_to_apply,
+             bool truncation) {
+            TextClassifyOptions o;
+            o.top_k = top_k;
+            o.return_all_scores = return_all_scores;
+            o.function_to_apply = parse_classification_function(function_to_apply);
+            o.truncation = truncation;
+            std::vector<TextInput> in;
+            for (const auto& [text, pair] : inputs) in.push_back({text, pair});
+            std::vector<std::vector<LabelScore>> results;
+            {
+              py::gil_scoped_release nogil;
+              results = c(in, o);
+            }
+            py::list out;
+            for (const auto& r : results) {
+              py::list rows;
+              for (const auto& s : r) {
+                py::dict d;
+                d["label"] = s.label;
+                d["score"] = static_cast<double>(s.score);
+                rows.append(d);
+              }
+              out.append(rows);
+            }
+            return out;
+          },
+          py::arg("inputs"), py::arg("top_k") = 1, py::arg("return_all_scores") = false,
+          py::arg("function_to_apply") = "default", py::arg("truncation") = false,
+          "For each (text, text_pair or None): a list of {label, score} dicts.");
+
+  py::class_<ZeroShotClassifier>(m, "ZeroShotClassifier", "transformers' zero-shot-classification pipeline in C++.")
+      .def(py::init([](const Model& model, const Tokenizer& tok) { return ZeroShotClassifier(model, tok); }),
+           py::arg("model"), py::arg("tokenizer"))
+      .def(
+          "__call__",
+          [](const ZeroShotClassifier& c, const std::vector<std::string>& sequences,
+             const std::vector<std::string>& labels, const std::string& hypothesis_template, bool multi_label) {
+            ZeroShotOptions o;
+            o.candidate_labels = labels;
+            o.hypothesis_template = hypothesis_template;
+            o.multi_label = multi_label;
+            std::vector<ZeroShotResult> results;
+            {
+              py::gil_scoped_release nogil;
+              results = c(sequences, o);
+            }
+            py::list out;
+            for (const auto& r : results) {
+              py::dict d;
+              d["sequence"] = r.sequence;
+              d["labels"] = r.labels;
+              py::list scores;
+              for (float s : r.scores) scores.append(static_cast<double>(s));
+              d["scores"] = scores;
+              out.append(d);
+            }
+            return out;
+          },
+          py::arg("sequences"), py::arg("candidate_labels"), py::arg("hypothesis_template") = "This example is {}.",
+          py::arg("multi_label") = false, "For each sequence: {sequence, labels, scores}, best label first.");
+  m.def("parse_candidate_labels", &parse_candidate_labels, py::arg("labels"),
+        "candidate_labels given as one string: split at commas, stripped.");
+
+  py::class_<TokenClassifier>(m, "TokenClassifier", "transformers' token-classification (NER) pipeline in C++.")
+      .def(py::init([](const Model& model, const Tokenizer& tok) { return TokenClassifier(model, tok); }),
+           py::arg("model"), py::arg("tokenizer"))
+      .def(
+          "__call__",
+          [](const TokenClassifier& c, const std::vector<std::string>& texts, const std::string& aggregation,
+             const std::vector<std::string>& ignore_labels, std::optional<size_t> stride) {
+            TokenClassifyOptions o;
+            o.aggregation = parse_aggregation(aggregation);
+            o.ignore_labels = ignore_labels;
+            o.stride = stride;
+            std::vector<std::vector<TokenEntity>> results;
+            {
+              py::gil_scoped_release nogil;
+              for (size_t i = 0; i < texts.size(); ++i)
+                results.push_back(for_input(i, texts.size(), [&] { return c(texts[i], o); }));
+            }
+            const bool aggregated = o.aggregation != Aggregation::kNone;
+            py::list out;
+            for (const auto& r : results) {
+              py::list rows;
+              for (const auto& e : r) rows.append(entity_dict(e, aggregated));
+              out.append(rows);
+            }
+            return out;
+          },
+          py::arg("texts"), py::arg("aggregation_strategy") = "none",
+          py::arg("ignore_labels") = std::vector<std::string>{"O"}, py::arg("stride") = py::none(),
+          "For each text: a list of entity dicts (entity or entity_group, score, [index,] word, start, end).");
+
+  py::class_<QuestionAnswerer>(m, "QuestionAnswerer", "transformers' question-answering pipeline in C++.")
+      .def(py::init([](const Model& model, const Tokenizer& tok) { return QuestionAnswerer(model, tok); }),
+           py::arg("model"), py::arg("tokenizer"))
+      .def(
+          "__call__",
+          [](const QuestionAnswerer& qa, const std::vector<std::pair<std::string, std::string>>& examples,
+             size_t top_k, std::optional<size_t> doc_stride, size_t max_answer_len, std::optional<size_t> max_seq_len,
+             size_t max_question_len, bool handle_impossible_answer, bool align_to_words) {
+            QuestionAnswerOptions o;
+            o.top_k = top_k;
+            o.doc_stride = doc_stride;
+            o.max_answer_len = max_answer_len;
+            o.max_seq_len = max_seq_len;
+            o.max_question_len = max_question_len;
+            o.handle_impossible_answer = handle_impossible_answer;
+            o.align_to_words = align_to_words;
+            std::vector<std::vector<QuestionAnswer>> results;
+            {
+              py::gil_scoped_release nogil;
+              for (size_t i = 0; i < examples.size(); ++i)
+                results.push_back(
+                    for_input(i, examples.size(), [&] { return qa(examples[i].first, examples[i].second, o); }));
+            }
+            py::list out;
+            for (const auto& r : results) {
+              py::list rows;
+              for (const auto& a : r) {
+                py::dict d;
+                d["score"] = static_cast<double>(a.score);
+                d["start"] = a.start;
+                d["end"] = a.end;
+                d["answer"] = a.answer;
+                rows.append(d);
+              }
+              out.append(rows);
+            }
+            return out;
+          },
+          py::arg("examples"), py::arg("top_k") = 1, py::arg("doc_stride") = py::none(), py::arg("max_answer_len") = 15,
+          py::arg("max_seq_len") = py::none(), py::arg("max_question_len") = 64,
+          py::arg("handle_impossible_answer") = false, py::arg("align_to_words") = true,
+          "For each (question, context): a list of {score, start, end, answer} dicts, best first.");
+
+  py::class_<CrossEncoder>(m, "CrossEncoder", "sentence-transformers' CrossEncoder in C++.")
+      .def(py::init([](const std::string& path, const std::string& dtype) {
+             const LoadOptions o = parse_dtype(dtype);
+             py::gil_scoped_release nogil;
+             return CrossEncoder::load(path, o);
+           }),
+           py::arg("path"), py::arg("dtype") = "float32")
+      .def(
+          "predict",
+          [](const CrossEncoder& ce, const std::vector<std::pair<std::string, std::string>>& pairs, size_t batch_size,
+             std::optional<std::string> activation, bool apply_softmax, size_t max_length) {
+            CrossEncoderOptions o;
+            o.batch_size = std::max<size_t>(1, batch_size);
+            o.activation = activation_of(activation);
+            o.apply_softmax = apply_softmax;
+            o.max_length = max_length;
+            Matrix scores;
+            {
+              py::gil_scoped_release nogil;
+              scores = ce.predict(pairs, o);
+            }
+            if (scores.rows == 0) scores.cols = static_cast<size_t>(ce.model_config().num_labels());
+            return to_numpy(std::move(scores));
+          },
+          py::arg("pairs"), py::arg("batch_size") = 32, py::arg("activation") = py::none(),
+          py::arg("apply_softmax") = false, py::arg("max_length") = 0,
+          "(pairs, num_labels) float32 scores: the activation, then the optional softmax.")
+      .def_property_readonly("num_labels", [](const CrossEncoder& ce) { return ce.model_config().num_labels(); })
+      .def_property_readonly("id2label", [](const CrossEncoder& ce) { return ce.model_config().id2label; })
+      .def_property_readonly("max_length",
+                             [](const CrossEncoder& ce) { return ce.model_config().max_sequence_length(); })
+      .def_property_readonly("default_activation", [](const CrossEncoder& ce) {
+        return std::string(cross_encoder_activation_name(ce.default_activation()));
+      });
+}
+
+}  // namespace roberta::python

@@ -1,0 +1,396 @@
+"""pipeline(task, model=path): transformers' pipelines on roberta.cpp, returning what transformers
+returns (dicts with the same keys, Python floats and ints; one input gives one result, a list gives
+a list, with transformers' exceptions to that rule kept).
+
+Each task is one entry of SUPPORTED_TASKS: the pipeline class, the head the checkpoint needs, and
+the C++ class of _core it runs on (roberta::FillMask, TextClassifier, ZeroShotClassifier,
+TokenClassifier, QuestionAnswerer). A task whose C++ class a build lacks raises NotImplementedError.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Type, Union
+
+from . import _core
+from .model import Model, _apply_threads
+from .tokenizer import Tokenizer, _model_max_length
+
+logger = logging.getLogger("roberta_cpp")
+
+
+class Pipeline:
+    """Base of the pipelines: holds the model and tokenizer, keeps the keyword arguments given at
+    construction as defaults of every call (as transformers does), and maps one input to one
+    result and a list to a list."""
+
+    task: str = ""
+
+    def __init__(self, model: Model, tokenizer: Tokenizer, task: str = "", **kwargs: Any):
+        self.model = model
+        self.tokenizer = tokenizer
+        self.task = task or self.task
+        self._defaults = self._check_parameters(kwargs)
+
+    def _check_parameters(self, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+        unknown = set(kwargs) - set(self._parameters)
+        if unknown:
+            raise TypeError(f"{type(self).__name__} got unexpected keyword arguments {sorted(unknown)}; "
+                            f"it takes {list(self._parameters)}")
+        return dict(kwargs)
+
+    _parameters: Sequence[str] = ()
+
+    def __call__(self, inputs: Union[str, Sequence[str]], *args: Any, batch_size: Optional[int] = None,
+                 num_workers: Optional[int] = None, **kwargs: Any) -> Any:
+        if args:
+            if isinstance(inputs, str):
+                inputs = [inputs, *args]
+            else:
+                raise TypeError("pass several inputs as one list")
+        params = {**self._defaults, **self._check_parameters(kwargs)}
+        single = isinstance(inputs, str)
+        texts = [inputs] if single else list(inputs)
+        results = self._run(texts, batch_size=batch_size or 32, **params)
+        return results[0] if single else results
+
+    def _run(self, texts: List[str], batch_size: int, **params: Any) -> List[Any]:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(task={self.task!r}, model={self.model!r})"
+
+
+class FillMaskPipeline(Pipeline):
+    """transformers' FillMaskPipeline: the likeliest tokens for each <mask>.
+
+    Each result is a list of dicts {"score": float, "token": int, "token_str": str,
+    "sequence": str}, best first; a text with several masks gives one such list per mask. A list
+    of texts gives a list of results, except a list of one text, which gives that text's result
+    (as transformers does). top_k (default 5) and targets (a word or a list: score only these;
+    a word that is not one token uses its first token, with a warning) as in transformers. A text
+    without <mask> raises InvalidInputError (a ValueError).
+    """
+
+    task = "fill-mask"
+    _parameters = ("top_k", "targets", "tokenizer_kwargs")
+
+    def __init__(self, model: Model, tokenizer: Tokenizer, task: str = "", **kwargs: Any):
+        super().__init__(model, tokenizer, task, **kwargs)
+        self._fill = _core.FillMask(model._model, tokenizer)
+
+    def __call__(self, inputs: Union[str, Sequence[str]], *args: Any, **kwargs: Any) -> Any:
+        outputs = super().__call__(inputs, *args, **kwargs)
+        if isinstance(inputs, list) and len(inputs) == 1:
+            return outputs[0]
+        return outputs
+
+    def _run(self, texts: List[str], batch_size: int, top_k: int = 5, targets: Any = None,
+             tokenizer_kwargs: Optional[dict] = None) -> List[Any]:
+        if tokenizer_kwargs:
+            raise ValueError(f"tokenizer_kwargs {sorted(tokenizer_kwargs)} are not supported by roberta_cpp's fill-mask")
+        target_list: List[str] = []
+        if targets is not None:
+            target_list = [targets] if isinstance(targets, str) else list(targets)
+            ids, notes = self._fill.target_ids(target_list)
+            for note in notes:
+                logger.warning(note)
+            if not ids:
+                raise ValueError("At least one target must be provided when passed.")
+        results = self._fill(texts, int(top_k), target_list)
+        return [masks[0] if len(masks) == 1 else masks for masks in results]
+
+
+class FeatureExtractionPipeline(Pipeline):
+    """transformers' FeatureExtractionPipeline: the last hidden state of every token.
+
+    Each result is a nested list of Python floats of shape [1, tokens, hidden] (tokens include
+    <s> and </s>), or with return_tensors=True a float32 numpy array (1, tokens, hidden) (where
+    transformers gives a torch tensor). truncation=True cuts texts to the model's maximum;
+    otherwise a longer text raises InvalidInputError. tokenize_kwargs may hold "truncation".
+    """
+
+    task = "feature-extraction"
+    _parameters = ("truncation", "tokenize_kwargs", "return_tensors")
+
+    def _run(self, texts: List[str], batch_size: int, truncation: Optional[bool] = None,
+             tokenize_kwargs: Optional[dict] = None, return_tensors: Optional[bool] = None) -> List[Any]:
+        tokenize_kwargs = dict(tokenize_kwargs or {})
+        if truncation is not None:
+            if "truncation" in tokenize_kwargs:
+                raise ValueError("truncation parameter defined twice (given as keyword argument as well as in "
+                                 "tokenize_kwargs)")
+            tokenize_kwargs["truncation"] = truncation
+        unknown = set(tokenize_kwargs) - {"truncation"}
+        if unknown:
+            raise ValueError(f"tokenize_kwargs {sorted(unknown)} are not supported by roberta_cpp's feature-extraction")
+        states = _core.token_states(self.model._model, self.tokenizer, texts,
+                                    bool(tokenize_kwargs.get("truncation", False)), batch_size)
+        if return_tensors:
+            return [s[None, :, :] for s in states]
+        return [[s.tolist()] for s in states]
+
+
+class TextClassificationPipeline(Pipeline):
+    """transformers' TextClassificationPipeline ("text-classification", "sentiment-analysis").
+
+    Inputs: a text, {"text": ..., "text_pair": ...}, or a list of either. Without top_k the result
+    is the best label as {"label": str, "score": float} (and a single text gives a one-element
+    list of it, as transformers does); with top_k=k a list of the k best, with top_k=None every
+    label, best first. function_to_apply: "default" (regression: none; one label or
+    multi-label: sigmoid; else softmax), "softmax", "sigmoid", "none". return_all_scores (deprecated
+    in transformers): every label in label order. truncation=True cuts over-long texts.
+    """
+
+    task = "text-classification"
+    _parameters = ("top_k", "function_to_apply", "return_all_scores", "truncation")
+
+    def __init__(self, model: Model, tokenizer: Tokenizer, task: str = "", **kwargs: Any):
+        super().__init__(model, tokenizer, task, **kwargs)
+        self._classify = _core.TextClassifier(model._model, tokenizer)
+
+    def __call__(self, inputs: Any, **kwargs: Any) -> Any:
+        params = {**self._defaults, **self._check_parameters(kwargs)}
+        single = not isinstance(inputs, list)
+        items = [inputs] if single else list(inputs)
+        pairs = []
+        for item in items:
+            if isinstance(item, dict):
+                pairs.append((item["text"], item.get("text_pair")))
+            elif isinstance(item, str):
+                pairs.append((item, None))
+            elif isinstance(item, (list, tuple)) and len(item) == 2 and all(isinstance(t, str) for t in item):
+                pairs.append((item[0], item[1]))
+            else:
+                raise ValueError('The pipeline received invalid inputs, if you are trying to send text pairs, you can '
+                                 'try to send a dictionary `{"text": "My text", "text_pair": "My pair"}` in order to '
+                                 'send a text pair.')
+        legacy = "top_k" not in params
+        if legacy:
+            all_scores = params.get("return_all_scores")
+            top_k: Optional[int] = None if all_scores else 1
+        else:
+            all_scores = False
+            top_k = params["top_k"]
+        function = params.get("function_to_apply") or "default"
+        results = self._classify(pairs, top_k=top_k if top_k is None else int(top_k),
+                                 return_all_scores=bool(legacy and all_scores), function_to_apply=str(function),
+                                 truncation=bool(params.get("truncation", False)))
+        shaped = [r[0] if (legacy and top_k == 1) else r for r in results]
+        if single:
+            return [shaped[0]] if isinstance(inputs, str) and "top_k" not in kwargs else shaped[0]
+        return shaped
+
+
+class ZeroShotClassificationPipeline(Pipeline):
+    """transformers' ZeroShotClassificationPipeline on an NLI checkpoint (a label starting with
+    "entail"). ``zs(sequences, candidate_labels, hypothesis_template="This example is {}.",
+    multi_label=False)`` gives {"sequence", "labels", "scores"} per sequence, best label first;
+    candidate_labels may be one comma-separated string."""
+
+    task = "zero-shot-classification"
+    _parameters = ("candidate_labels", "hypothesis_template", "multi_label", "multi_class")
+
+    def __init__(self, model: Model, tokenizer: Tokenizer, task: str = "", **kwargs: Any):
+        super().__init__(model, tokenizer, task, **kwargs)
+        self._zero_shot = _core.ZeroShotClassifier(model._model, tokenizer)
+
+    def __call__(self, sequences: Union[str, Sequence[str]], *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and "candidate_labels" not in kwargs:
+            kwargs["candidate_labels"] = args[0]
+        elif args:
+            raise ValueError(f"Unable to understand extra arguments {args}")
+        return super().__call__(sequences, **kwargs)
+
+    def _run(self, texts: List[str], batch_size: int, candidate_labels: Any = None,
+             hypothesis_template: str = "This example is {}.", multi_label: Optional[bool] = None,
+             multi_class: Optional[bool] = None) -> List[Any]:
+        if multi_class is not None:
+            logger.warning("The `multi_class` argument has been deprecated and renamed to `multi_label`.")
+            if multi_label is None:
+                multi_label = multi_class
+        if candidate_labels is None:
+            raise ValueError("You must include at least one label.")
+        labels = (_core.parse_candidate_labels(candidate_labels) if isinstance(candidate_labels, str)
+                  else list(candidate_labels))
+        return self._zero_shot(texts, labels, hypothesis_template, bool(multi_label))
+
+
+class TokenClassificationPipeline(Pipeline):
+    """transformers' TokenClassificationPipeline ("token-classification", "ner").
+
+    Per text a list of entities: without aggregation {"entity", "score", "index", "word",
+    "start", "end"} per token; with aggregation_strategy "simple" / "first" / "average" / "max"
+    {"entity_group", "score", "word", "start", "end"} per group. ignore_labels (default ["O"]);
+    stride reads long texts in overlapping windows (needs an aggregation)."""
+
+    task = "token-classification"
+    _parameters = ("aggregation_strategy", "ignore_labels", "stride")
+
+    def __init__(self, model: Model, tokenizer: Tokenizer, task: str = "", **kwargs: Any):
+        super().__init__(model, tokenizer, task, **kwargs)
+        self._ner = _core.TokenClassifier(model._model, tokenizer)
+
+    def _run(self, texts: List[str], batch_size: int, aggregation_strategy: Any = "none",
+             ignore_labels: Optional[Sequence[str]] = None, stride: Optional[int] = None) -> List[Any]:
+        strategy = getattr(aggregation_strategy, "value", aggregation_strategy) or "none"
+        labels = ["O"] if ignore_labels is None else list(ignore_labels)
+        return self._ner(texts, str(strategy).lower(), labels, stride)
+
+
+class QuestionAnsweringPipeline(Pipeline):
+    """transformers' QuestionAnsweringPipeline (extractive QA).
+
+    ``qa(question="...", context="...")``, ``qa({"question": ..., "context": ...})``,
+    ``qa(question, context)`` or lists of them. Each answer is {"score", "start", "end",
+    "answer"} (start/end: character offsets into the context); top_k > 1 gives a list. Options
+    as transformers: top_k=1, doc_stride=128, max_answer_len=15, max_seq_len=384,
+    max_question_len=64, handle_impossible_answer=False, align_to_words=True."""
+
+    task = "question-answering"
+    _parameters = ("top_k", "doc_stride", "max_answer_len", "max_seq_len", "max_question_len",
+                   "handle_impossible_answer", "align_to_words", "topk")
+
+    def __init__(self, model: Model, tokenizer: Tokenizer, task: str = "", **kwargs: Any):
+        super().__init__(model, tokenizer, task, **kwargs)
+        self._qa = _core.QuestionAnswerer(model._model, tokenizer)
+
+    def __call__(self, *args: Any, question: Any = None, context: Any = None, **kwargs: Any) -> Any:
+        examples, single = _qa_examples(args, question, context)
+        params = {**self._defaults, **self._check_parameters(kwargs)}
+        if "topk" in params:
+            params.setdefault("top_k", params.pop("topk"))
+        top_k = int(params.get("top_k", 1))
+        results = self._qa(examples, top_k=top_k, doc_stride=params.get("doc_stride"),
+                           max_answer_len=int(params.get("max_answer_len", 15)),
+                           max_seq_len=params.get("max_seq_len"),
+                           max_question_len=int(params.get("max_question_len", 64)),
+                           handle_impossible_answer=bool(params.get("handle_impossible_answer", False)),
+                           align_to_words=bool(params.get("align_to_words", True)))
+        shaped = [r[0] if top_k == 1 and len(r) == 1 else r for r in results]
+        return shaped[0] if single else shaped
+
+
+def _qa_examples(args: tuple, question: Any, context: Any) -> tuple:
+    """(list of (question, context), whether one example was given), as transformers'
+    QuestionAnsweringArgumentHandler accepts them."""
+    if question is not None or context is not None:
+        if args or question is None or context is None:
+            raise ValueError("pass both question= and context= (and no positional inputs)")
+        if isinstance(question, str) and isinstance(context, str):
+            return [(question, context)], True
+        qs = [question] * len(context) if isinstance(question, str) else list(question)
+        cs = [context] * len(qs) if isinstance(context, str) else list(context)
+        if len(qs) != len(cs):
+            raise ValueError("Questions and contexts don't have the same lengths")
+        return list(zip(qs, cs)), False
+    if len(args) == 2 and all(isinstance(a, str) for a in args):
+        return [(args[0], args[1])], True
+    if len(args) != 1:
+        raise ValueError("pass question= and context=, a {'question', 'context'} dict or a list of them")
+    item = args[0]
+    items = item if isinstance(item, (list, tuple)) else [item]
+    examples = []
+    for x in items:
+        if not isinstance(x, dict) or "question" not in x or "context" not in x:
+            raise ValueError("each input must be a dict with 'question' and 'context'")
+        examples.append((x["question"], x["context"]))
+    single = not isinstance(item, (list, tuple)) or len(items) == 1
+    return examples, single
+
+
+@dataclass(frozen=True)
+class Task:
+    """One entry of SUPPORTED_TASKS."""
+
+    pipeline_class: Optional[Type[Pipeline]]
+    head: Optional[str] = None     # the head the checkpoint must have (Model.has_head)
+    cpp_class: Optional[str] = None  # the _core class the task runs on, when it needs one
+
+
+SUPPORTED_TASKS: Dict[str, Task] = {
+    "fill-mask": Task(FillMaskPipeline, head="masked_lm", cpp_class="FillMask"),
+    "feature-extraction": Task(FeatureExtractionPipeline),
+    # A new task: its pipeline class above, the _core binding of its C++ class, one entry here.
+    "text-classification": Task(TextClassificationPipeline, head="sequence_classification", cpp_class="TextClassifier"),
+    "zero-shot-classification": Task(ZeroShotClassificationPipeline, head="sequence_classification",
+                                     cpp_class="ZeroShotClassifier"),
+    "token-classification": Task(TokenClassificationPipeline, head="token_classification", cpp_class="TokenClassifier"),
+    "question-answering": Task(QuestionAnsweringPipeline, head="question_answering", cpp_class="QuestionAnswerer"),
+}
+TASK_ALIASES = {"sentiment-analysis": "text-classification", "ner": "token-classification"}
+
+_ARCHITECTURE_TASKS = [
+    ("ForMaskedLM", "fill-mask"),
+    ("ForSequenceClassification", "text-classification"),
+    ("ForTokenClassification", "token-classification"),
+    ("ForQuestionAnswering", "question-answering"),
+]
+
+
+def _infer_task(path: str) -> str:
+    try:
+        with open(os.path.join(path, "config.json")) as f:
+            architectures = json.load(f).get("architectures") or []
+    except (OSError, ValueError):
+        architectures = []
+    for arch in architectures:
+        for suffix, task in _ARCHITECTURE_TASKS:
+            if str(arch).endswith(suffix):
+                return task
+    return "feature-extraction"
+
+
+def pipeline(
+    task: Optional[str] = None,
+    model: Union[str, os.PathLike, Model, None] = None,
+    tokenizer: Union[str, os.PathLike, Tokenizer, None] = None,
+    *,
+    dtype: str = "float32",
+    threads: Optional[int] = None,
+    device: Any = None,
+    framework: Optional[str] = None,
+    **kwargs: Any,
+) -> Pipeline:
+    """transformers.pipeline for roberta.cpp: ``pipeline("fill-mask", model="models/demo")``.
+
+    task: "fill-mask", "feature-extraction", "text-classification" ("sentiment-analysis"),
+    "zero-shot-classification", "token-classification" ("ner") or "question-answering"; None
+    infers it from config.json's architectures (a task whose C++ class a build lacks raises
+    NotImplementedError). model: a local folder (or a loaded Model, with tokenizer then
+    required); tokenizer: a folder or Tokenizer (default: the model's folder). dtype: "float32",
+    "bfloat16" or "int8" weights. threads: the engine's threads (process-wide). Other keyword
+    arguments (top_k, targets, truncation, ...) become defaults of every call.
+    """
+    if model is None:
+        raise ValueError("pipeline() needs model= (a local model folder); roberta_cpp downloads nothing")
+    if device not in (None, -1, "cpu"):
+        raise ValueError(f"device={device!r}: roberta_cpp runs on the CPU only")
+    if framework not in (None, "pt", "np"):
+        raise ValueError(f"framework={framework!r} is not supported")
+    path = None if isinstance(model, Model) else os.fspath(model)
+    if task is None:
+        if path is None:
+            raise ValueError("pass task= when model is a loaded Model")
+        task = _infer_task(path)
+    name = TASK_ALIASES.get(task, task)
+    if name not in SUPPORTED_TASKS:
+        raise KeyError(f"Unknown task {task!r}, available tasks are {sorted([*SUPPORTED_TASKS, *TASK_ALIASES])}")
+    entry = SUPPORTED_TASKS[name]
+    if entry.pipeline_class is None or (entry.cpp_class and not hasattr(_core, entry.cpp_class)):
+        raise NotImplementedError(
+            f"task {name!r} needs the C++ pipeline roberta::{entry.cpp_class}, which this build of roberta_cpp does "
+            f"not include yet; available tasks: {[t for t, e in SUPPORTED_TASKS.items() if e.pipeline_class]}")
+    _apply_threads(threads)
+    loaded = model if isinstance(model, Model) else Model.from_pretrained(path, dtype=dtype)
+    if tokenizer is None:
+        if path is None:
+            raise ValueError("pass tokenizer= when model is a loaded Model")
+        tokenizer = path
+    tok = tokenizer if isinstance(tokenizer, Tokenizer) else Tokenizer.from_pretrained(tokenizer)
+    if entry.head and not loaded.has_head(entry.head):
+        raise _core.ModelError(f"{path or 'the model'}: the checkpoint has no {entry.head} head, so it cannot run "
+                               f"the {name} pipeline")
+    return entry.pipeline_class(loaded, tok, task=name, **kwargs)

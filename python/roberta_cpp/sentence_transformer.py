@@ -1,0 +1,302 @@
+"""SentenceTransformer: sentence-transformers' encode() on roberta.cpp, for local
+sentence-transformers folders (modules.json, 1_Pooling, Dense, Normalize, prompts)."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+from typing import Any, Dict, List, Literal, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _core
+from .model import _apply_threads
+from .tokenizer import Tokenizer, _model_max_length
+
+logger = logging.getLogger("roberta_cpp")
+
+Precision = Literal["float32", "int8", "uint8", "binary", "ubinary"]
+_PRECISIONS = ("float32", "int8", "uint8", "binary", "ubinary")
+
+
+def quantize_embeddings(
+    embeddings: np.ndarray,
+    precision: Precision,
+    ranges: Optional[np.ndarray] = None,
+    calibration_embeddings: Optional[np.ndarray] = None,
+) -> np.ndarray:
+    """Quantizes float embeddings (N, D) as sentence_transformers.quantization.quantize_embeddings:
+
+    - "float32": unchanged (as float32);
+    - "uint8" / "int8": each dimension cut into 255 steps between its minimum and maximum, taken
+      from ``ranges`` (2, D), else from ``calibration_embeddings``, else from the embeddings
+      themselves; int8 is the uint8 bucket minus 128;
+    - "ubinary": bits x > 0 packed with np.packbits over the flattened array, then one row per
+      embedding (uint8, D / 8 columns); "binary": the same minus 128 as int8.
+    """
+    embeddings = np.asarray(embeddings)
+    if embeddings.dtype in (np.uint8, np.int8):
+        raise ValueError("Embeddings to quantize must be float rather than int8 or uint8.")
+    if precision == "float32":
+        return embeddings.astype(np.float32)
+    if precision in ("int8", "uint8"):
+        if ranges is None:
+            source = embeddings if calibration_embeddings is None else np.asarray(calibration_embeddings)
+            if calibration_embeddings is None and embeddings.shape[0] < 100:
+                logger.warning("Computing %s quantization buckets based on %d embedding%s. %s quantization is "
+                               "more stable with `ranges` calculated from more embeddings or a "
+                               "`calibration_embeddings` that can be used to calculate the buckets.",
+                               precision, len(embeddings), "" if len(embeddings) == 1 else "s", precision)
+            ranges = np.vstack((source.min(axis=0), source.max(axis=0)))
+        low = ranges[0, :]
+        step = (ranges[1, :] - low) / 255
+        buckets = (embeddings - low) / step
+        if precision == "uint8":
+            return buckets.astype(np.uint8)
+        return (buckets - 128).astype(np.int8)
+    if precision in ("binary", "ubinary"):
+        packed = np.packbits(embeddings > 0).reshape(embeddings.shape[0], -1)
+        return packed if precision == "ubinary" else (packed - 128).astype(np.int8)
+    raise ValueError(f"Precision {precision!r} is not supported")
+
+
+def _as_matrix(x: Any) -> np.ndarray:
+    if hasattr(x, "detach"):  # a torch tensor
+        x = x.detach().cpu().numpy()
+    a = np.asarray(x, dtype=np.float32)
+    return a[None, :] if a.ndim == 1 else a
+
+
+def cos_sim(a: Any, b: Any) -> np.ndarray:
+    """Cosine similarity of every row of a with every row of b: (len(a), len(b)) float32, as
+    sentence_transformers.util.cos_sim (which returns a torch tensor; this returns numpy)."""
+    a, b = _as_matrix(a), _as_matrix(b)
+    an = a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
+    bn = b / np.maximum(np.linalg.norm(b, axis=1, keepdims=True), 1e-12)
+    return an @ bn.T
+
+
+def _dot(a: Any, b: Any) -> np.ndarray:
+    return _as_matrix(a) @ _as_matrix(b).T
+
+
+def _euclidean(a: Any, b: Any) -> np.ndarray:
+    a, b = _as_matrix(a), _as_matrix(b)
+    return -np.sqrt(np.maximum(((a[:, None, :] - b[None, :, :]) ** 2).sum(-1), 0)).astype(np.float32)
+
+
+def _manhattan(a: Any, b: Any) -> np.ndarray:
+    a, b = _as_matrix(a), _as_matrix(b)
+    return -np.abs(a[:, None, :] - b[None, :, :]).sum(-1).astype(np.float32)
+
+
+_SIMILARITY = {"cosine": cos_sim, "dot": _dot, "euclidean": _euclidean, "manhattan": _manhattan}
+
+
+class SentenceTransformer:
+    """sentence-transformers' SentenceTransformer for a local folder, on roberta.cpp.
+
+        >>> model = SentenceTransformer("path/to/folder")
+        >>> emb = model.encode(["The weather is lovely today.", "It is sunny outside."])
+        >>> emb.shape                        # (2, model.get_sentence_embedding_dimension())
+        >>> model.similarity(emb, emb)       # (2, 2) cosine similarities
+
+    The folder's modules run as sentence-transformers runs them: the pooling of 1_Pooling
+    (mean/cls/max, include_prompt), Dense modules, Normalize, sentence_bert_config.json's
+    max_seq_length and do_lower_case, and the prompts of config_sentence_transformers.json.
+    dtype: "float32" (default), "bfloat16" or "int8" weights. threads: the engine's threads
+    (process-wide; default: all cores). Differences from sentence-transformers: similarity()
+    returns numpy arrays; there is no device other than the CPU and no training.
+    """
+
+    def __init__(
+        self,
+        model_name_or_path: Union[str, os.PathLike],
+        dtype: str = "float32",
+        threads: Optional[int] = None,
+        device: Optional[str] = None,
+        prompts: Optional[Dict[str, str]] = None,
+        default_prompt_name: Optional[str] = None,
+        truncate_dim: Optional[int] = None,
+        similarity_fn_name: Optional[str] = None,
+    ):
+        if device not in (None, "cpu"):
+            raise ValueError(f"device={device!r}: roberta_cpp runs on the CPU only")
+        _apply_threads(threads)
+        path = os.fspath(model_name_or_path)
+        self._embedder = _core.Embedder(path, dtype)
+        self.model_path = path
+        self.prompts: Dict[str, str] = dict(self._embedder.prompts)
+        if prompts:
+            self.prompts.update(prompts)
+        self.default_prompt_name: Optional[str] = (
+            default_prompt_name if default_prompt_name is not None else self._embedder.default_prompt_name)
+        if self.default_prompt_name is not None and self.default_prompt_name not in self.prompts:
+            raise ValueError(f"Default prompt name '{self.default_prompt_name}' not found in the configured prompts "
+                             f"dictionary with keys {list(self.prompts.keys())!r}.")
+        self.truncate_dim = truncate_dim
+        self._max_seq_length = int(self._embedder.max_seq_length)
+        self._similarity_fn_name = similarity_fn_name or _folder_similarity(path) or "cosine"
+        if self._similarity_fn_name not in _SIMILARITY:
+            raise ValueError(f"similarity_fn_name {self._similarity_fn_name!r} is not one of {list(_SIMILARITY)}")
+        self._tokenizer = Tokenizer(self._embedder.tokenizer)
+        self._tokenizer._model_max_length = _model_max_length(path)
+
+    # ---- properties of sentence-transformers' SentenceTransformer
+    @property
+    def max_seq_length(self) -> int:
+        """Tokens per text (including <s> and </s>); longer texts are truncated."""
+        return self._max_seq_length
+
+    @max_seq_length.setter
+    def max_seq_length(self, value: int) -> None:
+        value = int(value)
+        if value < 3:
+            raise ValueError("max_seq_length must be at least 3")
+        self._max_seq_length = min(value, int(self._embedder.model_max_length))
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        return self._tokenizer
+
+    @property
+    def device(self) -> str:
+        return "cpu"
+
+    @property
+    def similarity_fn_name(self) -> str:
+        return self._similarity_fn_name
+
+    @similarity_fn_name.setter
+    def similarity_fn_name(self, value: str) -> None:
+        if value not in _SIMILARITY:
+            raise ValueError(f"similarity_fn_name {value!r} is not one of {list(_SIMILARITY)}")
+        self._similarity_fn_name = value
+
+    def get_sentence_embedding_dimension(self) -> int:
+        """Floats per embedding: the last Dense module's size, else the hidden size (capped at truncate_dim)."""
+        dim = int(self._embedder.dimension)
+        return min(dim, self.truncate_dim) if self.truncate_dim is not None else dim
+
+    def get_max_seq_length(self) -> int:
+        return self._max_seq_length
+
+    def similarity(self, embeddings1: Any, embeddings2: Any) -> np.ndarray:
+        """(len(a), len(b)) similarities with similarity_fn_name (cosine unless the folder says otherwise)."""
+        return _SIMILARITY[self._similarity_fn_name](embeddings1, embeddings2)
+
+    # ---- encoding
+    def encode(
+        self,
+        sentences: Union[str, Sequence[str]],
+        prompt_name: Optional[str] = None,
+        prompt: Optional[str] = None,
+        batch_size: int = 32,
+        show_progress_bar: Optional[bool] = None,
+        output_value: Optional[Literal["sentence_embedding", "token_embeddings"]] = "sentence_embedding",
+        precision: Precision = "float32",
+        convert_to_numpy: bool = True,
+        convert_to_tensor: bool = False,
+        device: Optional[str] = None,
+        normalize_embeddings: bool = False,
+        truncate_dim: Optional[int] = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Sentence embeddings, as sentence-transformers' encode.
+
+        One string gives a 1-D float32 array (dimension,); a list gives (len, dimension). Texts
+        longer than max_seq_length tokens are truncated. prompt (a string put before each text)
+        wins over prompt_name (a key of self.prompts); neither: default_prompt_name's prompt, if
+        any. normalize_embeddings L2-normalises after truncate_dim cuts the dimensions (the
+        folder's own Normalize module, if any, runs before). precision "int8"/"uint8"/"binary"/
+        "ubinary" quantizes as quantize_embeddings does, with ranges from these embeddings.
+        output_value="token_embeddings" gives a list of (tokens, hidden) arrays instead (the
+        last hidden states, prompt tokens included). convert_to_tensor gives a torch tensor;
+        convert_to_numpy=False a list of 1-D tensors (both need torch). show_progress_bar is
+        accepted and ignored.
+        """
+        if kwargs:
+            unused = set(kwargs) - {"task"}
+            if unused:
+                raise ValueError(f"SentenceTransformer.encode() has been called with additional keyword arguments "
+                                 f"that this model does not use: {sorted(unused)}.")
+        if device not in (None, "cpu"):
+            raise ValueError(f"device={device!r}: roberta_cpp runs on the CPU only")
+        if precision and precision not in _PRECISIONS:
+            raise ValueError(f"Precision {precision!r} is not supported")
+        if output_value not in ("sentence_embedding", "token_embeddings"):
+            raise ValueError(f"output_value={output_value!r} is not supported (sentence_embedding, token_embeddings)")
+        input_was_string = isinstance(sentences, str) or not hasattr(sentences, "__len__")
+        texts: List[str] = [sentences] if input_was_string else list(sentences)
+        for i, t in enumerate(texts):
+            if not isinstance(t, str):
+                raise TypeError(f"sentences[{i}] is {type(t).__name__}, not str")
+        prompt_text = self._resolve_prompt(prompt_name, prompt)
+        max_length = self._max_seq_length
+        if output_value == "token_embeddings":
+            if precision and precision != "float32":
+                raise ValueError("precision applies to sentence embeddings, not token_embeddings")
+            tokens = self._embedder.encode_tokens(texts, prompt_text, None, int(batch_size), max_length)
+            return tokens[0] if input_was_string else tokens
+
+        emb = self._embedder.encode(texts, prompt_text, None, int(batch_size), max_length)
+        truncate_dim = truncate_dim if truncate_dim is not None else self.truncate_dim
+        if truncate_dim:
+            emb = emb[:, :truncate_dim]
+        if normalize_embeddings:
+            emb = emb / np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
+        if len(texts) and precision and precision != "float32":
+            emb = quantize_embeddings(emb, precision)
+        if convert_to_tensor or not convert_to_numpy:
+            import torch
+
+            t = torch.from_numpy(np.ascontiguousarray(emb))
+            if convert_to_tensor:
+                return t[0] if input_was_string else t
+            rows = list(t)
+            return rows[0] if input_was_string else rows
+        return emb[0] if input_was_string else emb
+
+    def encode_query(self, sentences: Union[str, Sequence[str]], prompt_name: Optional[str] = None,
+                     prompt: Optional[str] = None, **kwargs: Any) -> Any:
+        """encode() with the "query" prompt when the model has one and no prompt is given."""
+        if prompt_name is None and prompt is None and "query" in self.prompts:
+            prompt_name = "query"
+        return self.encode(sentences, prompt_name=prompt_name, prompt=prompt, **kwargs)
+
+    def encode_document(self, sentences: Union[str, Sequence[str]], prompt_name: Optional[str] = None,
+                        prompt: Optional[str] = None, **kwargs: Any) -> Any:
+        """encode() with the "document" prompt when the model has one and no prompt is given."""
+        if prompt_name is None and prompt is None and "document" in self.prompts:
+            prompt_name = "document"
+        return self.encode(sentences, prompt_name=prompt_name, prompt=prompt, **kwargs)
+
+    def _resolve_prompt(self, prompt_name: Optional[str], prompt: Optional[str]) -> str:
+        if prompt is not None:
+            if prompt_name is not None:
+                logger.warning("Encode with either a `prompt`, a `prompt_name`, or neither, but not both. "
+                               "Ignoring the `prompt_name` in favor of `prompt`.")
+            return prompt
+        if prompt_name is not None:
+            if prompt_name not in self.prompts:
+                raise ValueError(f"Prompt name '{prompt_name}' not found in the configured prompts dictionary with "
+                                 f"keys {list(self.prompts.keys())!r}.")
+            return self.prompts[prompt_name]
+        if self.default_prompt_name is not None:
+            return self.prompts.get(self.default_prompt_name, "")
+        return ""
+
+    def __repr__(self) -> str:
+        e = self._embedder
+        return (f"SentenceTransformer({self.model_path!r}, max_seq_length={self._max_seq_length}, "
+                f"pooling={e.pooling!r}, dimension={self.get_sentence_embedding_dimension()}, "
+                f"normalize={e.normalize})")
+
+
+def _folder_similarity(path: str) -> Optional[str]:
+    try:
+        with open(os.path.join(path, "config_sentence_transformers.json")) as f:
+            name = json.load(f).get("similarity_fn_name")
+        return name if isinstance(name, str) else None
+    except (OSError, ValueError):
+        return None

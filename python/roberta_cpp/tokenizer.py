@@ -1,0 +1,171 @@
+"""The tokenizer: Hugging Face tokenizers' API (encode, encode_batch, decode -> Encoding objects)
+and transformers' ``tokenizer(text, ...)`` call returning input_ids / attention_mask."""
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _core
+
+TextInput = Union[str, Tuple[str, str]]
+
+
+class BatchEncoding(dict):
+    """What ``Tokenizer.__call__`` returns, as transformers' BatchEncoding: a dict of
+    ``input_ids``, ``attention_mask`` (and ``token_type_ids``, ``special_tokens_mask``,
+    ``offset_mapping``, ``length`` on request), plus the Encoding objects in ``.encodings``."""
+
+    def __init__(self, data: Dict[str, Any], encodings: List[_core.Encoding]):
+        super().__init__(data)
+        self.encodings = encodings
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def tokens(self, batch_index: int = 0) -> List[str]:
+        """The token strings of one input."""
+        return self.encodings[batch_index].tokens
+
+    def word_ids(self, batch_index: int = 0) -> List[Optional[int]]:
+        """The word of each token of one input (None for special tokens)."""
+        return self.encodings[batch_index].word_ids
+
+    def sequence_ids(self, batch_index: int = 0) -> List[Optional[int]]:
+        return self.encodings[batch_index].sequence_ids
+
+
+class Tokenizer(_core.Tokenizer):
+    """roberta.cpp's byte-level BPE tokenizer, with Hugging Face's results (ids, tokens, offsets,
+    pairs, truncation, padding, decode).
+
+        >>> tok = Tokenizer.from_pretrained("models/demo")
+        >>> e = tok.encode("Hello world!")
+        >>> e.ids, e.tokens, e.offsets, e.attention_mask
+        >>> tok("Hello world!")            # {'input_ids': [...], 'attention_mask': [...]}
+        >>> tok.decode(e.ids)              # 'Hello world!'
+
+    ``encode``/``encode_batch``/``decode`` follow the ``tokenizers`` package (decode skips special
+    tokens by default); calling the tokenizer follows transformers' tokenizers.
+    """
+
+    @classmethod
+    def from_pretrained(cls, path: Union[str, os.PathLike]) -> "Tokenizer":
+        """Loads the tokenizer of a local model folder: tokenizer.json, else vocab.json + merges.txt.
+        model_max_length comes from tokenizer_config.json, else from config.json."""
+        tok = cls(os.fspath(path))
+        tok._model_max_length = _model_max_length(os.fspath(path))
+        return tok
+
+    @classmethod
+    def from_file(cls, path: Union[str, os.PathLike]) -> "Tokenizer":
+        """Loads a tokenizer.json file."""
+        return cls(_core.Tokenizer.from_file(os.fspath(path)))
+
+    @property
+    def model_max_length(self) -> Optional[int]:
+        return getattr(self, "_model_max_length", None)
+
+    def __call__(
+        self,
+        text: Union[str, Sequence[str]],
+        text_pair: Union[str, Sequence[str], None] = None,
+        add_special_tokens: bool = True,
+        padding: Union[bool, str] = False,
+        truncation: Union[bool, str, None] = None,
+        max_length: Optional[int] = None,
+        pad_to_multiple_of: Optional[int] = None,
+        return_tensors: Optional[str] = None,
+        return_token_type_ids: Optional[bool] = None,
+        return_attention_mask: Optional[bool] = None,
+        return_special_tokens_mask: bool = False,
+        return_offsets_mapping: bool = False,
+        return_length: bool = False,
+    ) -> BatchEncoding:
+        """Tokenizes one text (lists of ints) or a batch (lists of lists), as transformers'
+        ``tokenizer(...)``: keys input_ids and attention_mask (RoBERTa's model inputs), plus
+        token_type_ids / special_tokens_mask / offset_mapping / length when asked.
+
+        padding: False, True or "longest" (to the longest of the batch), "max_length" (to
+        max_length). truncation: True / "longest_first" / "only_first" / "only_second" cut to
+        max_length (default: the model's maximum when known). return_tensors: None (lists), "np"
+        (int64 arrays) or "pt" (torch tensors, if torch is installed).
+        """
+        single = isinstance(text, str)
+        texts = [text] if single else list(text)
+        if text_pair is not None:
+            pairs = [text_pair] if isinstance(text_pair, str) else list(text_pair)
+            if len(pairs) != len(texts):
+                raise ValueError(f"text_pair has {len(pairs)} entries but text has {len(texts)}")
+            inputs: List[TextInput] = [(a, b) for a, b in zip(texts, pairs)]
+        else:
+            inputs = list(texts)
+        strategy = "longest_first"
+        limit = None
+        if truncation not in (None, False, "do_not_truncate"):
+            if isinstance(truncation, str) and truncation != "longest_first":
+                strategy = truncation
+            limit = max_length if max_length is not None else self.model_max_length
+            if limit is None:
+                raise ValueError("truncation needs max_length (the tokenizer does not know the model's maximum)")
+        encodings = self.encode_batch(inputs, add_special_tokens=add_special_tokens, max_length=limit,
+                                      truncation_strategy=strategy)
+        if padding in (True, "longest", "max_length"):
+            length = max_length if padding == "max_length" else None
+            if padding == "max_length" and length is None:
+                length = self.model_max_length
+            encodings = self.pad(encodings, length=length, pad_to_multiple_of=pad_to_multiple_of)
+        elif padding not in (False, None, "do_not_pad"):
+            raise ValueError(f"padding={padding!r} is not one of False, True, 'longest', 'max_length'")
+
+        data: Dict[str, Any] = {"input_ids": [e.ids for e in encodings]}
+        if return_token_type_ids:
+            data["token_type_ids"] = [e.type_ids for e in encodings]
+        if return_attention_mask is None or return_attention_mask:
+            data["attention_mask"] = [e.attention_mask for e in encodings]
+        if return_special_tokens_mask:
+            data["special_tokens_mask"] = [e.special_tokens_mask for e in encodings]
+        if return_offsets_mapping:
+            data["offset_mapping"] = [e.offsets for e in encodings]
+        if return_length:
+            data["length"] = [len(e) for e in encodings]
+        if return_tensors is not None:
+            data = {k: _as_tensor(k, v, return_tensors) for k, v in data.items()}
+        elif single:
+            data = {k: v[0] for k, v in data.items()}
+        return BatchEncoding(data, encodings)
+
+
+def _model_max_length(folder: str) -> Optional[int]:
+    import json
+
+    try:
+        with open(os.path.join(folder, "tokenizer_config.json")) as f:
+            n = json.load(f).get("model_max_length")
+        if isinstance(n, int) and n < 10**9:
+            return n
+    except (OSError, ValueError):
+        pass
+    try:
+        with open(os.path.join(folder, "config.json")) as f:
+            c = json.load(f)
+        return int(c["max_position_embeddings"]) - int(c.get("pad_token_id", 1)) - 1
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _as_tensor(key: str, rows: list, kind: str) -> Any:
+    if kind not in ("np", "pt"):
+        raise ValueError(f"return_tensors={kind!r} is not one of None, 'np', 'pt'")
+    if len({len(r) if not isinstance(r, int) else 0 for r in rows}) > 1:
+        raise ValueError(f"{key}: the sequences have different lengths; pass padding=True to make a tensor")
+    array = np.asarray(rows, dtype=np.int64)
+    if kind == "pt":
+        import torch
+
+        return torch.from_numpy(array)
+    return array

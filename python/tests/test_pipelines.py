@@ -1,0 +1,203 @@
+"""roberta_cpp.pipeline(...) and CrossEncoder: results in transformers' / sentence-transformers'
+formats, compared with `roberta fill-mask --json` and with PyTorch reference logits
+(tools/dump_reference.py) put through transformers' post-processing rules, written out here."""
+import json
+
+import numpy as np
+import pytest
+
+import roberta_cpp
+from conftest import TEXTS, dump_reference, make_model, run_cli
+
+MASKED = [
+    "She opened the <mask> and looked out into the garden.",
+    "The capital of France is <mask>.",
+    "<mask> and <mask> went up the hill.",
+]
+
+
+def softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def assert_same_candidates(mine, cli):
+    assert len(mine) == len(cli)
+    for m, c in zip(mine, cli):
+        assert list(m) == ["score", "token", "token_str", "sequence"]
+        assert type(m["score"]) is float and type(m["token"]) is int and type(m["token_str"]) is str
+        assert (m["token"], m["token_str"], m["sequence"]) == (c["token"], c["token_str"], c["sequence"])
+        assert m["score"] == pytest.approx(c["score"], rel=1e-6)
+
+
+@pytest.mark.parametrize("options", [[], ["--top-k", "3"], ["--targets", " door, window,xyzzy"]])
+def test_fill_mask_matches_cli(mlm_model, roberta_binary, options):
+    kwargs = {}
+    if options and options[0] == "--top-k":
+        kwargs["top_k"] = 3
+    elif options:
+        kwargs["targets"] = [" door", " window", "xyzzy"]
+    fill = roberta_cpp.pipeline("fill-mask", model=mlm_model)
+    cli = [json.loads(line) for line in
+           run_cli(roberta_binary, "fill-mask", "--model", str(mlm_model), "--json", *options, *MASKED).splitlines()]
+    results = fill(MASKED, **kwargs)
+    assert len(results) == len(MASKED)
+    for text, mine, theirs in zip(MASKED, results, cli):
+        if text.count("<mask>") == 1:
+            assert_same_candidates(mine, theirs)
+            assert_same_candidates(fill(text, **kwargs), theirs)  # one text: its list
+        else:  # one list per mask
+            assert len(mine) == 2
+            for m, c in zip(mine, theirs):
+                assert_same_candidates(m, c)
+    # a list of one text gives that text's result, as transformers does
+    assert fill([MASKED[0]], **kwargs) == fill(MASKED[0], **kwargs)
+
+
+def test_fill_mask_defaults_at_construction(mlm_model):
+    fill = roberta_cpp.pipeline("fill-mask", model=mlm_model, top_k=2)
+    assert len(fill(MASKED[0])) == 2 and len(fill(MASKED[0], top_k=4)) == 4
+    with pytest.raises(roberta_cpp.ModelError, match="masked_lm"):
+        roberta_cpp.pipeline("fill-mask", model=make_model_no_lm(mlm_model))
+
+
+def make_model_no_lm(mlm_model):
+    from conftest import make_model as mk
+    return mk(mlm_model.parent.parent, "no-lm-head", "--seed", "3", "--no-lm-head")
+
+
+def test_feature_extraction_matches_pytorch(work, mlm_model):
+    ref = dump_reference(mlm_model, work / "dump-fe", texts=TEXTS[:3])
+    last = ref[f"hidden_states_{2}"]  # tiny: 2 layers
+    fe = roberta_cpp.pipeline("feature-extraction", model=mlm_model)
+    out = fe(TEXTS[:3])
+    assert isinstance(out, list) and len(out) == 3
+    for i, r in enumerate(out):
+        n = int(ref["attention_mask"][i].sum())
+        assert isinstance(r, list) and len(r) == 1 and len(r[0]) == n and type(r[0][0][0]) is float
+        np.testing.assert_allclose(np.array(r[0]), last[i, :n], atol=1e-4)
+    single = fe(TEXTS[0], return_tensors=True)
+    assert single.shape == (1, int(ref["attention_mask"][0].sum()), 32) and single.dtype == np.float32
+    assert len(fe([TEXTS[0]])) == 1  # feature-extraction keeps a list of one a list
+    long_text = "word " * 600
+    with pytest.raises(ValueError, match="truncation=True"):
+        fe(long_text)
+    assert len(fe(long_text, truncation=True)[0]) == 512
+
+
+@pytest.fixture(scope="module")
+def seq_model(work):
+    return make_model(work, "seq", "--seed", "5", "--head", "sequence", "--labels", "NEGATIVE,POSITIVE")
+
+
+def test_text_classification_matches_pytorch(work, seq_model):
+    ref = dump_reference(seq_model, work / "dump-seq", texts=TEXTS)
+    probs = softmax(ref["sequence_logits"].astype(np.float64))
+    clf = roberta_cpp.pipeline("sentiment-analysis", model=seq_model)
+    labels = ["NEGATIVE", "POSITIVE"]
+    results = clf(TEXTS)
+    for p, r in zip(probs, results):
+        assert r == {"label": labels[int(p.argmax())], "score": pytest.approx(p.max(), abs=1e-5)}
+    # transformers' shapes: one text without top_k -> a list of one dict; with top_k a list
+    one = clf(TEXTS[0])
+    assert isinstance(one, list) and len(one) == 1 and one[0]["label"] == results[0]["label"]
+    every = clf(TEXTS[0], top_k=None)
+    assert [d["label"] for d in every] == sorted(labels, key=lambda l: -probs[0][labels.index(l)])
+    assert sum(d["score"] for d in every) == pytest.approx(1, abs=1e-5)
+    assert len(clf(TEXTS[:2], top_k=1)[0]) == 1
+    unsorted = clf(TEXTS[0], return_all_scores=True)[0]
+    assert [d["label"] for d in unsorted] == labels
+    pair = clf({"text": "A man plays.", "text_pair": "Someone makes music."})
+    assert set(pair) == {"label", "score"}
+    raw = clf(TEXTS[0], function_to_apply="none", top_k=None)
+    assert {d["label"]: d["score"] for d in raw} == pytest.approx(dict(zip(labels, ref["sequence_logits"][0])), abs=1e-4)
+
+
+def test_zero_shot_matches_pytorch(work):
+    path = make_model(work, "nli", "--seed", "6", "--head", "sequence", "--labels", "CONTRADICTION,NEUTRAL,ENTAILMENT")
+    zs = roberta_cpp.pipeline("zero-shot-classification", model=path)
+    text, labels = "My phone broke and I need help now!", ["urgent", "not urgent", "phone"]
+    tok = zs.tokenizer
+    ids = [tok.encode(text, f"This example is {l}.").ids for l in labels]
+    ref = dump_reference(path, work / "dump-nli", ids=ids)
+    entail = ref["sequence_logits"][:, 2].astype(np.float64)
+    scores = softmax(entail)
+    r = zs(text, candidate_labels=labels)
+    assert list(r) == ["sequence", "labels", "scores"] and r["sequence"] == text
+    order = list(np.argsort(-scores))
+    assert r["labels"] == [labels[i] for i in order]
+    np.testing.assert_allclose(r["scores"], scores[order], atol=1e-5)
+    multi = zs(text, ",".join(labels), multi_label=True)  # comma-separated labels, positional
+    pair = ref["sequence_logits"][:, [0, 2]].astype(np.float64)
+    independent = softmax(pair)[:, 1]
+    assert dict(zip(multi["labels"], multi["scores"])) == pytest.approx(dict(zip(labels, independent)), abs=1e-5)
+    assert isinstance(zs([text, text], labels), list)
+
+
+def test_token_classification_matches_pytorch(work):
+    labels = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+    path = make_model(work, "ner", "--seed", "7", "--head", "token", "--labels", ",".join(labels))
+    text = "Angela Merkel visited New York on Monday."
+    ref = dump_reference(path, work / "dump-ner", texts=[text])
+    probs = softmax(ref["token_logits"][0].astype(np.float64))
+    ner = roberta_cpp.pipeline("ner", model=path)
+    enc = ner.tokenizer.encode(text)
+    want = []
+    for i in range(1, len(enc) - 1):
+        label = labels[int(probs[i].argmax())]
+        if label != "O":
+            want.append((label, probs[i].max(), i, enc.tokens[i], *enc.offsets[i]))
+    got = ner(text)
+    assert all(list(e) == ["entity", "score", "index", "word", "start", "end"] for e in got)
+    assert [(e["entity"], e["index"], e["word"], e["start"], e["end"]) for e in got] == \
+        [(w[0], w[2], w[3], w[4], w[5]) for w in want]
+    np.testing.assert_allclose([e["score"] for e in got], [w[1] for w in want], atol=1e-5)
+    grouped = ner(text, aggregation_strategy="simple")
+    assert all(list(e) == ["entity_group", "score", "word", "start", "end"] for e in grouped)
+    for e in grouped:
+        assert e["entity_group"] in ("PER", "LOC") and text[e["start"]:e["end"]].strip() == e["word"].strip()
+
+
+def test_question_answering_format(work):
+    path = make_model(work, "qa", "--seed", "8", "--head", "qa")
+    qa = roberta_cpp.pipeline("question-answering", model=path)
+    context = "My name is Wolfgang and I live in Berlin."
+    a = qa(question="Where do I live?", context=context)
+    assert list(a) == ["score", "start", "end", "answer"] and a["answer"] == context[a["start"]:a["end"]]
+    assert 0 < a["score"] <= 1
+    assert qa({"question": "Where do I live?", "context": context}) == a
+    assert qa("Where do I live?", context) == a
+    top = qa(question="Where do I live?", context=context, top_k=3)
+    assert isinstance(top, list) and len(top) == 3 and top[0] == a
+    assert [t["score"] for t in top] == sorted((t["score"] for t in top), reverse=True)
+    two = qa(question=["Who am I?", "Where?"], context=context)
+    assert isinstance(two, list) and len(two) == 2
+
+
+def test_cross_encoder_matches_pytorch(work):
+    path = make_model(work, "ce", "--seed", "9", "--head", "sequence", "--num-labels", "1")
+    ce = roberta_cpp.CrossEncoder(path)
+    query, docs = "How many people live in Berlin?", ["Berlin has 3.5 million people.", "Paris.", "Berlin is big."]
+    ids = [ce_tok.ids for ce_tok in roberta_cpp.Tokenizer.from_pretrained(path).encode_batch([(query, d) for d in docs])]
+    ref = dump_reference(path, work / "dump-ce", ids=ids)
+    want = 1 / (1 + np.exp(-ref["sequence_logits"][:, 0].astype(np.float64)))
+    scores = ce.predict([(query, d) for d in docs])
+    assert scores.shape == (3,) and scores.dtype == np.float32
+    np.testing.assert_allclose(scores, want, atol=1e-5)
+    assert ce.predict((query, docs[0])) == pytest.approx(want[0], abs=1e-5)
+    ranked = ce.rank(query, docs, return_documents=True)
+    assert [r["corpus_id"] for r in ranked] == list(np.argsort(-want, kind="stable"))
+    assert all(r["text"] == docs[r["corpus_id"]] for r in ranked)
+    assert len(ce.rank(query, docs, top_k=2)) == 2 and "text" not in ce.rank(query, docs, top_k=1)[0]
+    np.testing.assert_array_equal(ce.predict([(query, d) for d in docs], apply_softmax=True), np.ones(3, np.float32))
+
+
+def test_task_registry(mlm_model, monkeypatch):
+    assert roberta_cpp.pipeline(model=mlm_model).task == "fill-mask"  # from config.json's architectures
+    with pytest.raises(KeyError, match="Unknown task"):
+        roberta_cpp.pipeline("summarization", model=mlm_model)
+    # a task whose C++ class this build lacks
+    monkeypatch.setitem(roberta_cpp.SUPPORTED_TASKS, "fill-mask",
+                        roberta_cpp.pipelines.Task(roberta_cpp.FillMaskPipeline, "masked_lm", "NoSuchClass"))
+    with pytest.raises(NotImplementedError, match="NoSuchClass"):
+        roberta_cpp.pipeline("fill-mask", model=mlm_model)

@@ -1,0 +1,129 @@
+"""roberta_cpp.Tokenizer against Hugging Face's tokenizer: the golden files of tests/data/hf
+(made with HF's Rust tokenizer) and the shared 351 cases, and transformers' call format."""
+import json
+
+import numpy as np
+import pytest
+
+import roberta_cpp
+from conftest import SHARED, SOURCE
+
+HF = SOURCE / "tests" / "data" / "hf"
+
+
+def records(name):
+    with open(HF / name, encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+def none_for_minus_one(v):
+    return [None if x < 0 else x for x in v]
+
+
+@pytest.fixture(scope="module")
+def tok(tokenizer_dir):
+    return roberta_cpp.Tokenizer.from_pretrained(tokenizer_dir)
+
+
+def test_single_texts_match_hf_cases(tok):
+    cases = [json.loads(line) for line in open(SHARED / "assets" / "tokenizer-cases.expected.jsonl", encoding="utf-8")]
+    assert len(cases) == 351
+    texts = [c["text"] for c in cases]
+    batch = tok.encode_batch(texts)
+    for c, e in zip(cases, batch):
+        one = tok.encode(c["text"])
+        assert (one.ids, one.tokens) == (e.ids, e.tokens)
+        assert e.ids == c["ids"], c["text"]
+        assert e.tokens == c["tokens"], c["text"]
+        assert [list(o) for o in e.offsets] == c["offsets"], c["text"]
+        assert e.attention_mask == [1] * len(e)
+
+
+def test_pairs_match_hf(tok):
+    for r in records("pairs.jsonl"):
+        e = tok.encode(r["a"], r["b"])
+        assert e.ids == r["ids"] and e.tokens == r["tokens"], r
+        assert [list(o) for o in e.offsets] == r["offsets"]
+        assert e.type_ids == r["type_ids"]
+        assert e.special_tokens_mask == r["special_tokens_mask"]
+        assert e.attention_mask == r["attention_mask"]
+        assert e.sequence_ids == none_for_minus_one(r["sequence_ids"])
+    # encode_batch takes (a, b) tuples too
+    rs = records("pairs.jsonl")[:10]
+    assert [e.ids for e in tok.encode_batch([(r["a"], r["b"]) for r in rs])] == [r["ids"] for r in rs]
+
+
+def test_truncation_matches_hf(tok):
+    checked = 0
+    for r in records("truncation.jsonl"):
+        if r["error"] is not None or r["max_length"] == 0:
+            continue
+        if r["below_special_count"] and r["add_special_tokens"]:
+            # HF returns the special tokens alone; roberta.cpp refuses a length they do not fit in
+            with pytest.raises(ValueError, match="special tokens"):
+                tok.encode(r["a"], r["b"], max_length=r["max_length"], truncation_strategy=r["strategy"])
+            continue
+        e = tok.encode(r["a"], r["b"], add_special_tokens=r["add_special_tokens"], max_length=r["max_length"],
+                       truncation_strategy=r["strategy"], truncation_side=r["direction"])
+        assert e.ids == r["ids"], r
+        assert [list(o) for o in e.offsets] == r["offsets"], r
+        checked += 1
+    assert checked > 1000
+
+
+def test_padding_matches_hf(tok):
+    checked = 0
+    for r in records("padding.jsonl"):
+        if r["truncation"] is not None:
+            continue
+        inputs = r["texts"] if r["texts"] is not None else [tuple(p) for p in r["pairs"]]
+        encs = tok.encode_batch(inputs)
+        length = r["max_length"] if r["padding"] == "fixed" else None
+        padded = tok.pad(encs, length=length, pad_to_multiple_of=r["pad_to_multiple_of"], direction=r["direction"])
+        assert [e.ids for e in padded] == r["ids"], r
+        assert [e.attention_mask for e in padded] == r["attention_mask"]
+        assert [e.special_tokens_mask for e in padded] == r["special_tokens_mask"]
+        checked += 1
+    assert checked >= 50
+
+
+def test_decode_matches_hf(tok):
+    for r in records("decode.jsonl"):
+        if any(i >= tok.get_vocab_size() for i in r["ids"]):
+            continue
+        assert tok.decode(r["ids"], skip_special_tokens=r["skip_special_tokens"]) == r["text"], r
+    # tokenizers' default skips special tokens
+    assert tok.decode([0, 31414, 232, 328, 2]) == "Hello world!"
+    assert tok.decode_batch([[0, 31414, 2]], skip_special_tokens=False) == ["<s>Hello</s>"]
+
+
+def test_call_returns_transformers_format(tok):
+    out = tok("Hello world!")
+    assert isinstance(out, dict) and list(out) == ["input_ids", "attention_mask"]
+    assert out["input_ids"] == [0, 31414, 232, 328, 2] and out["attention_mask"] == [1] * 5
+    assert out.tokens() == ["<s>", "Hello", "Ġworld", "!", "</s>"]
+    assert out.word_ids() == [None, 0, 1, 2, None]
+    batch = tok(["Hello world!", "The capital of France is <mask>."], padding=True, return_tensors="np",
+                return_offsets_mapping=True)
+    assert batch["input_ids"].dtype == np.int64 and batch["input_ids"].shape == (2, 9)
+    assert batch["input_ids"][1].tolist() == [0, 133, 812, 9, 1470, 16, 50264, 4, 2]
+    assert batch["attention_mask"][0].tolist() == [1] * 5 + [0] * 4
+    assert batch["offset_mapping"].shape == (2, 9, 2)
+    with pytest.raises(ValueError, match="padding=True"):
+        tok(["a", "a b c"], return_tensors="np")
+    pair = tok("How are you?", "Fine, thanks.", truncation=True, max_length=8)
+    assert pair["input_ids"] == [0, 6179, 32, 2, 2, 45089, 6, 2]
+
+
+def test_vocab_and_special_ids(tok):
+    assert tok.token_to_id("<mask>") == tok.mask_token_id == 50264
+    assert (tok.bos_token_id, tok.pad_token_id, tok.eos_token_id) == (0, 1, 2)
+    assert tok.id_to_token(31414) == "Hello" and tok.id_to_token(10**7) is None
+    assert tok.get_vocab()["Hello"] == 31414
+
+
+def test_invalid_input_is_value_error(tok):
+    with pytest.raises(ValueError):
+        tok.encode("x", truncation_strategy="sideways")
+    with pytest.raises(roberta_cpp.NotFoundError):
+        roberta_cpp.Tokenizer.from_pretrained("/nonexistent/folder")
