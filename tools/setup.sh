@@ -1,22 +1,25 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the project needs (run as root).
-#   bash tools/setup.sh          what building the library, the `roberta` program and the Python
-#                                package roberta_cpp needs (pybind11, setuptools, wheel, NumPy)
-#   bash tools/setup.sh --test   that, plus what the test suite needs (GoogleTest, Google
+#   bash tools/setup.sh          what building the library and the `roberta` program needs
+#   bash tools/setup.sh --python that, plus what the Python package roberta_cpp needs (pybind11,
+#                                setuptools, wheel, NumPy, the Python headers)
+#   bash tools/setup.sh --test   all of that, plus what the test suite needs (GoogleTest, Google
 #                                Benchmark, PyTorch for the reference scripts, clang for the fuzz
 #                                targets, rsvg-convert to render plots, pytest, Dask's distributed
 #                                and venv for the Python package's tests)
 set -euo pipefail
-packages=(cmake g++ make pkg-config libopenblas-dev nlohmann-json3-dev
-          python3-dev python3-pybind11 python3-setuptools python3-wheel python3-numpy)
-if [ "${1:-}" = "--test" ]; then
-  packages+=(libgtest-dev libbenchmark-dev python3-torch python3-regex
-             clang libclang-rt-14-dev librsvg2-bin
-             python3-pytest python3-distributed python3-venv)
-elif [ -n "${1:-}" ]; then
-  echo "usage: bash tools/setup.sh [--test]" >&2
-  exit 2
-fi
+packages=(cmake g++ make pkg-config libopenblas-dev nlohmann-json3-dev)
+python=(python3-dev python3-pybind11 python3-setuptools python3-wheel python3-numpy)
+case "${1:-}" in
+  "") ;;
+  --python) packages+=("${python[@]}") ;;
+  --test)
+    packages+=("${python[@]}" libgtest-dev libbenchmark-dev python3-torch python3-regex
+               clang libclang-rt-14-dev librsvg2-bin python3-pytest python3-distributed python3-venv) ;;
+  *)
+    echo "usage: bash tools/setup.sh [--python|--test]" >&2
+    exit 2 ;;
+esac
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
