@@ -436,7 +436,8 @@ TEST(Cli, EveryHelpListsExactlyTheOptionsTheCommandAccepts) {
     if (in_commands && std::regex_search(l, m, command_line)) commands.push_back(m[1]);
     if (in_commands && l.empty() && !commands.empty()) break;
   }
-  const std::set<std::string> want_commands{"fill-mask", "embed", "tokenize", "info", "dump", "compare", "bench", "eval-mlm"};
+  const std::set<std::string> want_commands{"fill-mask", "embed", "tokenize", "info", "dump", "compare", "bench", "eval-mlm",
+                                            "serve"};
   EXPECT_EQ(std::set<std::string>(commands.begin(), commands.end()), want_commands) << top.out;
 
   // Every option any help lists (with one meaning of "takes a value" everywhere), and a few that

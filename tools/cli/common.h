@@ -169,5 +169,6 @@ int run_dump(const Args& args);
 int run_compare(const Args& args);
 int run_bench(const Args& args);
 int run_eval_mlm(const Args& args);
+int run_serve(const Args& args);
 
 }  // namespace roberta::cli
