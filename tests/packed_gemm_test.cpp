@@ -10,6 +10,7 @@
 
 #include "kernels/activations.h"
 #include "kernels/packed_gemm.h"
+#include "kernels/packed_gemm_int8.h"
 
 namespace {
 
@@ -115,6 +116,78 @@ TEST(PackedGemmBf16, MatchesFloat64ReferenceOfBf16RoundedInputs) {
             for (size_t k = 0; k < K; ++k)
               want += static_cast<double>(round_bf16(x[m * K + k])) * round_bf16(w[n * K + k]);
             max_err = std::max(max_err, std::abs(want - y[m * ldy + n]) / std::sqrt(static_cast<double>(K)));
+          }
+          for (size_t n = N; n < ldy; ++n) ASSERT_EQ(y[m * ldy + n], -7.0f) << "wrote past N";
+        }
+        EXPECT_LT(max_err, 1e-5) << "M=" << M << " N=" << N << " K=" << K;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// The quantizer: per row, scale = max |x| / 127 and every value within half a step of x.
+TEST(PackedGemmInt8, QuantizesEachRowSymmetricallyToWithinHalfAStep) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> dist(0.0f, 3.0f);
+  for (size_t K : {1, 3, 4, 17, 768}) {
+    const size_t rows = 9, Q = (K + 3) / 4;
+    std::vector<float> x(rows * K), scale(rows);
+    for (auto& v : x) v = dist(rng);
+    std::fill_n(x.begin() + 2 * K, K, 0.0f);  // an all-zero row
+    std::vector<uint32_t> quads(rows * Q);
+    roberta::kernels::quantize_rows(x.data(), rows, K, quads.data(), scale.data());
+    for (size_t m = 0; m < rows; ++m) {
+      float amax = 0;
+      for (size_t k = 0; k < K; ++k) amax = std::max(amax, std::abs(x[m * K + k]));
+      if (amax > 0) EXPECT_FLOAT_EQ(scale[m], amax / 127.0f);
+      const auto* bytes = reinterpret_cast<const uint8_t*>(quads.data() + m * Q);
+      for (size_t k = 0; k < Q * 4; ++k) {
+        const int q = static_cast<int>(bytes[k]) - 128;
+        ASSERT_LE(std::abs(q), 127);
+        if (k >= K) {
+          EXPECT_EQ(q, 0) << "padding";
+          continue;
+        }
+        EXPECT_LE(std::abs(q * scale[m] - x[m * K + k]), 0.5001f * scale[m]) << "row " << m << " k " << k;
+      }
+    }
+  }
+}
+
+// The int8 product against a float64 reference of its quantized inputs: the weight as
+// PackedWeightInt8 rounded it, x as quantize_rows rounds it.
+TEST(PackedGemmInt8, MatchesFloat64ReferenceOfQuantizedInputs) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::printf("  AVX512-VNNI instructions: %s\n", roberta::kernels::has_vnni_instructions() ? "yes" : "no");
+  for (size_t M : {1, 5, 12, 13, 70, 200}) {
+    for (size_t N : {3, 32, 45, 768}) {
+      for (size_t K : {1, 3, 4, 256, 301, 1030, 3072}) {
+        if (M * N * K > 30'000'000) continue;
+        std::vector<float> x(M * K), w(N * K), bias(N);
+        for (auto& v : x) v = dist(rng);
+        for (auto& v : w) v = dist(rng);
+        for (auto& v : bias) v = dist(rng);
+        const roberta::kernels::PackedWeightInt8 packed(w.data(), N, K);
+        const size_t Q = packed.k_quads();
+        std::vector<uint32_t> quads(M * Q);
+        std::vector<float> xs(M);
+        roberta::kernels::quantize_rows(x.data(), M, K, quads.data(), xs.data());
+        const size_t ldy = N + 3;
+        std::vector<float> y(M * ldy, -7.0f);
+        roberta::kernels::packed_linear(y.data(), ldy, x.data(), packed, bias.data(), M);
+        double max_err = 0;
+        for (size_t m = 0; m < M; ++m) {
+          const auto* bytes = reinterpret_cast<const uint8_t*>(quads.data() + m * Q);
+          for (size_t n = 0; n < N; ++n) {
+            double want = bias[n];
+            for (size_t k = 0; k < K; ++k)
+              want += (static_cast<double>(bytes[k]) - 128.0) * xs[m] * packed.dequantized(n, k);
+            max_err = std::max(max_err, std::abs(want - y[m * ldy + n]) / (1.0 + std::abs(want)));
           }
           for (size_t n = N; n < ldy; ++n) ASSERT_EQ(y[m * ldy + n], -7.0f) << "wrote past N";
         }

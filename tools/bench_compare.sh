@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# roberta.cpp against ONNX Runtime and PyTorch on workloads W1-W5 (issue 6), interleaved in one run.
+# roberta.cpp against the baselines a user would run, on workloads W1-W5, interleaved in one run:
+# ONNX Runtime fp32 on a plain torch.nn export (its fusions apply: ../shared/bench/export_plain_onnx.py),
+# ONNX Runtime int8 (its dynamic quantization, per channel: ../shared/bench/quantize_int8.py), and
+# PyTorch fp32; roberta.cpp in fp32, bf16 and int8.
 # Usage: bash tools/bench_compare.sh [MODEL_DIR] [THREADS] [RUNS] [ROUNDS]
 #   MODEL_DIR defaults to a roberta-base-shaped random model made in ${TMPDIR:-/tmp}/roberta-bench.
-# Installs onnxruntime-node into a scratch folder (never a project dependency), exports the model
-# with tools/export_onnx.py, then for each round runs every workload in roberta.cpp, ORT and
-# PyTorch one after the other (and W3 once more in roberta.cpp with --dtype bf16), and prints
-# medians over rounds with the ratios and roberta.cpp's peak memory on W3. Not part of CI.
+# Installs onnxruntime-node into a scratch folder (never a project dependency) and Debian's
+# python3-onnx for the export tools, prints the CPU and its features, then for each round runs every
+# workload in every engine one after the other, and prints medians over rounds with the ratios and
+# roberta.cpp's peak memory on W3. Not part of CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scratch=${TMPDIR:-/tmp}/roberta-bench
@@ -14,9 +17,16 @@ threads=${2:-2}
 runs=${3:-5}
 rounds=${4:-3}
 py=/usr/bin/python3
+shared=${ROBERTA_SHARED_DIR:-../shared}/bench
 mkdir -p "$scratch"
+echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores;" \
+  "features: $(grep -o -w -E 'avx2|avx512f|avx512_bf16|avx512_vnni|avx512_fp16|amx_bf16|amx_int8' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+uptime
+"$py" -c "import onnx" 2> /dev/null || { apt-get update -qq && apt-get install -y -qq python3-onnx > /dev/null; }
 [ -f "$model/config.json" ] || "$py" tools/make_test_model.py --out "$model" --preset base --seed 0 --no-lm-head > /dev/null
-[ -f "$scratch/model.onnx" ] || "$py" tools/export_onnx.py --model "$model" --out "$scratch/model.onnx" > /dev/null 2>&1
+[ -f "$scratch/plain.onnx" ] || "$py" "$shared/export_plain_onnx.py" --model "$model" --out "$scratch/plain.onnx" > /dev/null
+[ -f "$scratch/plain-int8.onnx" ] ||
+  "$py" "$shared/quantize_int8.py" "$scratch/plain.onnx" "$scratch/plain-int8.onnx" --per-channel > /dev/null
 [ -d "$scratch/ort/node_modules/onnxruntime-node" ] ||
   npm install --prefix "$scratch/ort" --ignore-scripts --no-audit --no-fund onnxruntime-node > /dev/null 2>&1
 export NODE_PATH="$scratch/ort/node_modules"
@@ -27,33 +37,28 @@ for round in $(seq "$rounds"); do
   for w in W1 W2 W3 W4 W5; do
     ours=$(build/roberta bench --model "$model" ${spec[$w]} --threads "$threads" --runs "$runs" --json)
     lengths=$(echo "$ours" | "$py" -c "import json,sys; print(json.dumps(json.load(sys.stdin)['lengths']))")
-    ort=$(node tools/bench_ort.js "$scratch/model.onnx" "$threads" "$runs" "$lengths")
+    bf16=$(build/roberta bench --model "$model" ${spec[$w]} --threads "$threads" --runs "$runs" --dtype bf16 --json)
+    int8=$(build/roberta bench --model "$model" ${spec[$w]} --threads "$threads" --runs "$runs" --dtype int8 --json)
+    ort=$(node tools/bench_ort.js "$scratch/plain.onnx" "$threads" "$runs" "$lengths")
+    ort8=$(node tools/bench_ort.js "$scratch/plain-int8.onnx" "$threads" "$runs" "$lengths")
     torch=$(OMP_WAIT_POLICY=PASSIVE OPENBLAS_NUM_THREADS=$threads "$py" tools/bench_torch.py "$model" "$threads" "$runs" "$lengths")
-    echo "{\"workload\":\"$w\",\"round\":$round,\"ours\":$ours,\"ort\":$ort,\"torch\":$torch}" >> "$results"
+    echo "{\"workload\":\"$w\",\"round\":$round,\"ours\":$ours,\"bf16\":$bf16,\"int8\":$int8,\"ort\":$ort,\"ort8\":$ort8,\"torch\":$torch}" >> "$results"
   done
-  bf16=$(build/roberta bench --model "$model" ${spec[W3]} --threads "$threads" --runs "$runs" --dtype bf16 --json)
-  echo "{\"workload\":\"W3 bf16\",\"round\":$round,\"ours\":$bf16}" >> "$results"
 done
 "$py" - "$results" "$threads" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 print(f"threads {sys.argv[2]}; medians over rounds of per-round medians (ms); tokens counted without padding")
-print(f"| workload | tokens | roberta.cpp ms | ONNX Runtime ms | PyTorch ms | vs ORT | vs PyTorch | roberta.cpp tokens/s |")
-print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+print("| workload | tokens | ORT fp32 | ORT int8 | PyTorch fp32 | ours fp32 | ours bf16 | ours int8 | fp32 vs ORT fp32 | bf16 vs ORT fp32 | int8 vs ORT int8 |")
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 for w in ["W1", "W2", "W3", "W4", "W5"]:
     r = [x for x in rows if x["workload"] == w]
-    ours = statistics.median(x["ours"]["median_ms"] for x in r)
-    ort = statistics.median(x["ort"]["median_ms"] for x in r)
-    pt = statistics.median(x["torch"]["median_ms"] for x in r)
+    m = {k: statistics.median(x[k]["median_ms"] for x in r) for k in ("ort", "ort8", "torch", "ours", "bf16", "int8")}
     tokens = r[0]["ours"]["tokens"]
-    print(f"| {w} | {tokens} | {ours:.1f} | {ort:.1f} | {pt:.1f} | {ort / ours:.2f}x | {pt / ours:.2f}x | {tokens / ours * 1000:.0f} |")
-    if w == "W3":
-        b = [x for x in rows if x["workload"] == "W3 bf16"]
-        bf = statistics.median(x["ours"]["median_ms"] for x in b)
-        print(f"| W3, roberta.cpp --dtype bf16 | {tokens} | {bf:.1f} | {ort:.1f} (fp32) | {pt:.1f} (fp32) | {ort / bf:.2f}x | "
-              f"{pt / bf:.2f}x | {tokens / bf * 1000:.0f} |")
+    print(f"| {w} | {tokens} | {m['ort']:.1f} | {m['ort8']:.1f} | {m['torch']:.1f} | {m['ours']:.1f} | {m['bf16']:.1f} | "
+          f"{m['int8']:.1f} | {m['ort'] / m['ours']:.2f}x | {m['ort'] / m['bf16']:.2f}x | {m['ort8'] / m['int8']:.2f}x |")
 w3 = [x for x in rows if x["workload"] == "W3"]
-print(f"peak memory of roberta bench on W3: {max(x['ours']['peak_rss_mb'] for x in w3):.0f} MB fp32, "
-      f"{max(x['ours']['peak_rss_mb'] for x in rows if x['workload'] == 'W3 bf16'):.0f} MB bf16")
+print("peak memory of roberta bench on W3: " + ", ".join(
+    f"{max(x[k]['peak_rss_mb'] for x in w3):.0f} MB {k}" for k in ("ours", "bf16", "int8")).replace("ours", "fp32"))
 PY
 rm -f "$results"

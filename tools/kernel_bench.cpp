@@ -12,6 +12,7 @@
 
 #include "kernels/attention.h"
 #include "kernels/packed_gemm.h"
+#include "kernels/packed_gemm_int8.h"
 #include "util/thread_pool.h"
 #include "roberta/roberta.h"
 
@@ -52,6 +53,25 @@ void BM_PackedLinear(benchmark::State& state) {
   }
   set_flops(state, 2.0 * M * N * K);
 }
+
+// The same product with bf16 and int8 weights (x converted or quantized per call, as the model does).
+template <class Packed>
+void BM_PackedLinearLowPrecision(benchmark::State& state) {
+  const size_t M = state.range(0), N = state.range(1), K = state.range(2);
+  const size_t copies = std::max<size_t>(1, (256u << 20) / (N * K * 4));
+  const std::vector<float> w = random_vector(N * K, 0.02f), x = random_vector(M * K), b = random_vector(N);
+  std::vector<Packed> packed;
+  for (size_t i = 0; i < copies; ++i) packed.emplace_back(w.data(), N, K);
+  std::vector<float> y(M * N);
+  size_t i = 0;
+  for (auto _ : state) {
+    roberta::kernels::packed_linear(y.data(), N, x.data(), packed[i++ % copies], b.data(), M);
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_flops(state, 2.0 * M * N * K);
+}
+void BM_PackedLinearBf16(benchmark::State& state) { BM_PackedLinearLowPrecision<roberta::kernels::PackedWeightBf16>(state); }
+void BM_PackedLinearInt8(benchmark::State& state) { BM_PackedLinearLowPrecision<roberta::kernels::PackedWeightInt8>(state); }
 
 // The same product through OpenBLAS (weights stored (N, K), transposed in the call), threaded by OpenBLAS.
 void BM_OpenBlasSgemm(benchmark::State& state) {
@@ -110,6 +130,14 @@ void BM_ReadBandwidth(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(BM_PackedLinear)->Apply([](benchmark::internal::Benchmark* b) {
+  b->ArgNames({"M", "N", "K"});
+  for (const auto& s : kShapes) b->Args(s);
+})->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_PackedLinearBf16)->Apply([](benchmark::internal::Benchmark* b) {
+  b->ArgNames({"M", "N", "K"});
+  for (const auto& s : kShapes) b->Args(s);
+})->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_PackedLinearInt8)->Apply([](benchmark::internal::Benchmark* b) {
   b->ArgNames({"M", "N", "K"});
   for (const auto& s : kShapes) b->Args(s);
 })->Unit(benchmark::kMicrosecond)->UseRealTime();

@@ -75,7 +75,9 @@ const char* head_name(Head head);  // "MLM head", "pooler", "sequence classifica
 
 // How the encoder's matrices are held. kBF16 (opt-in) rounds them to bfloat16 and multiplies
 // with AVX512-BF16 where the CPU has it: half the memory traffic, about 3 significant digits.
-enum class WeightType { kF32, kBF16 };
+// kInt8 (opt-in) quantizes them per output channel to int8 and each token's input per call
+// (dynamic quantization), summing in int32 with AVX512-VNNI where the CPU has it.
+enum class WeightType { kF32, kBF16, kInt8 };
 
 struct LoadOptions {
   WeightType weights = WeightType::kF32;
@@ -105,9 +107,9 @@ class Model {
   std::string dtype_summary() const;
   const std::filesystem::path& dir() const;
 
-  struct Impl;
 
  private:
+  struct Impl;  // the loaded weights and parts (src/model.cpp)
   explicit Model(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<const Impl> impl_;
 };

@@ -1,4 +1,10 @@
 #pragma once
-// Every pipeline: fill-mask and sentence embeddings (one header each).
+// Every pipeline, one header each: fill-mask, sentence embeddings, text classification, zero-shot
+// classification, cross-encoder reranking, token classification (NER) and question answering.
+#include "roberta/cross_encoder.h"
 #include "roberta/embedder.h"
 #include "roberta/fill_mask.h"
+#include "roberta/question_answerer.h"
+#include "roberta/text_classifier.h"
+#include "roberta/token_classifier.h"
+#include "roberta/zero_shot_classifier.h"

@@ -11,7 +11,7 @@ std::optional<LmHead> load_lm_head(const WeightScope& root, const Embeddings& e,
   if (!s.has("dense.weight")) return std::nullopt;
   const auto H = static_cast<size_t>(c.hidden_size), V = static_cast<size_t>(c.vocab_size);
   LmHead head;
-  head.dense = s.packed("dense", H, H);
+  head.dense = s.packed("dense", H, H, s.head_type());
   head.norm = s.layer_norm("layer_norm", H);
   head.decoder = s.has("decoder.weight") ? s.tensor("decoder.weight", {c.vocab_size, c.hidden_size})
                                          : e.word;  // tied to the word embeddings
@@ -40,7 +40,7 @@ Matrix lm_head_forward(const LmHead& head, const Matrix& x, const std::vector<si
 std::optional<Pooler> load_pooler(const WeightScope& scope, const ModelConfig& c) {
   if (!scope.has("pooler.dense.weight")) return std::nullopt;
   const auto H = static_cast<size_t>(c.hidden_size);
-  return Pooler{scope.packed("pooler.dense", H, H)};
+  return Pooler{scope.packed("pooler.dense", H, H, scope.head_type())};
 }
 
 Matrix pooler_forward(const Pooler& pooler, const Matrix& x, const Batch& batch) {
@@ -56,7 +56,7 @@ std::optional<SequenceClassifier> load_sequence_classifier(const WeightScope& ro
   const WeightScope s = root.sub("classifier");
   if (!s.has("out_proj.weight")) return std::nullopt;
   const auto H = static_cast<size_t>(c.hidden_size), N = static_cast<size_t>(c.num_labels());
-  return SequenceClassifier{s.packed("dense", H, H), s.packed("out_proj", N, H)};
+  return SequenceClassifier{s.packed("dense", H, H, s.head_type()), s.packed("out_proj", N, H, s.head_type())};
 }
 
 Matrix sequence_classifier_forward(const SequenceClassifier& head, const Matrix& x, const Batch& batch) {
@@ -72,7 +72,7 @@ Matrix sequence_classifier_forward(const SequenceClassifier& head, const Matrix&
 std::optional<TokenLinear> load_token_linear(const WeightScope& root, const std::string& name, size_t out,
                                              const ModelConfig& c) {
   if (!root.has(name + ".weight")) return std::nullopt;
-  return TokenLinear{root.packed(name, out, static_cast<size_t>(c.hidden_size))};
+  return TokenLinear{root.packed(name, out, static_cast<size_t>(c.hidden_size), root.head_type())};
 }
 
 Matrix token_linear_forward(const TokenLinear& head, const Matrix& x) {

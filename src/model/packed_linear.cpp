@@ -23,6 +23,8 @@ PackedLinear PackedLinear::join(const std::vector<LinearWeights>& parts, WeightT
   for (const LinearWeights& l : parts) p.bias_.insert(p.bias_.end(), l.bias, l.bias + l.out);
   if (type == WeightType::kBF16)
     p.weight_.emplace<kernels::PackedWeightBf16>(w, out, in);
+  else if (type == WeightType::kInt8)
+    p.weight_.emplace<kernels::PackedWeightInt8>(w, out, in);
   else
     p.weight_.emplace<kernels::PackedWeight>(w, out, in);
   return p;

@@ -75,14 +75,15 @@ LinearWeights WeightScope::linear(const std::string& name, size_t out, size_t in
   return l;
 }
 
-PackedLinear WeightScope::packed(const std::string& name, size_t out, size_t in) const {
-  return packed_joined({name}, out, in);
+PackedLinear WeightScope::packed(const std::string& name, size_t out, size_t in, std::optional<WeightType> type) const {
+  return packed_joined({name}, out, in, type);
 }
 
-PackedLinear WeightScope::packed_joined(const std::vector<std::string>& names, size_t out, size_t in) const {
+PackedLinear WeightScope::packed_joined(const std::vector<std::string>& names, size_t out, size_t in,
+                                        std::optional<WeightType> type) const {
   std::vector<LinearWeights> parts;
   for (const std::string& name : names) parts.push_back(linear(name, out, in));
-  PackedLinear p = PackedLinear::join(parts, loader_->type());
+  PackedLinear p = PackedLinear::join(parts, type.value_or(loader_->type()));
   for (size_t i = 0; i < names.size(); ++i) loader_->release(prefix_ + names[i] + ".weight", parts[i].weight);
   return p;
 }

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <list>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -69,10 +70,18 @@ class WeightScope {
   const float* tensor(const std::string& name, const std::vector<int64_t>& shape) const;
   // name.weight (out, in) and name.bias (out), unpacked (e.g. the MLM decoder, kept for OpenBLAS).
   LinearWeights linear(const std::string& name, size_t out, size_t in) const;
-  // The same packed for the GEMM; the originals are released.
-  PackedLinear packed(const std::string& name, size_t out, size_t in) const;
+  // The same packed for the GEMM, in the loader's weight type unless `type` says otherwise; the
+  // originals are released.
+  PackedLinear packed(const std::string& name, size_t out, size_t in, std::optional<WeightType> type = {}) const;
   // Several layers with the same input joined into one product (Q, K, V), each (out, in).
-  PackedLinear packed_joined(const std::vector<std::string>& names, size_t out, size_t in) const;
+  PackedLinear packed_joined(const std::vector<std::string>& names, size_t out, size_t in,
+                             std::optional<WeightType> type = {}) const;
+  // The weight type of the small task heads (LM head dense, pooler, classifiers): fp32 under int8,
+  // whose rounding there costs more accuracy than the int8 product saves time (they run on a few
+  // rows); the loader's type otherwise.
+  WeightType head_type() const {
+    return loader_->type() == WeightType::kInt8 ? WeightType::kF32 : loader_->type();
+  }
   // name.weight / name.bias, or the legacy name.gamma / name.beta.
   LayerNormWeights layer_norm(const std::string& name, size_t size) const;
 

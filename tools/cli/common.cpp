@@ -18,8 +18,9 @@ constexpr Option kOptions[] = {
     {"threads", "N", "threads to use, 1 to 1024 (default: all cores)"},
     {"help", "", "print this help"},
     // the commands that run the model
-    {"dtype", "fp32|bf16", "the encoder's matrices in fp32 (default) or bfloat16 (opt-in: half the memory traffic, "
-                           "about 3 significant digits)"},
+    {"dtype", "fp32|bf16|int8", "the encoder's matrices in fp32 (default), bfloat16 (opt-in: half the memory "
+                                "traffic, about 3 significant digits) or int8 (opt-in: dynamic quantization, per "
+                                "output channel and per token)"},
     // output
     {"json", "", "write JSON"},
     {"output", "FILE", "write there instead of stdout (never overwrites without --force)"},
@@ -224,8 +225,10 @@ LoadOptions load_options(const Args& args) {
   const std::string dtype = args.get("dtype").value_or("fp32");
   if (dtype == "bf16")
     o.weights = WeightType::kBF16;
+  else if (dtype == "int8")
+    o.weights = WeightType::kInt8;
   else if (dtype != "fp32")
-    throw UsageError("--dtype must be fp32 or bf16");
+    throw UsageError("--dtype must be fp32, bf16 or int8");
   return o;
 }
 

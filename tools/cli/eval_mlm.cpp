@@ -23,6 +23,14 @@ int run_eval_mlm(const Args& args) {
   if (agreement) reference = Model::load(model_dir(args));
   size_t same_top1 = 0, ref_top1_in_top5 = 0;
   double max_logit_diff = 0, max_hidden_diff = 0;
+  double cosine_sum = 0, cosine_min = 1, mean_pool_cosine_sum = 0, mean_pool_cosine_min = 1;
+  size_t cosine_tokens = 0, cosine_sequences = 0;
+  // cos(a, b) of two rows of H floats, in double.
+  const auto cosine = [](const float* a, const float* b, size_t H) {
+    double ab = 0, aa = 0, bb = 0;
+    for (size_t h = 0; h < H; ++h) ab += double(a[h]) * b[h], aa += double(a[h]) * a[h], bb += double(b[h]) * b[h];
+    return ab / std::max(std::sqrt(aa * bb), 1e-30);
+  };
   const auto rank_of = [](const float* z, size_t V, int64_t id) {  // tokens ranked above id
     size_t higher = 0;  // ties count for the lower id, as torch.topk orders them
     for (size_t v = 0; v < V; ++v) higher += z[v] > z[id] || (z[v] == z[id] && static_cast<int64_t>(v) < id);
@@ -38,6 +46,19 @@ int run_eval_mlm(const Args& args) {
       const Outputs ref = reference->forward(batch, fo);
       for (size_t i = 0; i < ref.last_hidden_state.data.size(); ++i)
         max_hidden_diff = std::max<double>(max_hidden_diff, std::abs(ref.last_hidden_state.data[i] - out.last_hidden_state.data[i]));
+      // Per token, and per sequence for mean-pooled embeddings.
+      const size_t H = ref.last_hidden_state.cols;
+      for (size_t t = 0; t < ref.last_hidden_state.rows; ++t) {
+        const double c = cosine(out.last_hidden_state.row(t), ref.last_hidden_state.row(t), H);
+        cosine_sum += c, cosine_min = std::min(cosine_min, c), ++cosine_tokens;
+      }
+      for (size_t b = 0; b < batch.num_sequences(); ++b) {
+        std::vector<float> mo(H, 0.0f), mr(H, 0.0f);
+        for (size_t t = batch.offsets[b]; t < batch.offsets[b + 1]; ++t)
+          for (size_t h = 0; h < H; ++h) mo[h] += out.last_hidden_state.row(t)[h], mr[h] += ref.last_hidden_state.row(t)[h];
+        const double c = cosine(mo.data(), mr.data(), H);
+        mean_pool_cosine_sum += c, mean_pool_cosine_min = std::min(mean_pool_cosine_min, c), ++cosine_sequences;
+      }
       for (size_t r = 0; r < rows.size(); ++r) {
         const float* z = out.logits.row(r);
         const float* zr = ref.logits.row(r);
@@ -101,6 +122,10 @@ int run_eval_mlm(const Args& args) {
     result["fp32_top1_in_top5"] = static_cast<double>(ref_top1_in_top5) / masked;
     result["max_abs_logit_diff"] = max_logit_diff;
     result["max_abs_last_hidden_diff"] = max_hidden_diff;
+    result["last_hidden_cosine_mean"] = cosine_tokens ? cosine_sum / static_cast<double>(cosine_tokens) : 0.0;
+    result["last_hidden_cosine_min"] = cosine_min;
+    result["mean_pooled_cosine_mean"] = cosine_sequences ? mean_pool_cosine_sum / static_cast<double>(cosine_sequences) : 0.0;
+    result["mean_pooled_cosine_min"] = mean_pool_cosine_min;
   }
   std::cout << result.dump() << "\n";
   return 0;

@@ -1,0 +1,111 @@
+#pragma once
+// sentence-transformers' CrossEncoder: scores (query, document) pairs with a
+// RobertaForSequenceClassification checkpoint, for reranking. Load once, call from any thread.
+//
+//   roberta::CrossEncoder ce = roberta::CrossEncoder::load("models/my-reranker");
+//   roberta::Matrix s = ce.predict({{"How many people live in Berlin?", "Berlin has 3.5 million people."}});
+//   s.row(0)[0]                                        // 0.97: sigmoid of the logit (one label)
+//   auto ranked = ce.rank("How many people live in Berlin?", {"Berlin is big.", "Paris."});
+//   ranked[0].corpus_id, ranked[0].score               // best document first
+//
+// Steps for batching across requests: prepare, run (raw logits), finish (activation, softmax).
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "roberta/config.h"
+#include "roberta/model.h"
+#include "roberta/tokenizer.h"
+
+namespace roberta {
+
+using TextPair = std::pair<std::string, std::string>;
+
+// The activations a CrossEncoder's config may name (torch classes).
+enum class CrossEncoderActivation { kIdentity, kSigmoid, kTanh, kReLU, kSoftmax };
+// "torch.nn.modules.activation.Sigmoid", "torch.nn.Sigmoid", "Sigmoid", ... -> the activation;
+// Error (kInvalidInput) for any other name.
+CrossEncoderActivation parse_cross_encoder_activation(const std::string& name);
+const char* cross_encoder_activation_name(CrossEncoderActivation a);  // "Sigmoid", ...
+
+// What a CrossEncoder folder's config.json says beyond ModelConfig.
+struct CrossEncoderConfig {
+  // config.json "sentence_transformers": {"activation_fn": ...} (sentence-transformers >= 4), else
+  // the older "sbert_ce_default_activation_function". A path outside torch is ignored, as
+  // sentence-transformers does without trust_remote_code (see `note`); a torch class other than
+  // the supported ones is an error (kInvalidModel).
+  std::optional<CrossEncoderActivation> activation;
+  std::string note;  // why a configured activation was ignored, or ""
+
+  static CrossEncoderConfig from_dir(const std::filesystem::path& dir);
+  // From config.json's text; `source` names it in errors.
+  static CrossEncoderConfig from_json_text(const std::string& text, const std::string& source);
+};
+
+struct CrossEncoderOptions {
+  // Replaces the default for this call (sentence-transformers' predict(activation_fn=...), which
+  // there also becomes the model's new default; here it does not).
+  std::optional<CrossEncoderActivation> activation;
+  // After the activation, a softmax over each pair's labels. As sentence-transformers, also with one
+  // label (every score is then 1).
+  bool apply_softmax = false;
+  size_t max_length = 0;   // 0: the model's maximum; longer pairs are truncated (longest_first)
+  size_t batch_size = 32;  // pairs per forward pass in predict/rank
+};
+
+struct RankedDocument {
+  size_t corpus_id = 0;
+  float score = 0;
+  std::optional<std::string> text;  // with return_documents
+};
+
+struct RankOptions {
+  std::optional<size_t> top_k;  // nullopt: every document
+  bool return_documents = false;
+  CrossEncoderOptions scoring;
+};
+
+class CrossEncoder {
+ public:
+  struct Prepared {
+    std::vector<Encoding> encodings;
+  };
+
+  // Throws Error (kInvalidModel) without a sequence-classification head.
+  CrossEncoder(Model model, Tokenizer tokenizer, CrossEncoderConfig config = {});
+  // Without weights (prepare and finish only; run throws).
+  CrossEncoder(Tokenizer tokenizer, ModelConfig model_config, CrossEncoderConfig config = {});
+  // Model, tokenizer and CrossEncoderConfig::from_dir(dir).
+  static CrossEncoder load(const std::filesystem::path& dir, const LoadOptions& options = {});
+
+  Prepared prepare(std::span<const TextPair> pairs, const CrossEncoderOptions& options = {}) const;
+  Matrix run(const Prepared& prepared) const;  // raw logits (pairs, num_labels)
+  // Scores (pairs, num_labels): the activation, then the optional softmax.
+  Matrix finish(const Prepared& prepared, const Matrix& logits, const CrossEncoderOptions& options = {}) const;
+
+  Matrix predict(std::span<const TextPair> pairs, const CrossEncoderOptions& options = {}) const;
+  // Needs a one-label model (Error kInvalidModel otherwise). Sorted by score, best first; equal
+  // scores keep document order.
+  std::vector<RankedDocument> rank(const std::string& query, std::span<const std::string> documents,
+                                   const RankOptions& options = {}) const;
+  // The sorting step of rank on scores already computed (one per document).
+  static std::vector<RankedDocument> rank_scores(std::span<const float> scores, std::span<const std::string> documents,
+                                                 const RankOptions& options = {});
+
+  // The configured activation, else sigmoid for one label and identity for several.
+  CrossEncoderActivation default_activation() const;
+  const ModelConfig& model_config() const { return model_config_; }
+  const CrossEncoderConfig& config() const { return config_; }
+
+ private:
+  std::optional<Model> model_;
+  Tokenizer tokenizer_;
+  ModelConfig model_config_;
+  CrossEncoderConfig config_;
+};
+
+}  // namespace roberta

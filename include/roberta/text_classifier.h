@@ -1,0 +1,91 @@
+#pragma once
+// Hugging Face's text-classification pipeline (sentiment analysis and the like) on a
+// RobertaForSequenceClassification checkpoint. Load once, call from any thread.
+//
+//   roberta::TextClassifier classify = roberta::TextClassifier::load("models/sst2");
+//   auto best = classify({{"This movie was great!"}});           // [[{"POSITIVE", 0.998}]]
+//   roberta::TextClassifyOptions all;
+//   all.top_k = std::nullopt;                                    // every label, best first
+//   auto scores = classify({{"A man plays.", "Someone makes music."}}, all);  // a text pair
+//
+// The three steps are public so that a server can batch several requests into one forward pass:
+//   auto prepared = classify.prepare(inputs, options);   // tokenize and check
+//   roberta::Matrix logits = classify.run(prepared);     // (inputs, num_labels)
+//   auto results = classify.finish(prepared, logits, options);
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "roberta/config.h"
+#include "roberta/model.h"
+#include "roberta/tokenizer.h"
+
+namespace roberta {
+
+struct LabelScore {
+  std::string label;
+  float score = 0;
+};
+
+// transformers' ClassificationFunction. kDefault: the rule of TextClassificationPipeline.postprocess:
+// problem_type "regression" -> none; "multi_label_classification" or a single label -> sigmoid;
+// otherwise softmax.
+enum class ClassificationFunction { kDefault, kSoftmax, kSigmoid, kNone };
+// "default", "softmax", "sigmoid", "none" (any case); Error (kInvalidInput) otherwise.
+ClassificationFunction parse_classification_function(const std::string& name);
+
+struct TextInput {
+  std::string text;
+  std::optional<std::string> text_pair;  // HF's {"text": ..., "text_pair": ...}
+};
+
+struct TextClassifyOptions {
+  // As HF's top_k: 1 (the default) gives the best label only, k the k best, nullopt every label;
+  // always sorted by score, best first (ties keep label order).
+  std::optional<size_t> top_k = 1;
+  ClassificationFunction function_to_apply = ClassificationFunction::kDefault;
+  // transformers 4.x's deprecated return_all_scores=true: every label in label-id order, not
+  // sorted (overrides top_k). transformers 5 removed the flag.
+  bool return_all_scores = false;
+  // As the tokenizer's truncation=True: cut over-long texts (longest_first) to the model's length.
+  // false (HF's default): an over-long text is an error.
+  bool truncation = false;
+};
+
+class TextClassifier {
+ public:
+  struct Prepared {
+    std::vector<Encoding> encodings;  // one per input
+  };
+
+  // Throws Error (kInvalidModel) when the model has no sequence-classification head.
+  TextClassifier(Model model, Tokenizer tokenizer);
+  // Without weights: prepare and finish work (post-processing of logits computed elsewhere),
+  // run throws. The config supplies the labels, problem_type and maximum length.
+  TextClassifier(Tokenizer tokenizer, ModelConfig config);
+  static TextClassifier load(const std::filesystem::path& dir, const LoadOptions& options = {});
+
+  // Errors (kInvalidInput) name the input: invalid UTF-8, too long without truncation.
+  Prepared prepare(std::span<const TextInput> inputs, const TextClassifyOptions& options = {}) const;
+  Matrix run(const Prepared& prepared) const;
+  // `logits` has one row per input and num_labels columns.
+  std::vector<std::vector<LabelScore>> finish(const Prepared& prepared, const Matrix& logits,
+                                              const TextClassifyOptions& options = {}) const;
+  std::vector<std::vector<LabelScore>> operator()(std::span<const TextInput> inputs,
+                                                  const TextClassifyOptions& options = {}) const;
+
+  // kDefault resolved for this model's config.
+  ClassificationFunction default_function() const;
+  const ModelConfig& config() const { return config_; }
+  const Tokenizer& tokenizer() const { return tokenizer_; }
+
+ private:
+  std::optional<Model> model_;
+  Tokenizer tokenizer_;
+  ModelConfig config_;
+};
+
+}  // namespace roberta

@@ -1,0 +1,87 @@
+#pragma once
+// Hugging Face's token-classification ("ner") pipeline on a RobertaForTokenClassification
+// checkpoint. Load once, call from any thread.
+//
+//   roberta::TokenClassifier ner = roberta::TokenClassifier::load("models/roberta-ner");
+//   roberta::TokenClassifyOptions o;
+//   o.aggregation = roberta::Aggregation::kSimple;
+//   for (const auto& e : ner("Angela Merkel visited New York", o))
+//     std::cout << e.entity << " " << e.word << " " << e.start << "-" << e.end << "\n";
+//   // PER "Angela Merkel" 0-13, LOC " New York" 22-30  (words keep their leading space, as HF)
+//
+// Long texts: without `stride` the text is cut at the model's length, as HF does. With a stride,
+// the whole text is read in windows of max_length tokens (<s> and </s> included) that overlap by
+// `stride` tokens (tokenizers' overflowing windows, as tokenizers 0.22 makes them); each window is
+// classified and aggregated on its own, then HF's aggregate_overlapping_entities keeps, of entities
+// that overlap (sorted by start), the longer one, or at equal length the higher score.
+//
+// Steps for batching: prepare (windows), run (token logits of every window, packed), finish.
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "roberta/config.h"
+#include "roberta/model.h"
+#include "roberta/tokenizer.h"
+
+namespace roberta {
+
+// HF's aggregation_strategy.
+enum class Aggregation { kNone, kSimple, kFirst, kAverage, kMax };
+Aggregation parse_aggregation(const std::string& name);  // "none", "simple", "first", "average", "max"
+
+struct TokenClassifyOptions {
+  Aggregation aggregation = Aggregation::kNone;
+  std::vector<std::string> ignore_labels{"O"};  // entities (or groups) with these labels are dropped
+  std::optional<size_t> stride;  // read the whole text in overlapping windows (needs an aggregation)
+  size_t max_length = 0;         // tokens per window with <s> </s>; 0: the model's maximum
+};
+
+struct TokenEntity {
+  // Without aggregation HF's "entity" (the token's label, e.g. "B-PER"); with one, "entity_group"
+  // (the label without its B-/I- prefix, e.g. "PER").
+  std::string entity;
+  float score = 0;
+  // Without aggregation the token as the vocabulary spells it ("ĠMerkel"); with one, the tokens
+  // decoded by the ByteLevel decoder (" Angela Merkel"). HF decodes the words of first/average/max
+  // twice, which garbles non-ASCII words not preceded by a space ("café" -> "caf\uFFFD"): kept.
+  std::string word;
+  int64_t start = 0, end = 0;  // code points of the text, as HF's offsets
+  size_t byte_start = 0, byte_end = 0;
+  int64_t index = -1;  // without aggregation: the token's position in its window (<s> is 0)
+};
+
+class TokenClassifier {
+ public:
+  struct Prepared {
+    std::string text;
+    std::vector<Encoding> windows;  // each <s> ... </s>, offsets into `text`
+  };
+
+  // Throws Error (kInvalidModel) without a token-classification head.
+  TokenClassifier(Model model, Tokenizer tokenizer);
+  // Without weights (prepare and finish only; run throws).
+  TokenClassifier(Tokenizer tokenizer, ModelConfig config);
+  static TokenClassifier load(const std::filesystem::path& dir, const LoadOptions& options = {});
+
+  // Errors (kInvalidInput): invalid UTF-8, a stride without aggregation or too large for the window.
+  Prepared prepare(std::string_view text, const TokenClassifyOptions& options = {}) const;
+  // Token logits of every window, packed in window order: (tokens of all windows, num_labels).
+  Matrix run(const Prepared& prepared) const;
+  std::vector<TokenEntity> finish(const Prepared& prepared, const Matrix& logits,
+                                  const TokenClassifyOptions& options = {}) const;
+  std::vector<TokenEntity> operator()(std::string_view text, const TokenClassifyOptions& options = {}) const;
+
+  const ModelConfig& config() const { return config_; }
+
+ private:
+  std::optional<Model> model_;
+  Tokenizer tokenizer_;
+  ModelConfig config_;
+};
+
+}  // namespace roberta

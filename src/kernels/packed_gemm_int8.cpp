@@ -1,0 +1,253 @@
+#include "packed_gemm_int8.h"
+
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which -Wmaybe-uninitialized reports
+// inside the headers at -O2; nothing of ours is uninitialised.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "activations.h"
+#include "block_loop.h"
+#include "isa.h"
+#include "util/scratch.h"
+#include "util/thread_pool.h"
+
+namespace roberta::kernels {
+
+PackedWeightInt8::PackedWeightInt8(const float* w, size_t n, size_t k)
+    : n_(n), k_(k), data_(static_cast<int8_t*>(::operator new[](panels() * k_quads() * kPanel * 4, std::align_val_t(64)))),
+      scales_(n) {
+  const size_t Q = k_quads(), slices = (Q + kSliceQuads - 1) / kSliceQuads;
+  offsets_.assign(slices * panels() * kPanel, 0);
+  ThreadPool::global()->parallel_for(panels(), [&](size_t p) {
+    int8_t* dst = data_.get() + p * Q * kPanel * 4;
+    std::memset(dst, 0, Q * kPanel * 4);
+    for (size_t j = 0; j < kPanel && p * kPanel + j < n; ++j) {
+      const size_t row = p * kPanel + j;
+      const float* src = w + row * k;
+      float amax = 0;
+      for (size_t kk = 0; kk < k; ++kk) amax = std::max(amax, std::abs(src[kk]));
+      const float scale = amax > 0 ? amax / 127.0f : 1.0f;
+      scales_[row] = scale;
+      for (size_t kk = 0; kk < k; ++kk) {
+        const float q = std::nearbyint(src[kk] / scale);
+        const auto v = static_cast<int8_t>(std::clamp(q, -127.0f, 127.0f));
+        dst[(kk / 4) * kPanel * 4 + j * 4 + kk % 4] = v;
+        offsets_[((kk / 4 / kSliceQuads) * panels() + p) * kPanel + j] += 128 * v;
+      }
+    }
+  });
+}
+
+float PackedWeightInt8::dequantized(size_t n, size_t k) const {
+  const size_t p = n / kPanel, j = n % kPanel;
+  return static_cast<float>(panel(p)[(k / 4) * kPanel * 4 + j * 4 + k % 4]) * scales_[n];
+}
+
+namespace {
+
+// One register block of the int8 product over the k quads [q0, q1): y[r][j] (+)= x_scale[r] ·
+// w_scale[j] · (sum of byte products - offset[j]) (+ bias after the last slice).
+using Int8BlockFn = void (*)(const uint32_t* xq, size_t ldq, size_t rows, const int8_t* panel, size_t q0, size_t q1,
+                             const int32_t* offset, const float* x_scale, const float* w_scale, const float* bias,
+                             bool first, float* y, size_t ldy, size_t cols);
+
+constexpr size_t kMaxRows = 6;
+constexpr size_t kCols = PackedWeightInt8::kPanel;
+
+void int8_block_portable(const uint32_t* xq, size_t ldq, size_t rows, const int8_t* panel, size_t q0, size_t q1,
+                         const int32_t* offset, const float* x_scale, const float* w_scale, const float* bias,
+                         bool first, float* y, size_t ldy, size_t cols) {
+  int32_t acc[kMaxRows][kCols] = {};
+  for (size_t q = q0; q < q1; ++q) {
+    const int8_t* b = panel + q * kCols * 4;
+    for (size_t r = 0; r < rows; ++r) {
+      const uint32_t a = xq[r * ldq + q];
+      for (size_t j = 0; j < kCols; ++j)
+        for (size_t i = 0; i < 4; ++i) acc[r][j] += static_cast<int32_t>((a >> (8 * i)) & 0xFF) * b[j * 4 + i];
+    }
+  }
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t j = 0; j < cols; ++j) {
+      float v = static_cast<float>(acc[r][j] - offset[j]) * (x_scale[r] * w_scale[j]);
+      if (!first) v += y[r * ldy + j];
+      y[r * ldy + j] = bias ? v + bias[j] : v;
+    }
+}
+
+void quantize_rows_portable(const float* x, size_t rows, size_t k, uint32_t* quads, float* scale) {
+  const size_t Q = (k + 3) / 4;
+  for (size_t m = 0; m < rows; ++m) {
+    const float* src = x + m * k;
+    float amax = 0;
+    for (size_t i = 0; i < k; ++i) amax = std::max(amax, std::abs(src[i]));
+    const float s = amax > 0 ? amax / 127.0f : 1.0f, inv = amax > 0 ? 127.0f / amax : 0.0f;
+    scale[m] = s;
+    auto* dst = reinterpret_cast<uint8_t*>(quads + m * Q);
+    for (size_t i = 0; i < Q * 4; ++i) {
+      const float q = i < k ? std::clamp(std::nearbyint(src[i] * inv), -127.0f, 127.0f) : 0.0f;
+      dst[i] = static_cast<uint8_t>(static_cast<int>(q) + 128);
+    }
+  }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 10
+#define ROBERTA_HAVE_VNNI_KERNEL 1
+template <size_t MR>
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void int8_block_vnni(
+    const uint32_t* xq, size_t ldq, size_t rows, const int8_t* panel, size_t q0, size_t q1, const int32_t* offset,
+    const float* x_scale, const float* w_scale, const float* bias, bool first, float* y, size_t ldy, size_t cols) {
+  __m512i c[MR][4];
+  for (size_t r = 0; r < MR; ++r)
+    for (size_t i = 0; i < 4; ++i) c[r][i] = _mm512_setzero_si512();
+  if (rows == MR) {
+    const uint32_t* a = xq + q0;
+    for (size_t q = q0; q < q1; ++q, ++a) {
+      const int8_t* b = panel + q * 256;
+      for (size_t i = 0; i < 4; ++i) _mm_prefetch(reinterpret_cast<const char*>(b) + 24 * 256 + 64 * i, _MM_HINT_T0);
+      const __m512i b0 = _mm512_load_si512(b), b1 = _mm512_load_si512(b + 64), b2 = _mm512_load_si512(b + 128),
+                    b3 = _mm512_load_si512(b + 192);
+#pragma GCC unroll 8
+      for (size_t r = 0; r < MR; ++r) {
+        const __m512i av = _mm512_set1_epi32(static_cast<int>(a[r * ldq]));
+        c[r][0] = _mm512_dpbusd_epi32(c[r][0], av, b0);
+        c[r][1] = _mm512_dpbusd_epi32(c[r][1], av, b1);
+        c[r][2] = _mm512_dpbusd_epi32(c[r][2], av, b2);
+        c[r][3] = _mm512_dpbusd_epi32(c[r][3], av, b3);
+      }
+    }
+  } else {
+    for (size_t q = q0; q < q1; ++q) {
+      const int8_t* b = panel + q * 256;
+      const __m512i b0 = _mm512_load_si512(b), b1 = _mm512_load_si512(b + 64), b2 = _mm512_load_si512(b + 128),
+                    b3 = _mm512_load_si512(b + 192);
+      for (size_t r = 0; r < rows; ++r) {
+        const __m512i av = _mm512_set1_epi32(static_cast<int>(xq[r * ldq + q]));
+        c[r][0] = _mm512_dpbusd_epi32(c[r][0], av, b0);
+        c[r][1] = _mm512_dpbusd_epi32(c[r][1], av, b1);
+        c[r][2] = _mm512_dpbusd_epi32(c[r][2], av, b2);
+        c[r][3] = _mm512_dpbusd_epi32(c[r][3], av, b3);
+      }
+    }
+  }
+  for (size_t i = 0; i < 4; ++i) {
+    const size_t c0 = 16 * i;
+    const __mmask16 m = cols <= c0 ? 0 : cols >= c0 + 16 ? 0xFFFF : static_cast<__mmask16>((1u << (cols - c0)) - 1);
+    if (!m) break;
+    const __m512i o = _mm512_maskz_loadu_epi32(m, offset + c0);
+    const __m512 s = _mm512_maskz_loadu_ps(m, w_scale + c0);
+    const __m512 bv = bias ? _mm512_maskz_loadu_ps(m, bias + c0) : _mm512_setzero_ps();
+    for (size_t r = 0; r < rows; ++r) {
+      __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(c[r][i], o)), _mm512_mul_ps(_mm512_set1_ps(x_scale[r]), s));
+      if (!first) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, y + r * ldy + c0));
+      if (bias) v = _mm512_add_ps(v, bv);
+      _mm512_mask_storeu_ps(y + r * ldy + c0, m, v);
+    }
+  }
+}
+
+// Per row: max |x| (vectorised), then round(x · 127 / max) + 128 as bytes.
+__attribute__((target("avx512f,avx512bw"))) void quantize_rows_avx512(const float* x, size_t rows, size_t k,
+                                                                       uint32_t* quads, float* scale) {
+  const size_t Q = (k + 3) / 4;
+  for (size_t m = 0; m < rows; ++m) {
+    const float* src = x + m * k;
+    __m512 vmax = _mm512_setzero_ps();
+    size_t i = 0;
+    for (; i + 16 <= k; i += 16) vmax = _mm512_max_ps(vmax, _mm512_abs_ps(_mm512_loadu_ps(src + i)));
+    float amax = _mm512_reduce_max_ps(vmax);
+    for (; i < k; ++i) amax = std::max(amax, std::abs(src[i]));
+    const float s = amax > 0 ? amax / 127.0f : 1.0f, inv = amax > 0 ? 127.0f / amax : 0.0f;
+    scale[m] = s;
+    auto* dst = reinterpret_cast<uint8_t*>(quads + m * Q);
+    const __m512 vinv = _mm512_set1_ps(inv);
+    const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127), off = _mm512_set1_epi32(128);
+    for (i = 0; i + 16 <= k; i += 16) {
+      __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(src + i), vinv));  // round to nearest even
+      q = _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(q, lo), hi), off);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), _mm512_cvtepi32_epi8(q));
+    }
+    for (; i < Q * 4; ++i) {
+      const float q = i < k ? std::clamp(std::nearbyint(src[i] * inv), -127.0f, 127.0f) : 0.0f;
+      dst[i] = static_cast<uint8_t>(static_cast<int>(q) + 128);
+    }
+  }
+}
+#endif
+
+struct Int8Kernel {
+  Int8BlockFn fn;
+  void (*quantize)(const float* x, size_t rows, size_t k, uint32_t* quads, float* scale);
+};
+
+bool cpu_has_vnni() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512vnni");
+#else
+  return false;
+#endif
+}
+
+Int8Kernel pick_int8_kernel() {
+#if defined(ROBERTA_HAVE_VNNI_KERNEL)
+  if (usable_isa() >= Isa::kAvx512 && cpu_has_vnni()) return {int8_block_vnni<kMaxRows>, quantize_rows_avx512};
+#endif
+  return {int8_block_portable, quantize_rows_portable};
+}
+
+const Int8Kernel& int8_kernel() {
+  static const Int8Kernel k = pick_int8_kernel();
+  return k;
+}
+
+}  // namespace
+
+bool has_vnni_instructions() {
+#if defined(ROBERTA_HAVE_VNNI_KERNEL)
+  return usable_isa() >= Isa::kAvx512 && cpu_has_vnni();
+#else
+  return false;
+#endif
+}
+
+void quantize_rows(const float* x, size_t rows, size_t k, uint32_t* quads, float* scale) {
+  int8_kernel().quantize(x, rows, k, quads, scale);
+}
+
+void packed_linear(float* y, size_t ldy, const float* x, const PackedWeightInt8& w, const float* bias, size_t M,
+                   Activation act) {
+  const size_t K = w.k(), N = w.n(), Q = w.k_quads();
+  if (M == 0 || N == 0) return;
+  const Int8Kernel& kern = int8_kernel();
+  // x quantized once per call (rows split over the pool when there are many): quads and scales.
+  thread_local std::vector<uint32_t> xq_buffer;
+  thread_local std::vector<float> xs_buffer;
+  const util::Scratch<uint32_t> xq(xq_buffer, M * Q);
+  const util::Scratch<float> xs(xs_buffer, M);
+  uint32_t* xp = xq.data();
+  float* sp = xs.data();
+  constexpr size_t kConvertRows = 64;
+  ThreadPool::global()->parallel_for((M + kConvertRows - 1) / kConvertRows, [&](size_t t) {
+    const size_t m0 = t * kConvertRows, rows = std::min(kConvertRows, M - m0);
+    kern.quantize(x + m0 * K, rows, K, xp + m0 * Q, sp + m0);
+  });
+  for_each_block(
+      M, N, Q, PackedWeightInt8::kSliceQuads, kMaxRows,
+      [&](size_t r, size_t rows, size_t p, size_t q0, size_t q1) {
+        const size_t col = p * kCols;
+        kern.fn(xp + r * Q, Q, rows, w.panel(p), q0, q1, w.offsets(q0 / PackedWeightInt8::kSliceQuads, p), sp + r,
+                w.scales() + col, bias && q1 == Q ? bias + col : nullptr, q0 == 0, y + r * ldy + col, ldy,
+                std::min(kCols, N - col));
+      },
+      [&](size_t m0, size_t m1, size_t c0, size_t c1) {
+        if (act != Activation::kLinear) activation_rows(y + m0 * ldy + c0, ldy, m1 - m0, c1 - c0, act);
+      },
+      kCols);
+}
+
+}  // namespace roberta::kernels

@@ -1,0 +1,65 @@
+#pragma once
+// Dynamic int8 quantization for the packed GEMM, y (M, N) = x (M, K) · Wᵀ + bias:
+// - the weight is quantized once at load, per output channel and symmetric:
+//     scale[n] = max_k |W[n][k]| / 127,  q[n][k] = round(W[n][k] / scale[n]) in [-127, 127];
+// - x is quantized per call, per row (token) and symmetric the same way, then offset by 128 to
+//   the unsigned bytes that VNNI's vpdpbusd multiplies with signed weight bytes;
+// - products are summed in int32, the offset removed (128 · the column sums, precomputed per k
+//   slice), and the epilogue dequantizes: y = x_scale[m] · scale[n] · sum + bias[n].
+// Layout for vpdpbusd: panel p, k-quad q holds (W[p*64 + j][4q .. 4q+3]) at [p][q][j][0..3]; k is
+// padded with zeros to a multiple of 4. Panels are 64 columns wide (4 zmm), so that one broadcast
+// of an input quad feeds 4 products. AVX512-VNNI where the CPU has it, portable code otherwise.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "activation.h"
+
+namespace roberta::kernels {
+
+class PackedWeightInt8 {
+ public:
+  static constexpr size_t kPanel = 64;
+  static constexpr size_t kSliceQuads = 128;  // k quads per pass: a panel slice is 32 KB
+
+  PackedWeightInt8() = default;
+  PackedWeightInt8(const float* w, size_t n, size_t k);  // w is (n, k) row-major
+
+  size_t n() const { return n_; }
+  size_t k() const { return k_; }
+  size_t k_quads() const { return (k_ + 3) / 4; }
+  size_t panels() const { return (n_ + kPanel - 1) / kPanel; }
+  const int8_t* panel(size_t p) const { return data_.get() + p * k_quads() * kPanel * 4; }
+  const float* scales() const { return scales_.data(); }  // (n)
+  // 128 · sum of the weight bytes of column j of panel p over k slice s: (slices, panels, 64).
+  const int32_t* offsets(size_t slice, size_t p) const {
+    return offsets_.data() + (slice * panels() + p) * kPanel;
+  }
+  size_t bytes() const {
+    return panels() * k_quads() * kPanel * 4 + scales_.size() * sizeof(float) + offsets_.size() * sizeof(int32_t);
+  }
+  // The weight as the product sees it: q[n][k] · scale[n] (for tests).
+  float dequantized(size_t n, size_t k) const;
+
+ private:
+  struct Free {
+    void operator()(int8_t* p) const { ::operator delete[](p, std::align_val_t(64)); }
+  };
+  size_t n_ = 0, k_ = 0;
+  std::unique_ptr<int8_t[], Free> data_;
+  std::vector<float> scales_;
+  std::vector<int32_t> offsets_;
+};
+
+// x (rows, k) quantized per row: quads (rows, k_quads) of unsigned bytes q + 128, and scale[rows].
+void quantize_rows(const float* x, size_t rows, size_t k, uint32_t* quads, float* scale);
+
+// y (M, N) with row stride ldy = act(dequantized product + bias), x quantized on the fly.
+void packed_linear(float* y, size_t ldy, const float* x, const PackedWeightInt8& w, const float* bias, size_t M,
+                   Activation act = Activation::kLinear);
+
+// Whether the int8 product runs on AVX512-VNNI here (else portable code).
+bool has_vnni_instructions();
+
+}  // namespace roberta::kernels

@@ -1,0 +1,101 @@
+#include "pipelines/pipeline_util.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "byte_level.h"
+#include "roberta/error.h"
+#include "unicode.h"
+
+namespace roberta::pipeline {
+
+void require_utf8(std::string_view text, const std::string& what) {
+  if (auto bad = unicode::find_invalid_utf8(text))
+    throw Error(what + ": invalid UTF-8 at byte " + std::to_string(*bad));
+}
+
+CodePoints::CodePoints(std::string_view text) : text_(text) {
+  for (size_t i = 0; i < text.size();) {
+    bytes_.push_back(i);
+    cps_.push_back(unicode::next_code_point(text, i));
+  }
+  bytes_.push_back(text.size());
+}
+
+size_t CodePoints::byte(int64_t i) const {
+  const auto n = static_cast<int64_t>(cps_.size());
+  if (i < 0) i = std::max<int64_t>(0, n + i);
+  return bytes_[static_cast<size_t>(std::min(i, n))];
+}
+
+std::string CodePoints::slice(int64_t start, int64_t end) const {
+  const size_t b = byte(start), e = byte(end);
+  return e > b ? std::string(text_.substr(b, e - b)) : std::string();
+}
+
+std::string decode_token_strings(std::span<const std::string> tokens) {
+  std::string bytes;
+  for (const std::string& token : tokens) {
+    const size_t mark = bytes.size();
+    bool all_byte_level = unicode::find_invalid_utf8(token) == std::nullopt;
+    for (size_t i = 0; all_byte_level && i < token.size();) {
+      const int b = byte_level::char_to_byte(unicode::next_code_point(token, i));
+      if (b < 0)
+        all_byte_level = false;
+      else
+        bytes.push_back(static_cast<char>(b));
+    }
+    if (!all_byte_level) {
+      bytes.resize(mark);
+      bytes += token;
+    }
+  }
+  return unicode::find_invalid_utf8(bytes) ? unicode::repair_utf8(bytes) : bytes;
+}
+
+void softmax(const float* x, size_t n, float* out) {
+  if (n == 0) return;
+  const float max = *std::max_element(x, x + n);
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(x[i]) - max);
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(std::exp(static_cast<double>(x[i]) - max) / sum);
+}
+
+size_t model_max_length(const ModelConfig& config) {
+  return static_cast<size_t>(std::max<int64_t>(0, config.max_sequence_length()));
+}
+
+Matrix sequence_logits(const Model& model, std::span<const Encoding> encodings) {
+  const size_t labels = static_cast<size_t>(model.config().num_labels());
+  if (encodings.empty()) return Matrix(0, labels);
+  Batch batch;
+  for (const Encoding& e : encodings) batch.add_sequence(e.ids);
+  ForwardOptions fo;
+  fo.sequence_logits = true;
+  Outputs out = model.forward(batch, fo);
+  return std::move(out.sequence_logits);
+}
+
+namespace {
+bool python_space(char32_t c) {
+  return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+}  // namespace
+
+std::string python_strip(std::string_view text) {
+  const CodePoints cps(text);
+  size_t b = 0, e = cps.size();
+  while (b < e && python_space(cps.at(b))) ++b;
+  while (e > b && python_space(cps.at(e - 1))) --e;
+  return cps.slice(static_cast<int64_t>(b), static_cast<int64_t>(e));
+}
+
+const Model& require_model(const std::optional<Model>& model, const char* pipeline) {
+  if (!model)
+    throw Error(std::string(pipeline) + " was made from a tokenizer and a config only: it has no model to run",
+                ErrorKind::kInvalidModel);
+  return *model;
+}
+
+}  // namespace roberta::pipeline

@@ -1,0 +1,61 @@
+#pragma once
+// Small pieces the task pipelines share (internal): UTF-8 checks and code point positions, HF's
+// ByteLevel decoder on token strings, softmax/sigmoid as transformers' numpy code computes them,
+// and the sequence-classification forward pass.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "roberta/model.h"
+#include "roberta/tokenizer.h"
+
+namespace roberta::pipeline {
+
+// Throws Error (kInvalidInput) "<what>: invalid UTF-8 at byte N" for a text that is not UTF-8.
+void require_utf8(std::string_view text, const std::string& what);
+
+// The byte position of every code point of a valid UTF-8 text, for Python-style indexing:
+// text[start:end] in code points, as transformers' offsets count.
+class CodePoints {
+ public:
+  explicit CodePoints(std::string_view text);
+  size_t size() const { return cps_.size(); }
+  char32_t at(size_t i) const { return cps_[i]; }
+  // Byte offset of code point i (i == size(): the text's byte length); i is clamped like Python.
+  size_t byte(int64_t i) const;
+  // text[start:end] as Python slices it (clamped, empty when end <= start).
+  std::string slice(int64_t start, int64_t end) const;
+
+ private:
+  std::string_view text_;
+  std::vector<char32_t> cps_;
+  std::vector<size_t> bytes_;
+};
+
+// tokenizer.convert_tokens_to_string for a ByteLevel decoder (tokenizers' decode_chain): each
+// string whose characters are all byte-level characters becomes those bytes, any other string
+// is taken as it is (its UTF-8 bytes); the bytes are then made valid UTF-8 (from_utf8_lossy).
+std::string decode_token_strings(std::span<const std::string> tokens);
+
+// Softmax of n values (max subtracted, sums in double), as float.
+void softmax(const float* x, size_t n, float* out);
+inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+// The longest sequence the model's positions allow (config.max_sequence_length()).
+size_t model_max_length(const ModelConfig& config);
+
+// Every encoding through the model as one Batch; the classifier's logits (encodings, num_labels).
+Matrix sequence_logits(const Model& model, std::span<const Encoding> encodings);
+
+// Python's str.strip() (str.isspace characters at both ends).
+std::string python_strip(std::string_view text);
+
+// Checks that `model` has `head` and the same labels as `config` (kInvalidModel otherwise).
+const Model& require_model(const std::optional<Model>& model, const char* pipeline);
+
+}  // namespace roberta::pipeline

@@ -1,0 +1,614 @@
+// The task pipelines against Hugging Face's own results (tests/data/pipelines/*.jsonl, made by
+// tools/hf_goldens/gen_pipeline_goldens.py with transformers' and sentence-transformers' own
+// post-processing code): our prepare must give HF's token ids and windows, and our finish on the
+// recorded logits HF's labels, entities, spans and scores.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "roberta/pipelines.h"
+#include "test_util.h"
+
+namespace {
+
+using json = nlohmann::json;
+using namespace roberta;
+
+const std::string kGoldens = std::string(ROBERTA_TEST_DATA) + "/pipelines/";
+const std::string kTokenizerDir = std::string(ROBERTA_SHARED_DIR) + "/assets/roberta-base-tokenizer";
+constexpr double kTol = 1e-5;
+
+std::vector<json> read_jsonl(const std::string& name) {
+  std::ifstream in(kGoldens + name);
+  EXPECT_TRUE(in.good()) << kGoldens + name;
+  std::vector<json> out;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) out.push_back(json::parse(line));
+  EXPECT_FALSE(out.empty()) << name;
+  return out;
+}
+
+// text[start:end] in code points (Python's slicing of a str).
+std::string pipeline_test_slice(const std::string& text, int64_t start, int64_t end) {
+  std::vector<size_t> at;
+  for (size_t i = 0; i < text.size(); ++i)
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) at.push_back(i);
+  at.push_back(text.size());
+  const auto b = at[static_cast<size_t>(start)], e = at[static_cast<size_t>(end)];
+  return text.substr(b, e - b);
+}
+
+const Tokenizer& tokenizer() {
+  static const Tokenizer t = Tokenizer::from_dir(kTokenizerDir);
+  return t;
+}
+
+// A config with the golden's labels whose positions allow model_max_length tokens.
+ModelConfig make_config(const json& c) {
+  ModelConfig m;
+  m.vocab_size = 50265;
+  m.hidden_size = 8;
+  m.num_hidden_layers = 1;
+  m.num_attention_heads = 2;
+  m.intermediate_size = 16;
+  m.pad_token_id = 1;
+  m.max_position_embeddings = c.value("model_max_length", 512) + 2;
+  m.id2label = c["id2label"].get<std::vector<std::string>>();
+  m.label2id.clear();
+  for (size_t i = 0; i < m.id2label.size(); ++i) m.label2id[m.id2label[i]] = static_cast<int64_t>(i);
+  m.problem_type = c.value("problem_type", std::string());
+  return m;
+}
+
+Matrix matrix(const json& rows) {
+  Matrix m(rows.size(), rows.at(0).size());
+  for (size_t r = 0; r < rows.size(); ++r)
+    for (size_t c = 0; c < m.cols; ++c) m.row(r)[c] = rows[r][c].get<float>();
+  return m;
+}
+
+// Our encoding against HF's recorded one (ids always; the other fields the record has).
+void expect_encoding(const Encoding& e, const json& hf, const std::string& where) {
+  ASSERT_EQ(e.ids, hf["ids"].get<std::vector<int32_t>>()) << where;
+  if (hf.contains("offsets")) {
+    std::vector<Offsets> offsets;
+    for (const auto& o : hf["offsets"]) offsets.emplace_back(o[0].get<int64_t>(), o[1].get<int64_t>());
+    EXPECT_EQ(e.offsets, offsets) << where;
+  }
+  if (hf.contains("special_tokens_mask")) {
+    EXPECT_EQ(e.special_tokens_mask, hf["special_tokens_mask"].get<std::vector<uint8_t>>()) << where;
+  }
+  if (hf.contains("sequence_ids")) {
+    EXPECT_EQ(e.sequence_ids, hf["sequence_ids"].get<std::vector<int8_t>>()) << where;
+  }
+  if (hf.contains("word_ids")) {
+    EXPECT_EQ(e.word_ids, hf["word_ids"].get<std::vector<int32_t>>()) << where;
+  }
+}
+
+// ---- text-classification
+
+TEST(TextClassifierGolden, MatchesTransformers) {
+  for (const json& rec : read_jsonl("text_classification.jsonl")) {
+    const std::string name = rec["name"];
+    SCOPED_TRACE(name);
+    const json& kw = rec["options"];
+    TextClassifyOptions o;
+    if (kw.contains("top_k"))
+      o.top_k = kw["top_k"].is_null() ? std::nullopt : std::optional<size_t>(kw["top_k"].get<size_t>());
+    else if (kw.value("return_all_scores", false))
+      o.return_all_scores = true;  // transformers 4.x, top_k not given
+    if (kw.contains("function_to_apply")) o.function_to_apply = parse_classification_function(kw["function_to_apply"]);
+    o.truncation = kw.value("truncation", false);
+    TextInput input;
+    if (rec["inputs"].is_string()) {
+      input.text = rec["inputs"];
+    } else {
+      input.text = rec["inputs"]["text"];
+      input.text_pair = rec["inputs"]["text_pair"].get<std::string>();
+    }
+    const TextClassifier tc(tokenizer(), make_config(rec["config"]));
+    const auto p = tc.prepare(std::span<const TextInput>(&input, 1), o);
+    expect_encoding(p.encodings.at(0), rec["encoding"], name);
+    const auto got = tc.finish(p, matrix(json::array({rec["logits"]})), o).at(0);
+    json expected = rec["expected"];
+    if (expected.is_object()) expected = json::array({expected});
+    if (expected.at(0).is_array()) expected = expected[0];  // 4.x return_all_scores: [[...]]
+    ASSERT_EQ(got.size(), expected.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].label, expected[i]["label"].get<std::string>()) << i;
+      EXPECT_NEAR(got[i].score, expected[i]["score"].get<double>(), kTol) << i;
+    }
+  }
+}
+
+TEST(TextClassifier, DefaultFunctionFollowsTransformersRule) {
+  ModelConfig c = make_config({{"id2label", {"a", "b"}}});
+  EXPECT_EQ(TextClassifier(tokenizer(), c).default_function(), ClassificationFunction::kSoftmax);
+  c.problem_type = "multi_label_classification";
+  EXPECT_EQ(TextClassifier(tokenizer(), c).default_function(), ClassificationFunction::kSigmoid);
+  c = make_config({{"id2label", {"score"}}});
+  EXPECT_EQ(TextClassifier(tokenizer(), c).default_function(), ClassificationFunction::kSigmoid);
+  c.problem_type = "regression";
+  EXPECT_EQ(TextClassifier(tokenizer(), c).default_function(), ClassificationFunction::kNone);
+}
+
+TEST(TextClassifier, Errors) {
+  const TextClassifier tc(tokenizer(), make_config({{"id2label", {"a", "b"}}, {"model_max_length", 8}}));
+  const std::vector<TextInput> long_text{{"one two three four five six seven eight nine", std::nullopt}};
+  test::expect_error([&] { tc.prepare(long_text); }, {"input 1", "tokens", "at most 8", "truncation"});
+  TextClassifyOptions cut;
+  cut.truncation = true;
+  EXPECT_EQ(tc.prepare(long_text, cut).encodings[0].size(), 8u);
+  const std::vector<TextInput> bad{{"ok", std::nullopt}, {std::string("a\xff"), std::nullopt}};
+  test::expect_error([&] { tc.prepare(bad); }, {"input 2", "invalid UTF-8", "byte 1"});
+  test::expect_error([&] { tc.run(tc.prepare(std::vector<TextInput>{{"x", std::nullopt}})); }, {"no model"});
+  const auto p = tc.prepare(std::vector<TextInput>{{"x", std::nullopt}});
+  test::expect_error([&] { tc.finish(p, Matrix(1, 3)); }, {"1x3", "expected 1x2"});
+  test::expect_error([] { parse_classification_function("relu"); }, {"relu", "softmax"});
+  EXPECT_EQ(parse_classification_function("SIGMOID"), ClassificationFunction::kSigmoid);
+}
+
+// ---- zero-shot-classification
+
+TEST(ZeroShotGolden, MatchesTransformers) {
+  for (const json& rec : read_jsonl("zero_shot_classification.jsonl")) {
+    const std::string name = rec["name"];
+    SCOPED_TRACE(name);
+    const json& kw = rec["options"];
+    ZeroShotOptions o;
+    if (kw["candidate_labels"].is_string())
+      o.candidate_labels = parse_candidate_labels(kw["candidate_labels"].get<std::string>());
+    else
+      o.candidate_labels = kw["candidate_labels"].get<std::vector<std::string>>();
+    EXPECT_EQ(o.candidate_labels, rec["candidate_labels"].get<std::vector<std::string>>());
+    if (kw.contains("hypothesis_template")) o.hypothesis_template = kw["hypothesis_template"];
+    o.multi_label = kw.value("multi_label", false);
+    for (size_t i = 0; i < o.candidate_labels.size(); ++i)
+      EXPECT_EQ(format_hypothesis(o.hypothesis_template, o.candidate_labels[i]), rec["hypotheses"][i].get<std::string>());
+    const ZeroShotClassifier zs(tokenizer(), make_config(rec["config"]));
+    const std::string sequence = rec["sequence"];
+    const auto p = zs.prepare(std::span<const std::string>(&sequence, 1), o);
+    ASSERT_EQ(p.pairs.size(), rec["encodings"].size());
+    for (size_t i = 0; i < p.pairs.size(); ++i) expect_encoding(p.pairs[i], rec["encodings"][i], name);
+    const ZeroShotResult r = zs.finish(p, matrix(rec["logits"]), o).at(0);
+    EXPECT_EQ(r.sequence, rec["expected"]["sequence"].get<std::string>());
+    EXPECT_EQ(r.labels, rec["expected"]["labels"].get<std::vector<std::string>>());
+    ASSERT_EQ(r.scores.size(), rec["expected"]["scores"].size());
+    for (size_t i = 0; i < r.scores.size(); ++i) EXPECT_NEAR(r.scores[i], rec["expected"]["scores"][i].get<double>(), kTol);
+  }
+}
+
+TEST(ZeroShot, EntailmentAndContradictionIds) {
+  const ZeroShotClassifier a(tokenizer(), make_config({{"id2label", {"CONTRADICTION", "NEUTRAL", "ENTAILMENT"}}}));
+  EXPECT_EQ(a.entailment_id(), 2u);
+  EXPECT_EQ(a.contradiction_id(), 0u);
+  const ZeroShotClassifier b(tokenizer(), make_config({{"id2label", {"entailment", "neutral", "contradiction"}}}));
+  EXPECT_EQ(b.entailment_id(), 0u);
+  EXPECT_EQ(b.contradiction_id(), 2u);  // HF: -1, the last column
+  try {
+    ZeroShotClassifier(tokenizer(), make_config({{"id2label", {"negative", "positive"}}}));
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidModel);
+    EXPECT_NE(std::string(e.what()).find("entail"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ZeroShot, Errors) {
+  const ZeroShotClassifier zs(tokenizer(), make_config({{"id2label", {"contradiction", "neutral", "entailment"}},
+                                                        {"model_max_length", 12}}));
+  const std::vector<std::string> seq{"Some text"};
+  ZeroShotOptions o;
+  test::expect_error([&] { zs.prepare(seq, o); }, {"at least one candidate label"});
+  o.candidate_labels = {"a"};
+  o.hypothesis_template = "no field";
+  test::expect_error([&] { zs.prepare(seq, o); }, {"no {}"});
+  o.hypothesis_template = "{label}";
+  test::expect_error([&] { zs.prepare(seq, o); }, {"{label}", "not supported"});
+  o.hypothesis_template = "This is {}.";
+  test::expect_error([&] { zs.prepare(std::vector<std::string>{""}, o); }, {"sequence 1", "empty"});
+  o.candidate_labels = {"a very long hypothesis label that cannot fit in twelve tokens at all"};
+  test::expect_error([&] { zs.prepare(seq, o); }, {"hypothesis", "at most 12"});
+  EXPECT_EQ(format_hypothesis("{{x}} {} {0}", "L"), "{x} L L");
+  test::expect_error([] { format_hypothesis("a } b", "L"); }, {"single '}'"});
+  EXPECT_EQ(parse_candidate_labels(" a, b ,,\u00a0c\u00a0,"), (std::vector<std::string>{"a", "b", "c"}));
+}
+
+// ---- CrossEncoder
+
+TEST(CrossEncoderGolden, MatchesSentenceTransformers) {
+  for (const json& rec : read_jsonl("cross_encoder.jsonl")) {
+    const std::string name = rec["name"];
+    SCOPED_TRACE(name);
+    const json& kw = rec["options"];
+    const CrossEncoderConfig cfg = CrossEncoderConfig::from_json_text(rec["config"]["extra"].dump(), "config.json");
+    if (name == "predict_untrusted_activation_falls_back") {
+      EXPECT_NE(cfg.note.find("not a torch class"), std::string::npos);
+    }
+    const CrossEncoder ce(tokenizer(), make_config(rec["config"]), cfg);
+    std::vector<TextPair> pairs;
+    for (const auto& p : rec["pairs"]) pairs.emplace_back(p[0].get<std::string>(), p[1].get<std::string>());
+    CrossEncoderOptions o;
+    o.apply_softmax = kw.value("apply_softmax", false);
+    const auto p = ce.prepare(pairs, o);
+    ASSERT_EQ(p.encodings.size(), rec["encodings"].size());
+    for (size_t i = 0; i < p.encodings.size(); ++i) expect_encoding(p.encodings[i], rec["encodings"][i], name);
+    const Matrix scores = ce.finish(p, matrix(rec["logits"]), o);
+    const json& expected = rec["expected"];
+    if (rec["call"] == "predict") {
+      ASSERT_EQ(scores.rows, expected.size());
+      for (size_t r = 0; r < scores.rows; ++r)
+        for (size_t c = 0; c < scores.cols; ++c)
+          EXPECT_NEAR(scores.row(r)[c], expected[r].is_array() ? expected[r][c].get<double>() : expected[r].get<double>(),
+                      kTol);
+    } else {
+      RankOptions ro;
+      if (kw.contains("top_k")) ro.top_k = kw["top_k"].get<size_t>();
+      ro.return_documents = kw.value("return_documents", false);
+      std::vector<std::string> docs;
+      for (const auto& pr : pairs) docs.push_back(pr.second);
+      const auto ranked = CrossEncoder::rank_scores(scores.data, docs, ro);
+      ASSERT_EQ(ranked.size(), expected.size());
+      for (size_t i = 0; i < ranked.size(); ++i) {
+        EXPECT_EQ(ranked[i].corpus_id, expected[i]["corpus_id"].get<size_t>());
+        EXPECT_NEAR(ranked[i].score, expected[i]["score"].get<double>(), kTol);
+        EXPECT_EQ(ranked[i].text.has_value(), expected[i].contains("text"));
+        if (ranked[i].text) {
+          EXPECT_EQ(*ranked[i].text, expected[i]["text"].get<std::string>());
+        }
+      }
+    }
+  }
+}
+
+TEST(CrossEncoder, ConfigAndErrors) {
+  EXPECT_FALSE(CrossEncoderConfig::from_json_text("{}", "c").activation);
+  EXPECT_EQ(*CrossEncoderConfig::from_json_text(R"({"sentence_transformers": {"activation_fn": "torch.nn.Tanh"}})", "c")
+                 .activation,
+            CrossEncoderActivation::kTanh);
+  try {
+    CrossEncoderConfig::from_json_text(R"({"sentence_transformers": {"activation_fn": "torch.nn.modules.activation.Mish"}})",
+                                       "dir/config.json");
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidModel);
+    EXPECT_NE(std::string(e.what()).find("dir/config.json: sentence_transformers.activation_fn"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("Mish"), std::string::npos) << e.what();
+  }
+  const CrossEncoder three(tokenizer(), make_config({{"id2label", {"a", "b", "c"}}}));
+  EXPECT_EQ(three.default_activation(), CrossEncoderActivation::kIdentity);
+  const std::vector<std::string> docs{"x"};
+  test::expect_error([&] { three.rank("q", docs); }, {"one label", "has 3"});
+  const CrossEncoder one(tokenizer(), make_config({{"id2label", {"score"}}}));
+  EXPECT_EQ(one.default_activation(), CrossEncoderActivation::kSigmoid);
+  test::expect_error([&] { one.rank("q", docs); }, {"no model"});
+  const std::vector<TextPair> bad{{"q", std::string("\xc3")}};
+  test::expect_error([&] { one.prepare(bad); }, {"pair 1 (second text)", "invalid UTF-8"});
+  EXPECT_TRUE(CrossEncoder::rank_scores({}, {}, {}).empty());
+}
+
+// ---- token-classification
+
+TEST(TokenClassifierGolden, MatchesTransformers) {
+  for (const json& rec : read_jsonl("token_classification.jsonl")) {
+    const std::string name = rec["name"];
+    SCOPED_TRACE(name);
+    const json& kw = rec["options"];
+    TokenClassifyOptions o;
+    o.aggregation = parse_aggregation(kw.value("aggregation_strategy", std::string("none")));
+    if (kw.contains("ignore_labels")) o.ignore_labels = kw["ignore_labels"].get<std::vector<std::string>>();
+    if (kw.contains("stride")) o.stride = kw["stride"].get<size_t>();
+    const TokenClassifier ner(tokenizer(), make_config(rec["config"]));
+    const std::string text = rec["text"];
+    const auto p = ner.prepare(text, o);
+    ASSERT_EQ(p.windows.size(), rec["windows"].size());
+    for (size_t w = 0; w < p.windows.size(); ++w) expect_encoding(p.windows[w], rec["windows"][w], name);
+    json rows = json::array();
+    for (const auto& window : rec["logits"])
+      for (const auto& row : window) rows.push_back(row);
+    const auto got = ner.finish(p, matrix(rows), o);
+    const json& expected = rec["expected"];
+    ASSERT_EQ(got.size(), expected.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      const json& x = expected[i];
+      const bool grouped = x.contains("entity_group");
+      EXPECT_EQ(got[i].entity, x[grouped ? "entity_group" : "entity"].get<std::string>()) << i;
+      EXPECT_NEAR(got[i].score, x["score"].get<double>(), kTol) << i;
+      EXPECT_EQ(got[i].word, x["word"].get<std::string>()) << i;
+      EXPECT_EQ(got[i].start, x["start"].get<int64_t>()) << i;
+      EXPECT_EQ(got[i].end, x["end"].get<int64_t>()) << i;
+      EXPECT_EQ(got[i].index, grouped ? -1 : x["index"].get<int64_t>()) << i;
+      EXPECT_LE(got[i].byte_end, text.size());
+    }
+  }
+}
+
+TEST(TokenClassifier, ByteOffsetsAndErrors) {
+  const TokenClassifier ner(tokenizer(), make_config({{"id2label", {"O", "B-LOC"}}, {"model_max_length", 10}}));
+  const std::string text = "Zürich and São Paulo are cities, as is Lyon.";
+  TokenClassifyOptions o;
+  o.aggregation = Aggregation::kSimple;
+  o.ignore_labels = {};
+  o.stride = 2;
+  const auto p = ner.prepare(text, o);
+  EXPECT_GE(p.windows.size(), 2u);
+  size_t rows = 0;
+  for (const auto& w : p.windows) rows += w.size();
+  Matrix logits(rows, 2);  // all B-LOC
+  for (size_t r = 0; r < rows; ++r) logits.row(r)[1] = 1.0f;
+  for (const TokenEntity& e : ner.finish(p, logits, o))
+    EXPECT_EQ(text.substr(e.byte_start, e.byte_end - e.byte_start),
+              pipeline_test_slice(text, e.start, e.end));
+  o.aggregation = Aggregation::kNone;
+  test::expect_error([&] { ner.prepare(text, o); }, {"stride", "aggregation"});
+  o.aggregation = Aggregation::kFirst;
+  o.stride = 8;
+  test::expect_error([&] { ner.prepare(text, o); }, {"stride 8", "less than the 8"});
+  o.stride = 10;
+  test::expect_error([&] { ner.prepare(text, o); }, {"stride 10", "window length 10"});
+  test::expect_error([&] { ner.prepare(std::string("\xe2\x82"), {}); }, {"text", "invalid UTF-8"});
+  test::expect_error([] { parse_aggregation("mean"); }, {"mean", "average"});
+  EXPECT_TRUE(ner.finish(ner.prepare("", {}), Matrix(2, 2), {}).empty());
+}
+
+// ---- question-answering
+
+TEST(QuestionAnswererGolden, MatchesTransformers) {
+  for (const json& rec : read_jsonl("question_answering.jsonl")) {
+    const std::string name = rec["name"];
+    SCOPED_TRACE(name);
+    const json& kw = rec["options"];
+    QuestionAnswerOptions o;
+    o.top_k = kw.value("top_k", size_t{1});
+    if (kw.contains("doc_stride")) o.doc_stride = kw["doc_stride"].get<size_t>();
+    if (kw.contains("max_seq_len")) o.max_seq_len = kw["max_seq_len"].get<size_t>();
+    o.max_answer_len = kw.value("max_answer_len", size_t{15});
+    o.handle_impossible_answer = kw.value("handle_impossible_answer", false);
+    o.align_to_words = kw.value("align_to_words", true);
+    const QuestionAnswerer qa(tokenizer(), make_config({{"id2label", {"LABEL_0", "LABEL_1"}}}));
+    const std::string context = rec["context"];
+    const auto p = qa.prepare(rec["question"], context, o);
+    ASSERT_EQ(p.windows.size(), rec["windows"].size());
+    for (size_t w = 0; w < p.windows.size(); ++w) expect_encoding(p.windows[w], rec["windows"][w], name);
+    SpanLogits logits;
+    for (const auto& w : rec["logits"]) {
+      for (const auto& x : w["start"]) logits.start.push_back(x.get<float>());
+      for (const auto& x : w["end"]) logits.end.push_back(x.get<float>());
+    }
+    const auto got = qa.finish(p, logits, o);
+    const json& expected = rec["expected"];
+    ASSERT_EQ(got.size(), expected.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].answer, expected[i]["answer"].get<std::string>()) << i;
+      EXPECT_EQ(got[i].start, expected[i]["start"].get<int64_t>()) << i;
+      EXPECT_EQ(got[i].end, expected[i]["end"].get<int64_t>()) << i;
+      EXPECT_NEAR(got[i].score, expected[i]["score"].get<double>(), kTol) << i;
+      EXPECT_EQ(context.substr(got[i].byte_start, got[i].byte_end - got[i].byte_start), got[i].answer) << i;
+    }
+  }
+}
+
+TEST(QuestionAnswerer, Errors) {
+  const QuestionAnswerer qa(tokenizer(), make_config({{"id2label", {"LABEL_0", "LABEL_1"}}}));
+  test::expect_error([&] { qa.prepare("Who?", ""); }, {"context is empty"});
+  test::expect_error([&] { qa.prepare("", "Text."); }, {"question is empty"});
+  test::expect_error([&] { qa.prepare("Who?", std::string("a\x80")); }, {"context", "invalid UTF-8", "byte 1"});
+  QuestionAnswerOptions o;
+  o.max_seq_len = 12;
+  o.doc_stride = 2;
+  test::expect_error([&] { qa.prepare("Who was the first person to walk on the moon?", "Neil Armstrong did.", o); },
+                     {"question has", "no room is left for the context"});
+  o.doc_stride = 13;
+  test::expect_error([&] { qa.prepare("Who?", "a b c d e f g h i j k l m n o p", o); }, {"doc_stride (13)", "max_seq_len (12)"});
+  o.doc_stride = 6;
+  test::expect_error([&] { qa.prepare("Who?", "a b c d e f g h i j k l m n o p", o); }, {"doc_stride 6", "less than the 6"});
+  o = {};
+  o.top_k = 0;
+  test::expect_error([&] { qa.prepare("Who?", "Me.", o); }, {"top_k"});
+  o = {};
+  test::expect_error([&] { qa.run(qa.prepare("Who?", "Me.", o)); }, {"no model"});
+  const auto p = qa.prepare("Who?", "Me.", o);
+  test::expect_error([&] { qa.finish(p, SpanLogits{}, o); }, {"0 start", "tokens"});
+}
+
+}  // namespace
+
+// ---- run(): the whole pipeline on small random-weight checkpoints with each head
+
+namespace {
+
+struct Tensor {
+  std::string name;
+  std::vector<int64_t> shape;
+};
+
+// A tiny RoBERTa (H=8, 1 layer, 64 positions) with random weights and the given head, written as
+// config.json + model.safetensors, with the roberta-base tokenizer beside it.
+void write_random_model(const std::filesystem::path& dir, const std::string& head, const std::vector<std::string>& labels) {
+  const int64_t V = 50265, H = 8, I = 16, P = 66, N = static_cast<int64_t>(labels.size());
+  std::vector<Tensor> tensors = {{"roberta.embeddings.word_embeddings.weight", {V, H}},
+                                 {"roberta.embeddings.position_embeddings.weight", {P, H}},
+                                 {"roberta.embeddings.token_type_embeddings.weight", {1, H}},
+                                 {"roberta.embeddings.LayerNorm.weight", {H}},
+                                 {"roberta.embeddings.LayerNorm.bias", {H}}};
+  const std::string l = "roberta.encoder.layer.0.";
+  for (const char* m : {"attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense"}) {
+    tensors.push_back({l + m + ".weight", {H, H}});
+    tensors.push_back({l + m + ".bias", {H}});
+  }
+  tensors.push_back({l + "intermediate.dense.weight", {I, H}});
+  tensors.push_back({l + "intermediate.dense.bias", {I}});
+  tensors.push_back({l + "output.dense.weight", {H, I}});
+  tensors.push_back({l + "output.dense.bias", {H}});
+  for (const char* n : {"attention.output.LayerNorm", "output.LayerNorm"}) {
+    tensors.push_back({l + n + ".weight", {H}});
+    tensors.push_back({l + n + ".bias", {H}});
+  }
+  std::string arch;
+  if (head == "sequence") {
+    tensors.push_back({"classifier.dense.weight", {H, H}});
+    tensors.push_back({"classifier.dense.bias", {H}});
+    tensors.push_back({"classifier.out_proj.weight", {N, H}});
+    tensors.push_back({"classifier.out_proj.bias", {N}});
+    arch = "RobertaForSequenceClassification";
+  } else if (head == "token") {
+    tensors.push_back({"classifier.weight", {N, H}});
+    tensors.push_back({"classifier.bias", {N}});
+    arch = "RobertaForTokenClassification";
+  } else {
+    tensors.push_back({"qa_outputs.weight", {2, H}});
+    tensors.push_back({"qa_outputs.bias", {2}});
+    arch = "RobertaForQuestionAnswering";
+  }
+  std::mt19937 gen(7);
+  std::normal_distribution<float> normal(0.0f, 0.5f);
+  json header = json::object();
+  std::string data;
+  for (const Tensor& t : tensors) {
+    int64_t n = 1;
+    for (int64_t d : t.shape) n *= d;
+    const bool norm_weight = t.name.find("LayerNorm.weight") != std::string::npos;
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) x = norm_weight ? 1.0f + 0.1f * normal(gen) : normal(gen);
+    header[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {data.size(), data.size() + v.size() * 4}}};
+    data.append(reinterpret_cast<const char*>(v.data()), v.size() * 4);
+  }
+  std::string h = header.dump();
+  while (h.size() % 8) h += ' ';
+  std::string file(8, '\0');
+  uint64_t len = h.size();
+  for (int i = 0; i < 8; ++i) file[static_cast<size_t>(i)] = static_cast<char>((len >> (8 * i)) & 0xFF);
+  test::write_text(dir / "model.safetensors", file + h + data);
+  json config = {{"model_type", "roberta"}, {"architectures", {arch}}, {"vocab_size", V}, {"hidden_size", H},
+                 {"num_hidden_layers", 1}, {"num_attention_heads", 2}, {"intermediate_size", I},
+                 {"max_position_embeddings", P}, {"type_vocab_size", 1}, {"pad_token_id", 1},
+                 {"layer_norm_eps", 1e-5}, {"hidden_act", "gelu"}};
+  json id2label = json::object();
+  for (size_t i = 0; i < labels.size(); ++i) id2label[std::to_string(i)] = labels[i];
+  config["id2label"] = id2label;
+  test::write_text(dir / "config.json", config.dump());
+  std::filesystem::copy_file(std::filesystem::path(kTokenizerDir) / "tokenizer.json", dir / "tokenizer.json");
+}
+
+}  // namespace
+
+TEST(PipelinesRun, SequenceHeads) {
+  test::TempDir dir;
+  write_random_model(dir.path(), "sequence", {"CONTRADICTION", "NEUTRAL", "ENTAILMENT"});
+  const TextClassifier tc = TextClassifier::load(dir.path());
+  const std::vector<TextInput> inputs{{"A first text.", std::nullopt}, {"A man plays.", "Someone makes music."}};
+  TextClassifyOptions all;
+  all.top_k = std::nullopt;
+  const auto batch = tc(inputs, all);
+  ASSERT_EQ(batch.size(), 2u);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto alone = tc(std::span<const TextInput>(&inputs[i], 1), all).at(0);
+    ASSERT_EQ(alone.size(), 3u);
+    double sum = 0;
+    for (size_t k = 0; k < 3; ++k) {
+      EXPECT_EQ(alone[k].label, batch[i][k].label);
+      EXPECT_NEAR(alone[k].score, batch[i][k].score, 1e-5);  // packed batch == one by one
+      sum += alone[k].score;
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-5);
+  }
+
+  const ZeroShotClassifier zs = ZeroShotClassifier::load(dir.path());
+  ZeroShotOptions zo;
+  zo.candidate_labels = {"sports", "politics", "music"};
+  const ZeroShotResult r = zs("The band played all night.", zo);
+  ASSERT_EQ(r.labels.size(), 3u);
+  EXPECT_NEAR(r.scores[0] + r.scores[1] + r.scores[2], 1.0, 1e-5);
+  EXPECT_GE(r.scores[0], r.scores[2]);
+
+  const CrossEncoder ce = CrossEncoder::load(dir.path());  // 3 labels: identity, no rank
+  const std::vector<TextPair> pairs{{"q", "a"}, {"q", "b"}, {"q", "c"}};
+  CrossEncoderOptions small_batches;
+  small_batches.batch_size = 2;
+  const Matrix m1 = ce.predict(pairs), m2 = ce.predict(pairs, small_batches);
+  ASSERT_EQ(m1.rows, 3u);
+  for (size_t i = 0; i < m1.data.size(); ++i) EXPECT_NEAR(m1.data[i], m2.data[i], 1e-5);
+  const std::vector<std::string> docs{"a"};
+  test::expect_error([&] { ce.rank("q", docs); }, {"one label"});
+  try {
+    TokenClassifier::load(dir.path());
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidModel);
+    EXPECT_NE(std::string(e.what()).find("so it cannot classify tokens"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PipelinesRun, RerankerRank) {
+  test::TempDir dir;
+  write_random_model(dir.path(), "sequence", {"LABEL_0"});
+  const CrossEncoder ce = CrossEncoder::load(dir.path());
+  const std::vector<std::string> docs{"Berlin has 3.5 million people.", "Paris.", "Berlin is big.", "Cats."};
+  RankOptions ro;
+  ro.top_k = 3;
+  ro.return_documents = true;
+  const auto ranked = ce.rank("How many people live in Berlin?", docs, ro);
+  ASSERT_EQ(ranked.size(), 3u);
+  std::vector<TextPair> pairs;
+  for (const auto& d : docs) pairs.emplace_back("How many people live in Berlin?", d);
+  const Matrix scores = ce.predict(pairs);
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    EXPECT_NEAR(ranked[i].score, scores.row(ranked[i].corpus_id)[0], 1e-6);
+    EXPECT_EQ(*ranked[i].text, docs[ranked[i].corpus_id]);
+    EXPECT_GT(ranked[i].score, 0.0f);  // sigmoid
+    EXPECT_LT(ranked[i].score, 1.0f);
+    if (i) {
+      EXPECT_GE(ranked[i - 1].score, ranked[i].score);
+    }
+  }
+}
+
+TEST(PipelinesRun, TokenAndQuestionAnsweringHeads) {
+  test::TempDir ner_dir, qa_dir;
+  write_random_model(ner_dir.path(), "token", {"O", "B-PER", "I-PER", "B-LOC", "I-LOC"});
+  write_random_model(qa_dir.path(), "qa", {"LABEL_0", "LABEL_1"});
+  std::string text;
+  for (int i = 0; i < 12; ++i) text += "Angela Merkel met Emmanuel Macron in Zürich. ";
+  const TokenClassifier ner = TokenClassifier::load(ner_dir.path());
+  TokenClassifyOptions o;
+  o.aggregation = Aggregation::kAverage;
+  o.stride = 8;
+  o.ignore_labels = {};
+  const auto p = ner.prepare(text, o);
+  EXPECT_GT(p.windows.size(), 2u);  // 64-token windows over ~130 tokens
+  const auto entities = ner.finish(p, ner.run(p), o);
+  EXPECT_FALSE(entities.empty());
+  for (const TokenEntity& e : entities) {
+    EXPECT_LT(e.start, e.end);
+    EXPECT_EQ(text.substr(e.byte_start, e.byte_end - e.byte_start), pipeline_test_slice(text, e.start, e.end));
+  }
+
+  const QuestionAnswerer qa = QuestionAnswerer::load(qa_dir.path());
+  QuestionAnswerOptions qo;
+  qo.top_k = 3;
+  qo.handle_impossible_answer = true;
+  const auto prepared = qa.prepare("Who met Macron?", text, qo);
+  EXPECT_GT(prepared.windows.size(), 2u);
+  const SpanLogits logits = qa.run(prepared);
+  EXPECT_EQ(logits.start.size(), logits.end.size());
+  const auto answers = qa.finish(prepared, logits, qo);
+  ASSERT_EQ(answers.size(), 3u);
+  for (const QuestionAnswer& a : answers) {
+    EXPECT_EQ(text.substr(a.byte_start, a.byte_end - a.byte_start), a.answer);
+    EXPECT_GE(a.score, 0.0f);
+  }
+  const auto direct = qa("Who met Macron?", text, qo);
+  ASSERT_EQ(direct.size(), answers.size());
+  for (size_t i = 0; i < direct.size(); ++i) {
+    EXPECT_EQ(direct[i].answer, answers[i].answer);
+    EXPECT_NEAR(direct[i].score, answers[i].score, 1e-6);
+  }
+}
