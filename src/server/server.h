@@ -46,7 +46,8 @@ class Server {
 
   // Binds the socket; throws roberta::Error (kIo) when it cannot. Returns the port.
   int bind();
-  // Loads the model (throws roberta::Error); the model routes answer from then on.
+  // Loads the model (throws roberta::Error); the model routes answer from then on. Call it once,
+  // and let it return before stop().
   void load();
   // Answers requests until stop(); returns when every request in flight has its answer.
   void serve();

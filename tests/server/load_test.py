@@ -22,6 +22,7 @@ p.add_argument("--clients", type=int, default=64)
 p.add_argument("--min-ratio", type=float, default=float(os.environ.get("ROBERTA_SERVE_MIN_RATIO", 1.5)),
                help="default 1.5, or $ROBERTA_SERVE_MIN_RATIO (the sanitizer runs set 0)")
 p.add_argument("--threads", default=None, help="--threads of the server")
+p.add_argument("--words", default="6:30", help="words per sentence, MIN:MAX")
 a = p.parse_args()
 c = Checks()
 
@@ -29,7 +30,8 @@ words = ("the a of to and in is was for on that with as by at from his her they 
          "garden house river city music window morning winter road letter story friend mother school night table "
          "quietly slowly opened walked found wrote looked remembered carried painted followed answered").split()
 rng = random.Random(0)
-texts = [" ".join(rng.choice(words) for _ in range(rng.randint(6, 30))).capitalize() + "." for _ in range(200)]
+lo, hi = (int(x) for x in a.words.split(":"))
+texts = [" ".join(rng.choice(words) for _ in range(rng.randint(lo, hi))).capitalize() + "." for _ in range(200)]
 
 args = ["--model", a.model, "--quiet"] + (["--threads", a.threads] if a.threads else [])
 server = Server(a.binary, args)

@@ -20,6 +20,7 @@ class Server:
         while True:
             line = self.proc.stderr.readline()
             if not line:
+                self.proc.wait()
                 raise RuntimeError("server exited before listening: " + "".join(self.lines))
             self.lines.append(line)
             if line.startswith("listening on http://"):
@@ -47,6 +48,8 @@ class Server:
         self.proc.send_signal(signal.SIGTERM)
         code = self.proc.wait(timeout=timeout)
         self._reader.join(timeout=5)
+        if code != 0:  # show why (a sanitizer's report, say)
+            print("server log (exit status %d):\n%s" % (code, "".join(self.lines[-200:])), flush=True)
         return code
 
     def kill(self):
