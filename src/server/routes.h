@@ -29,7 +29,7 @@ struct State {
   std::unique_ptr<Embedder> embedder;
   std::unique_ptr<FillMask> fill_mask;  // when the model has an MLM head and <mask>
   std::unique_ptr<Batcher> batcher;
-  std::string model_dtype;                    // "float32" or "bfloat16"
+  std::string model_dtype;                    // "float32", "bfloat16" or "int8"
   std::unique_ptr<Connections> connections;  // set by bind()
   std::atomic<bool> ready{false}, draining{false};
   std::atomic<size_t> in_flight{0};  // requests holding a permit (--max-concurrent-requests)

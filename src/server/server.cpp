@@ -274,7 +274,9 @@ void Server::load() {
     throw Error("--max-batch-tokens " + std::to_string(s.options.max_batch_tokens) +
                     " is smaller than the model's maximum input length " + std::to_string(max_input),
                 ErrorKind::kInvalidInput);
-  s.model_dtype = s.options.load.weights == WeightType::kBF16 ? "bfloat16" : "float32";
+  s.model_dtype = s.options.load.weights == WeightType::kBF16   ? "bfloat16"
+                  : s.options.load.weights == WeightType::kInt8 ? "int8"
+                                                                : "float32";
   s.metrics = std::make_unique<Metrics>(max_input);
   s.batcher = std::make_unique<Batcher>(*s.embedder, BatcherOptions{s.options.max_batch_tokens, s.options.max_batch_requests, std::chrono::milliseconds(100)},
                                         *s.metrics);
