@@ -438,7 +438,7 @@ TEST(Cli, EveryHelpListsExactlyTheOptionsTheCommandAccepts) {
     if (in_commands && l.empty() && !commands.empty()) break;
   }
   const std::set<std::string> want_commands{"fill-mask", "embed", "tokenize", "info", "dump", "compare", "bench", "eval-mlm",
-                                            "classify", "zero-shot", "rerank", "ner", "qa"};
+                                            "classify", "zero-shot", "rerank", "ner", "qa", "serve"};
   EXPECT_EQ(std::set<std::string>(commands.begin(), commands.end()), want_commands) << top.out;
 
   // Every option any help lists (with one meaning of "takes a value" everywhere), and a few that

@@ -79,3 +79,54 @@ TEST(Lowercase, EqualsPythonStrLower) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Embedder, PrepareIdsEqualsPrepareOfTheSameTokens) {
+  const roberta::Embedder embed = roberta::Embedder::load(kDemo);
+  const roberta::PreparedText text = embed.prepare("The capital of France is Paris.");
+  const std::vector<int32_t> inner(text.ids.begin() + 1, text.ids.end() - 1);
+  EXPECT_EQ(embed.prepare_ids(inner).ids, text.ids);
+  const std::vector<int32_t> bad{5, -1};
+  EXPECT_THROW(embed.prepare_ids(bad), roberta::Error);
+  const std::vector<int32_t> big{static_cast<int32_t>(embed.model().config().vocab_size)};
+  EXPECT_THROW(embed.prepare_ids(big), roberta::Error);
+}
+
+TEST(Embedder, TruncationKeepsTheChosenEndBetweenSpecialTokens) {
+  const roberta::Embedder embed = roberta::Embedder::load(kDemo);
+  const roberta::PreparedText full = embed.prepare("one two three four five six seven eight nine ten");
+  ASSERT_GT(full.ids.size(), 6u);
+  roberta::EmbedOptions o;
+  o.max_length = 5;
+  const roberta::PreparedText right = embed.prepare("one two three four five six seven eight nine ten", o);
+  EXPECT_TRUE(right.truncated);
+  EXPECT_EQ(right.ids, (std::vector<int32_t>{full.ids[0], full.ids[1], full.ids[2], full.ids[3], full.ids.back()}));
+  o.truncation_side = roberta::Side::kLeft;
+  const roberta::PreparedText left = embed.prepare("one two three four five six seven eight nine ten", o);
+  const size_t n = full.ids.size();
+  EXPECT_EQ(left.ids, (std::vector<int32_t>{full.ids[0], full.ids[n - 4], full.ids[n - 3], full.ids[n - 2], full.ids[n - 1]}));
+  o.truncate = false;
+  EXPECT_THROW(embed.prepare("one two three four five six seven eight nine ten", o), roberta::Error);
+}
+
+TEST(Embedder, L2NormalizeMatchesTheNormalizeOption) {
+  std::vector<float> v{3, 4};
+  roberta::l2_normalize(v);
+  EXPECT_FLOAT_EQ(v[0], 0.6f);
+  EXPECT_FLOAT_EQ(v[1], 0.8f);
+  std::vector<float> zero{0, 0};
+  roberta::l2_normalize(zero);
+  EXPECT_EQ(zero[0], 0.0f);
+  const roberta::Embedder embed = roberta::Embedder::load(kDemo);
+  const roberta::PreparedText p = embed.prepare("a short text");
+  roberta::EmbedOptions raw, unit;
+  raw.normalize = false;
+  unit.normalize = true;
+  roberta::Matrix a = embed.run(std::span(&p, 1), raw);
+  const roberta::Matrix b = embed.run(std::span(&p, 1), unit);
+  roberta::l2_normalize(std::span(a.row(0), a.cols));
+  EXPECT_EQ(a.data, b.data);  // bit for bit: the server normalises after the batch
+}
+
+}  // namespace

@@ -6,16 +6,19 @@
 #   bash tools/setup.sh --test   all of that, plus what the test suite needs (GoogleTest, Google
 #                                Benchmark, PyTorch for the reference scripts, clang for the fuzz
 #                                targets, rsvg-convert to render plots, pytest, Dask's distributed
-#                                and venv for the Python package's tests)
+#                                and venv for the Python package's tests, curl and node/npm for the
+#                                server tests' clients)
 set -euo pipefail
-packages=(cmake g++ make pkg-config libopenblas-dev nlohmann-json3-dev)
+# libcpp-httplib-dev: the HTTP layer of `roberta serve` (cpp-httplib, as llama.cpp's server uses)
+packages=(cmake g++ make pkg-config libopenblas-dev nlohmann-json3-dev libcpp-httplib-dev)
 python=(python3-dev python3-pybind11 python3-setuptools python3-wheel python3-numpy)
 case "${1:-}" in
   "") ;;
   --python) packages+=("${python[@]}") ;;
   --test)
     packages+=("${python[@]}" libgtest-dev libbenchmark-dev python3-torch python3-regex
-               clang libclang-rt-14-dev librsvg2-bin python3-pytest python3-distributed python3-venv) ;;
+               clang libclang-rt-14-dev librsvg2-bin python3-pytest python3-distributed python3-venv
+               curl nodejs npm) ;;
   *)
     echo "usage: bash tools/setup.sh [--python|--test]" >&2
     exit 2 ;;

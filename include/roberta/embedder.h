@@ -27,6 +27,7 @@ struct EmbedOptions {
   size_t batch_size = 32;
   size_t max_length = 0;             // tokens incl. <s> </s>; 0: max_seq_length()
   bool truncate = true;              // false: an over-long text is an error
+  Side truncation_side = Side::kRight;  // kLeft keeps the end of an over-long text (TEI's "Left")
   std::string input_label = "input";  // errors say "<input_label> <first_index + i>: ..."
   size_t first_index = 1;
   // A prompt put before every text, as sentence-transformers' encode(prompt=...) does; or the name
@@ -66,6 +67,11 @@ struct PreparedText {
   bool truncated = false;    // cut to the maximum length
 };
 
+// Scales v to unit L2 norm (a zero vector stays zero), with the sum in double: what
+// EmbedOptions::normalize does to each row.
+//   std::vector<float> v{3, 4};  roberta::l2_normalize(v);   // {0.6, 0.8}
+void l2_normalize(std::span<float> v);
+
 class Embedder {
  public:
   Embedder(Model model, Tokenizer tokenizer, SentenceTransformerConfig config = {});
@@ -81,6 +87,10 @@ class Embedder {
   //   PreparedText p = embed.prepare("a text", options);   // throws for this text only
   //   Matrix rows = embed.run({p, q, ...}, options);        // one forward pass, one row each
   PreparedText prepare(std::string_view text, const EmbedOptions& options = {}) const;
+  // The same from token ids (without <s> </s>, which are added; the prompt's tokens go first).
+  // Throws roberta::Error for an id outside the model's vocabulary:
+  //   PreparedText p = embed.prepare_ids(std::vector<int32_t>{133, 812}, options);
+  PreparedText prepare_ids(std::span<const int32_t> ids, const EmbedOptions& options = {}) const;
   Matrix run(std::span<const PreparedText> texts, const EmbedOptions& options = {}) const;
   // Every token's last hidden state (TEI's /embed_all): one (tokens, hidden) matrix per text.
   std::vector<Matrix> run_tokens(std::span<const PreparedText> texts) const;
@@ -100,6 +110,8 @@ class Embedder {
 
  private:
   std::string prompt_for(const EmbedOptions& options) const;
+  // Cuts p.ids (with <s> </s>) to max_tokens(options) on the options' side, or throws.
+  void fit_length(PreparedText& p, const EmbedOptions& options) const;
 
   Model model_;
   Tokenizer tokenizer_;

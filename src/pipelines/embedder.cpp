@@ -221,16 +221,51 @@ PreparedText Embedder::prepare(std::string_view text, const EmbedOptions& option
   std::string full = prompt;
   full += text;
   Encoding e = tokenizer_.encode(config_.do_lower_case ? lowercase(full) : full);
-  const size_t max_len = max_tokens(options);
-  if (e.size() > max_len) {
-    if (!options.truncate)
-      throw Error(std::to_string(e.size()) + " tokens, more than the " + std::to_string(max_len) + " allowed");
-    e.ids.resize(max_len - 1);
-    e.ids.push_back(tokenizer_.eos_id());
-    p.truncated = true;
-  }
   p.ids = std::move(e.ids);
+  fit_length(p, options);
   return p;
+}
+
+PreparedText Embedder::prepare_ids(std::span<const int32_t> ids, const EmbedOptions& options) const {
+  const int64_t vocab = model_.config().vocab_size;
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= vocab)
+      throw Error("token id " + std::to_string(ids[i]) + " at position " + std::to_string(i) +
+                  " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
+  PreparedText p;
+  const std::string prompt = prompt_for(options);
+  if (prompt.empty()) {
+    p.ids.push_back(tokenizer_.bos_id());
+  } else {
+    // <s> prompt, as prepare() would tokenize it, without its </s>.
+    p.ids = tokenizer_.encode(config_.do_lower_case ? lowercase(prompt) : prompt).ids;
+    p.ids.pop_back();
+    if (!config_.include_prompt) p.pooling_start = p.ids.size();
+  }
+  p.ids.insert(p.ids.end(), ids.begin(), ids.end());
+  p.ids.push_back(tokenizer_.eos_id());
+  fit_length(p, options);
+  return p;
+}
+
+void Embedder::fit_length(PreparedText& p, const EmbedOptions& options) const {
+  const size_t max_len = max_tokens(options);
+  if (p.ids.size() <= max_len) return;
+  if (!options.truncate)
+    throw Error(std::to_string(p.ids.size()) + " tokens, more than the " + std::to_string(max_len) + " allowed");
+  // <s> and </s> stay; the tokens between them are cut on the chosen side.
+  if (options.truncation_side == Side::kLeft)
+    p.ids.erase(p.ids.begin() + 1, p.ids.begin() + 1 + static_cast<ptrdiff_t>(p.ids.size() - max_len));
+  else
+    p.ids.resize(max_len - 1), p.ids.push_back(tokenizer_.eos_id());
+  p.truncated = true;
+}
+
+void l2_normalize(std::span<float> v) {
+  double norm = 0;
+  for (float x : v) norm += static_cast<double>(x) * x;
+  const float inv = static_cast<float>(1.0 / std::max(std::sqrt(norm), 1e-12));
+  for (float& x : v) x *= inv;
 }
 
 Matrix Embedder::run(std::span<const PreparedText> texts, const EmbedOptions& options) const {
@@ -273,12 +308,7 @@ Matrix Embedder::run(std::span<const PreparedText> texts, const EmbedOptions& op
         break;
     }
     for (const DenseLayer& d : config_.dense) v = dense_forward(d, v);
-    if (normalize) {
-      double norm = 0;
-      for (float x : v) norm += static_cast<double>(x) * x;
-      const float inv = static_cast<float>(1.0 / std::max(std::sqrt(norm), 1e-12));
-      for (float& x : v) x *= inv;
-    }
+    if (normalize) l2_normalize(v);
     std::copy_n(v.data(), v.size(), result.row(b));
     v.resize(H);
   }

@@ -65,6 +65,23 @@ constexpr Option kOptions[] = {
     {"runs", "N", "timed runs (default 5)"},
     {"warmup", "N", "untimed runs first (default 1)"},
     {"outputs", "hidden|logits", "logits: also compute MLM logits at every position (default: hidden states)"},
+    // serve
+    {"host", "ADDR", "the address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)"},
+    {"port", "N", "the port (default 8080; 0: any free port, printed when ready)"},
+    {"max-batch-tokens", "N", "real tokens (no padding) per forward pass (default 16384); a larger request is split "
+                              "over several passes"},
+    {"max-batch-requests", "N", "sequences per forward pass (default: no limit)"},
+    {"max-concurrent-requests", "N", "requests in flight at once; more get 429 (default 512)"},
+    {"max-client-batch-size", "N", "inputs in one request; more get 413 (default 32)"},
+    {"payload-limit", "BYTES", "largest request body; larger get 413 (default 2000000)"},
+    {"no-auto-truncate", "", "an input longer than the model's maximum is an error (422) unless the request sets "
+                             "\"truncate\": true (default: truncated)"},
+    {"api-key", "KEY", "require \"Authorization: Bearer KEY\" on every route but /health and /metrics (default: "
+                       "$ROBERTA_API_KEY if set)"},
+    {"served-model-name", "NAME", "the model name of /info and OpenAI answers (default: the --model folder)"},
+    {"quiet", "", "no log line per request"},
+    {"request-timeout", "SECONDS", "time a client has to send a whole request before its connection is closed "
+                                   "(default 30)"},
     // eval-mlm
     {"masks", "FILE.jsonl", "the prepared masked inputs (required)"},
     {"agreement", "", "also run the model in fp32 and report how the --dtype model agrees with it: top-1 the "

@@ -203,5 +203,6 @@ int run_zero_shot(const Args& args);
 int run_rerank(const Args& args);
 int run_ner(const Args& args);
 int run_qa(const Args& args);
+int run_serve(const Args& args);
 
 }  // namespace roberta::cli

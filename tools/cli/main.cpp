@@ -168,6 +168,19 @@ const Command kCommands[] = {
      .options = {{"dtype"}, {"masks"},
                  {"batch-size", "sequences per forward pass (default 16)"}, {"agreement"}},
      .run = run_eval_mlm},
+    {.name = "serve",
+     .summary = "an HTTP server: TEI's and OpenAI's embedding APIs, fill-mask",
+     .usage = "[options]",
+     .description = "Serves the model over HTTP with the routes of Hugging Face's Text Embeddings Inference (POST /embed,\n"
+                    "/embed_all, /tokenize, /decode; GET /health, /info, /metrics), OpenAI's embeddings API (POST\n"
+                    "/v1/embeddings, GET /v1/models) and POST /fill_mask. Concurrent requests are packed into shared\n"
+                    "forward passes by a budget of real tokens. Prints `listening on http://HOST:PORT` on stderr when\n"
+                    "ready, then one line per request. SIGTERM or SIGINT: stops accepting, finishes the requests in\n"
+                    "flight, exits 0.",
+     .options = {{"dtype"}, {"host"}, {"port"}, {"max-batch-tokens"}, {"max-batch-requests"},
+                 {"max-concurrent-requests"}, {"max-client-batch-size"}, {"payload-limit"}, {"no-auto-truncate"},
+                 {"api-key"}, {"served-model-name"}, {"quiet"}, {"request-timeout"}},
+     .run = run_serve},
 };
 
 // ---------------------------------------------------------------- help, generated from the table

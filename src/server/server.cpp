@@ -1,0 +1,320 @@
+// The HTTP side of the server on cpp-httplib: threads, timeouts, limits, authentication, the
+// answers for unknown routes and methods, error bodies, the log line of each request, draining.
+#include "server/server.h"
+
+#include <httplib.h>
+#include <sys/socket.h>
+
+#include <condition_variable>
+#include <cstdio>
+#include <ctime>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "server/routes.h"
+
+namespace roberta::server {
+
+void log_line(const std::string& line) {
+  static std::mutex mutex;
+  char stamp[32];
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  std::lock_guard lock(mutex);
+  std::fprintf(stderr, "%s %s\n", stamp, line.c_str());
+  std::fflush(stderr);
+}
+
+namespace {
+
+// httplib's task queue, growing on demand: one thread per open connection (httplib serves a
+// connection on one thread for its whole keep-alive life), up to `max_threads`; connections
+// beyond wait for a thread. shutdown() runs what is queued, then joins every thread.
+class ConnectionThreads : public httplib::TaskQueue {
+ public:
+  explicit ConnectionThreads(size_t max_threads) : max_threads_(max_threads) {}
+  ~ConnectionThreads() override { shutdown(); }
+
+  void enqueue(std::function<void()> fn) override {
+    std::lock_guard lock(mutex_);
+    jobs_.push_back(std::move(fn));
+    if (jobs_.size() > idle_ && threads_.size() < max_threads_)
+      threads_.emplace_back([this] { work(); });
+    else
+      wake_.notify_one();
+  }
+
+  void shutdown() override {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (auto& t : threads_)
+      if (t.joinable()) t.join();
+  }
+
+ private:
+  void work() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      ++idle_;
+      wake_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+      --idle_;
+      if (jobs_.empty()) return;  // stopping, and nothing left to run
+      auto fn = std::move(jobs_.front());
+      jobs_.pop_front();
+      lock.unlock();
+      fn();
+      lock.lock();
+    }
+  }
+
+  const size_t max_threads_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::function<void()>> jobs_;
+  std::vector<std::thread> threads_;
+  size_t idle_ = 0;
+  bool stop_ = false;
+};
+
+bool is_openai_path(const std::string& path) { return path.starts_with("/v1/") || path == "/embeddings"; }
+
+void set_error(httplib::Response& res, Style style, const ApiError& e) {
+  res.status = e.status;
+  res.set_content(style == Style::kOpenAi ? openai_error_body(e) : tei_error_body(e), "application/json");
+  if (e.status == 429) res.set_header("Retry-After", "1");
+  if (e.status == 401) res.set_header("WWW-Authenticate", "Bearer");
+}
+
+// Compares without an early exit, so the time taken does not tell how much of the key matched.
+bool same_secret(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() != b.size();
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
+  return diff == 0;
+}
+
+// When the current request began (set before routing; the log line's milliseconds).
+thread_local std::optional<Clock::time_point> t_request_start;
+
+}  // namespace
+
+struct Server::Impl {
+  explicit Impl(ServerOptions o) : state(std::move(o)) {}
+  State state;
+  httplib::Server http;
+  int port = -1;
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool serving = false, stop_requested = false;
+
+  void handle(const Route& route, const httplib::Request& req, httplib::Response& res);
+  void configure();
+};
+
+void Server::Impl::handle(const Route& route, const httplib::Request& req, httplib::Response& res) {
+  State& s = state;
+  const Call call{req.body, Connections::peer_name(req.remote_addr, req.remote_port),
+                  t_request_start.value_or(Clock::now())};
+  s.connections->handler_begin(call.peer);
+  bool permit = false;
+  try {
+    if (!route.is_public && !s.options.api_key.empty() &&
+        !same_secret(req.get_header_value("Authorization"), "Bearer " + s.options.api_key))
+      throw ApiError(401, ErrorType::kUnauthorized, "missing or wrong bearer token (Authorization: Bearer KEY)",
+                     "unauthorized");
+    if (!s.ready) throw ApiError(503, ErrorType::kUnhealthy, "the model is loading", "unhealthy");
+    if (s.draining) {
+      res.set_header("Connection", "close");
+      throw ApiError(503, ErrorType::kUnhealthy, "the server is shutting down", "unhealthy");
+    }
+    if (route.permit) {
+      if (s.in_flight.fetch_add(1) >= s.options.max_concurrent_requests) {
+        s.in_flight.fetch_sub(1);
+        throw ApiError(429, ErrorType::kOverloaded, "Model is overloaded", "overloaded");
+      }
+      permit = true;
+    }
+    Reply r = route.handle(s, call);
+    res.status = r.status;
+    for (const auto& [k, v] : r.headers) res.set_header(k, v);
+    res.set_content(std::move(r.body), r.content_type.c_str());
+  } catch (const ApiError& e) {
+    set_error(res, route.style, e);
+    if (s.ready && e.status != 503) s.metrics->count("te_request_failure", "err", e.metric);
+  } catch (const Error& e) {
+    const ApiError a = api_error(e);
+    set_error(res, route.style, a);
+    if (s.ready) s.metrics->count("te_request_failure", "err", a.metric);
+  } catch (const std::exception& e) {
+    set_error(res, route.style, ApiError(500, ErrorType::kBackend, e.what(), "inference"));
+    if (s.ready) s.metrics->count("te_request_failure", "err", "inference");
+  }
+  if (permit) s.in_flight.fetch_sub(1);
+  s.connections->handler_end(call.peer);
+}
+
+void Server::Impl::configure() {
+  const ServerOptions& o = state.options;
+  const auto io = std::chrono::duration<double>(o.io_timeout);
+  http.set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(io));
+  http.set_write_timeout(std::chrono::duration_cast<std::chrono::microseconds>(io));
+  http.set_keep_alive_timeout(5);
+  http.set_tcp_nodelay(true);  // headers and body go out as separate writes: no Nagle delay between them
+  http.set_keep_alive_max_count(100000);  // httplib's default of 5 requests per connection is low
+  http.set_payload_max_length(o.payload_limit);
+  // One thread per connection up to the request limit, and some more to answer 429 beyond it.
+  const size_t threads = o.max_concurrent_requests + 16;
+  http.new_task_queue = [threads] { return new ConnectionThreads(threads); };
+
+  // Every route; the other methods of a known path answer 405 with Allow.
+  std::map<std::string, std::set<std::string>> methods;
+  for (const Route& r : routes()) {
+    methods[r.path].insert(r.method);
+    const auto handler = [this, &r](const httplib::Request& req, httplib::Response& res) { handle(r, req, res); };
+    if (std::string(r.method) == "GET")
+      http.Get(r.path, handler);
+    else
+      http.Post(r.path, handler);
+  }
+  for (const auto& [path, allowed] : methods) {
+    std::string allow;
+    for (const auto& m : allowed) allow += (allow.empty() ? "" : ", ") + m;
+    const Style style = is_openai_path(path) ? Style::kOpenAi : Style::kTei;
+    const auto refuse = [style, allow](const httplib::Request& req, httplib::Response& res) {
+      res.set_header("Allow", allow);
+      set_error(res, style, ApiError(405, ErrorType::kValidation, "method " + req.method + " is not allowed here", "method"));
+    };
+    for (const char* m : {"GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"}) {
+      if (allowed.count(m)) continue;
+      const std::string p = path;
+      if (std::string(m) == "GET") http.Get(p, refuse);
+      if (std::string(m) == "POST") http.Post(p, refuse);
+      if (std::string(m) == "PUT") http.Put(p, refuse);
+      if (std::string(m) == "DELETE") http.Delete(p, refuse);
+      if (std::string(m) == "PATCH") http.Patch(p, refuse);
+      if (std::string(m) == "OPTIONS") http.Options(p, refuse);
+    }
+  }
+  http.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
+    t_request_start = Clock::now();
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  // Answers httplib makes itself (404, 413, 400 for a broken request) get a JSON body too.
+  http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    const Style style = is_openai_path(req.path) ? Style::kOpenAi : Style::kTei;
+    const int status = res.status;
+    const std::string message = status == 404   ? "no route " + req.path
+                                : status == 413 ? "the request body is larger than the payload limit"
+                                : status == 400 ? "malformed HTTP request"
+                                                : "HTTP error " + std::to_string(status);
+    set_error(res, style, ApiError(status, ErrorType::kValidation, message));
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  http.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr) {
+    set_error(res, is_openai_path(req.path) ? Style::kOpenAi : Style::kTei,
+              ApiError(500, ErrorType::kBackend, "internal error", "inference"));
+  });
+  http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    if (state.options.quiet) return;
+    char ms[32] = "-";
+    if (t_request_start)
+      std::snprintf(ms, sizeof ms, "%.1f",
+                    std::chrono::duration<double, std::milli>(Clock::now() - *t_request_start).count());
+    t_request_start.reset();
+    const std::string tokens = res.get_header_value("x-compute-tokens");
+    log_line(req.method + " " + req.path + " " + std::to_string(res.status) + " " + (tokens.empty() ? "-" : tokens) +
+             " tokens " + ms + " ms");
+  });
+}
+
+Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
+  ServerOptions& o = impl_->state.options;
+  if (o.served_model_name.empty()) o.served_model_name = o.model_dir;
+  impl_->configure();
+}
+
+Server::~Server() {
+  stop();
+  // serve() may not have run: the helpers stop here in any case.
+  if (impl_->state.batcher) impl_->state.batcher->stop();
+  if (impl_->state.connections) impl_->state.connections->stop();
+}
+
+int Server::bind() {
+  const ServerOptions& o = impl_->state.options;
+  const int port = o.port == 0 ? impl_->http.bind_to_any_port(o.host) : (impl_->http.bind_to_port(o.host, o.port) ? o.port : -1);
+  if (port <= 0)
+    throw Error("cannot listen on " + o.host + ":" + std::to_string(o.port) + " (in use, or not an address of this machine)",
+                ErrorKind::kIo);
+  impl_->port = port;
+  // Debian's httplib 0.11 listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, compiled into the
+  // library): 64 clients connecting at once overflow it and some get reset. listen() again on the
+  // same socket raises the backlog.
+  if (const int fd = find_listening_socket(port); fd >= 0) ::listen(fd, SOMAXCONN);
+  impl_->state.connections = std::make_unique<Connections>(port, o.request_timeout, [](const std::string& m) {
+    log_line(m);
+  });
+  return port;
+}
+
+void Server::load() {
+  State& s = impl_->state;
+  s.embedder = std::make_unique<Embedder>(Embedder::load(s.options.model_dir, s.options.load));
+  const Model& model = s.embedder->model();
+  if (model.has_lm_head() && s.embedder->tokenizer().mask_id()) s.fill_mask = std::make_unique<FillMask>(model, s.embedder->tokenizer());
+  const size_t max_input = s.embedder->max_seq_length();
+  if (s.options.max_batch_tokens < max_input)
+    throw Error("--max-batch-tokens " + std::to_string(s.options.max_batch_tokens) +
+                    " is smaller than the model's maximum input length " + std::to_string(max_input),
+                ErrorKind::kInvalidInput);
+  s.model_dtype = s.options.load.weights == WeightType::kBF16   ? "bfloat16"
+                  : s.options.load.weights == WeightType::kInt8 ? "int8"
+                                                                : "float32";
+  s.metrics = std::make_unique<Metrics>(max_input);
+  s.batcher = std::make_unique<Batcher>(*s.embedder, BatcherOptions{s.options.max_batch_tokens, s.options.max_batch_requests, std::chrono::milliseconds(100)},
+                                        *s.metrics);
+  s.ready = true;
+}
+
+void Server::serve() {
+  {
+    std::lock_guard lock(impl_->mutex);
+    if (impl_->stop_requested) return;
+    impl_->serving = true;
+  }
+  impl_->changed.notify_all();
+  impl_->http.listen_after_bind();  // returns once stopped and every connection thread is done
+  // `ready` (set after the batcher by load(), on another thread) orders the read of the pointer.
+  if (impl_->state.ready) impl_->state.batcher->stop();
+  impl_->state.connections->stop();
+  std::lock_guard lock(impl_->mutex);
+  impl_->serving = false;
+  impl_->changed.notify_all();
+}
+
+void Server::stop() {
+  std::unique_lock lock(impl_->mutex);
+  impl_->stop_requested = true;
+  impl_->state.draining = true;
+  if (!impl_->serving) return;
+  // listen_after_bind() may not have set is_running yet: wait for it, then stop it.
+  while (impl_->serving && !impl_->http.is_running()) {
+    lock.unlock();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    lock.lock();
+  }
+  if (impl_->serving) impl_->http.stop();
+}
+
+int Server::port() const { return impl_->port; }
+
+const Metrics& Server::metrics() const { return *impl_->state.metrics; }
+
+}  // namespace roberta::server

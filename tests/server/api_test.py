@@ -1,0 +1,167 @@
+"""`roberta serve`: every route field by field, with curl and Python's http.client, against the CLI.
+
+Usage: api_test.py ROBERTA_BINARY MODEL_DIR TEXTS_FILE
+MODEL_DIR needs a tokenizer and an MLM head (the CLI fixtures' `tiny`).
+"""
+import base64
+import json
+import struct
+import subprocess
+import sys
+
+from serve_util import Checks, Server, cli_embed, max_diff, post_json, request
+
+binary, model, texts_file = sys.argv[1:4]
+texts = [l.rstrip("\n") for l in open(texts_file, encoding="utf-8") if l.strip()]
+c = Checks()
+
+ref = cli_embed(binary, model, texts, "--normalize")
+ref_raw = cli_embed(binary, model, texts, "--no-normalize")
+
+server = Server(binary, ["--model", model, "--served-model-name", "tiny-test", "--threads", "2"])
+try:
+    c.check(len(server.listening_lines) == 1, "exactly one `listening on` line: " + server.listening_lines[0].strip())
+
+    # ---- /health, /info, /v1/models
+    status, headers, body = request(server, "GET", "/health")
+    c.check(status == 200 and body == b"", "GET /health: 200, empty body")
+    status, _, data = request(server, "GET", "/info")
+    info = json.loads(data)
+    c.check(status == 200, "GET /info: 200")
+    for field, value in [("model_id", model), ("served_model_name", "tiny-test"), ("model_dtype", "float32"),
+                         ("max_concurrent_requests", 512), ("max_batch_tokens", 16384), ("max_client_batch_size", 32),
+                         ("max_batch_requests", None), ("auto_truncate", True), ("model_type", {"embedding": {"pooling": "mean"}})]:
+        c.check(info.get(field) == value, f"/info {field} = {value!r} (got {info.get(field)!r})")
+    c.check(isinstance(info.get("max_input_length"), int) and info["max_input_length"] > 0, "/info max_input_length")
+    c.check(isinstance(info.get("version"), str), "/info version")
+    status, _, data = request(server, "GET", "/v1/models")
+    models = json.loads(data)
+    c.check(status == 200 and models["object"] == "list" and models["data"][0]["id"] == "tiny-test"
+            and models["data"][0]["object"] == "model", "GET /v1/models lists the served model")
+
+    # ---- /embed: equal to `roberta embed --normalize`, single and batch, with TEI's headers
+    status, headers, out = post_json(server, "/embed", {"inputs": texts[0]})
+    c.check(status == 200 and len(out) == 1 and max_diff(out[0], ref[0]) <= 1e-5, "/embed one text = roberta embed --normalize")
+    for h in ["x-compute-tokens", "x-compute-characters", "x-total-time", "x-tokenization-time", "x-queue-time",
+              "x-inference-time"]:
+        c.check(h in headers, f"/embed header {h}: {headers.get(h)}")
+    status, headers, out = post_json(server, "/embed", {"inputs": texts})
+    c.check(status == 200 and len(out) == len(texts) and all(max_diff(o, r) <= 1e-5 for o, r in zip(out, ref)),
+            f"/embed {len(texts)} texts = roberta embed --normalize, in order")
+    status, _, out = post_json(server, "/embed", {"inputs": texts, "normalize": False})
+    c.check(status == 200 and all(max_diff(o, r) <= 1e-5 for o, r in zip(out, ref_raw)),
+            "/embed normalize false = roberta embed --no-normalize")
+    status, _, out = post_json(server, "/embed", {"inputs": [texts[1]], "dimensions": 8})
+    cut = ref_raw[1][:8]
+    norm = sum(x * x for x in cut) ** 0.5
+    c.check(status == 200 and len(out[0]) == 8 and max_diff(out[0], [x / norm for x in cut]) <= 1e-5,
+            "/embed dimensions 8: the first 8 values, normalised again")
+    status, _, out = post_json(server, "/embed", {"inputs": "x", "dimensions": 100000})
+    c.check(status == 422, f"/embed dimensions > size: 422 ({status})")
+
+    # ---- tokenize / decode
+    status, _, toks = post_json(server, "/tokenize", {"inputs": "Hello world"})
+    t = toks[0] if status == 200 else []
+    c.check(status == 200 and len(toks) == 1 and len(t) == 4
+            and t[0] == {"id": 0, "text": "<s>", "special": True, "start": None, "stop": None}
+            and t[1] == {"id": t[1]["id"], "text": "Hello", "special": False, "start": 0, "stop": 5}
+            and t[2] == {"id": t[2]["id"], "text": "world", "special": False, "start": 6, "stop": 11}
+            and t[3]["special"] and t[3]["text"] == "</s>", f"/tokenize fields: {t}")
+    status, _, toks2 = post_json(server, "/tokenize", {"inputs": ["Hello world", "a"], "add_special_tokens": False})
+    c.check(status == 200 and len(toks2) == 2 and not any(x["special"] for x in toks2[0]), "/tokenize batch without specials")
+    ids = [x["id"] for x in t]
+    status, _, dec = post_json(server, "/decode", {"ids": ids})
+    c.check(status == 200 and dec == ["Hello world"], f"/decode skips specials by default: {dec}")
+    status, _, dec = post_json(server, "/decode", {"ids": [ids, ids], "skip_special_tokens": False})
+    c.check(status == 200 and dec == ["<s>Hello world</s>"] * 2, f"/decode batch with specials: {dec}")
+
+    # ---- /embed_all: one row per token; their mean is the (mean-pooled) embedding
+    status, _, out = post_json(server, "/embed_all", {"inputs": ["Hello world"]})
+    rows = out[0] if status == 200 else []
+    c.check(status == 200 and len(rows) == len(ids), f"/embed_all: {len(rows)} token rows for {len(ids)} tokens")
+    mean = [sum(col) / len(rows) for col in zip(*rows)] if rows else []
+    _, _, raw = post_json(server, "/embed", {"inputs": "Hello world", "normalize": False})
+    c.check(bool(mean) and max_diff(mean, raw[0]) <= 1e-5, "/embed_all rows average to /embed normalize=false")
+
+    # ---- OpenAI: float and base64 (little-endian float32), usage, ids input
+    status, headers, out = post_json(server, "/v1/embeddings", {"input": texts, "model": "tiny-test"})
+    c.check(status == 200 and out["object"] == "list" and out["model"] == "tiny-test"
+            and [d["index"] for d in out["data"]] == list(range(len(texts)))
+            and all(d["object"] == "embedding" for d in out["data"])
+            and all(max_diff(d["embedding"], r) <= 1e-5 for d, r in zip(out["data"], ref)),
+            "/v1/embeddings float = roberta embed --normalize")
+    n_tokens = sum(len(x) for x in post_json(server, "/tokenize", {"inputs": texts})[2])
+    c.check(out["usage"] == {"prompt_tokens": n_tokens, "total_tokens": n_tokens}, f"usage counts {n_tokens} tokens: {out['usage']}")
+    status, _, b64 = post_json(server, "/v1/embeddings", {"input": texts[:2], "encoding_format": "base64"})
+    decoded = [list(struct.unpack("<%df" % (len(base64.b64decode(d["embedding"])) // 4), base64.b64decode(d["embedding"])))
+               for d in b64["data"]]
+    floats = [d["embedding"] for d in out["data"][:2]]
+    c.check(status == 200 and len(decoded) == 2 and all(max_diff(d, f) <= 1e-6 for d, f in zip(decoded, floats)),
+            "/v1/embeddings base64 decodes to the float answer")
+    inner = ids[1:-1]
+    status, _, by_ids = post_json(server, "/v1/embeddings", {"input": inner})
+    _, _, by_text = post_json(server, "/v1/embeddings", {"input": "Hello world"})
+    c.check(status == 200 and max_diff(by_ids["data"][0]["embedding"], by_text["data"][0]["embedding"]) <= 1e-6,
+            "/v1/embeddings token ids [int] = the text they tokenize")
+    status, _, both = post_json(server, "/embeddings", {"input": [inner, "Hello world"], "dimensions": 4})
+    c.check(status == 200 and len(both["data"]) == 2 and len(both["data"][0]["embedding"]) == 4,
+            "/embeddings alias, [[int], str], dimensions 4")
+
+    # ---- /fill_mask = roberta fill-mask --json
+    text = "The capital of France is <mask>."
+    cli = subprocess.run([binary, "fill-mask", "--model", model, "--json", "--top-k", "3", text], capture_output=True,
+                         text=True, check=True).stdout
+    status, _, out = post_json(server, "/fill_mask", {"inputs": text, "top_k": 3})
+    c.check(status == 200 and out == json.loads(cli), "/fill_mask = roberta fill-mask --json")
+    status, _, out = post_json(server, "/fill_mask", {"inputs": [text, text], "top_k": 2})
+    c.check(status == 200 and len(out) == 2 and len(out[0]) == 2, "/fill_mask batch: one answer per input")
+    status, _, out = post_json(server, "/fill_mask", {"inputs": "no mask here"})
+    c.check(status == 422 and out["error_type"] == "Validation", f"/fill_mask without <mask>: 422 {out}")
+
+    # ---- classification routes wait for their pipelines
+    for route, body in [("/predict", {"inputs": "x"}), ("/rerank", {"query": "q", "texts": ["a"]})]:
+        status, _, out = post_json(server, route, body)
+        c.check(status == 424 and "sequence classification head" in out["error"], f"{route}: 424 {out}")
+
+    # ---- curl, a real client: headers and body
+    r = subprocess.run(["curl", "-sS", "-D", "-", "-H", "Content-Type: application/json", "-d",
+                        json.dumps({"inputs": texts[2]}), server.url + "/embed"], capture_output=True, text=True, check=True)
+    head, _, body = r.stdout.replace("\r\n", "\n").partition("\n\n")
+    c.check(head.startswith("HTTP/1.1 200") and "x-compute-tokens:" in head.lower()
+            and max_diff(json.loads(body)[0], ref[2]) <= 1e-5, "curl POST /embed: 200, TEI headers, = roberta embed")
+    r = subprocess.run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", server.url + "/nope"], capture_output=True, text=True)
+    c.check(r.stdout == "404", f"curl unknown route: 404 ({r.stdout})")
+    r = subprocess.run(["curl", "-sS", "-X", "DELETE", "-o", "/dev/null", "-w", "%{http_code}", server.url + "/embed"],
+                       capture_output=True, text=True)
+    c.check(r.stdout == "405", f"curl DELETE /embed: 405 ({r.stdout})")
+
+    # ---- /metrics: TEI's names
+    status, _, data = request(server, "GET", "/metrics")
+    m = data.decode()
+    for name in ["te_request_count", "te_request_success", "te_request_failure", "te_queue_size", "te_request_duration_bucket",
+                 "te_request_tokenization_duration", "te_request_queue_duration", "te_request_inference_duration",
+                 "te_request_input_length", "te_batch_next_size", "te_batch_next_tokens"]:
+        c.check(name in m, f"/metrics has {name}")
+    c.check('te_request_success{method="batch"}' in m, "/metrics counts batch successes")
+
+    # ---- one log line per request: method, route, status, tokens, ms
+    log = "".join(server.lines)
+    c.check("POST /embed 200 " in log and " tokens " in log and " ms" in log, "log line per request")
+finally:
+    code = server.stop()
+c.check(code == 0, f"SIGTERM: exit 0 ({code})")
+
+# ---- --api-key: 401 without or with a wrong token; /health stays public
+server = Server(binary, ["--model", model, "--api-key", "s3cret", "--quiet"])
+try:
+    status, headers, out = post_json(server, "/embed", {"inputs": "x"})
+    c.check(status == 401 and out["error_type"] == "Unauthorized", f"no token: 401 {out}")
+    status, _, out = post_json(server, "/v1/embeddings", {"input": "x"}, headers={"Authorization": "Bearer nope"})
+    c.check(status == 401 and out["error"]["type"] == "authentication_error", f"wrong token (OpenAI route): 401 {out}")
+    status, _, out = post_json(server, "/embed", {"inputs": "x"}, headers={"Authorization": "Bearer s3cret"})
+    c.check(status == 200, "right token: 200")
+    c.check(request(server, "GET", "/health")[0] == 200, "/health needs no token")
+    c.check(not any(" POST " in l for l in server.lines), "--quiet: no request lines")
+finally:
+    c.check(server.stop() == 0, "exit 0")
+c.done()

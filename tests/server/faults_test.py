@@ -1,0 +1,170 @@
+"""`roberta serve` under bad requests and bad clients: each gets its status, and the server still
+answers afterwards; SIGTERM under load finishes the requests in flight and exits 0.
+
+Usage: faults_test.py ROBERTA_BINARY MODEL_DIR
+"""
+import json
+import socket
+import sys
+import threading
+import time
+
+from serve_util import Checks, Server, post_json, request
+
+binary, model = sys.argv[1:3]
+c = Checks()
+long_text = " ".join(["word"] * 2000)
+
+
+def still_answers(server, what):
+    status, _, out = post_json(server, "/embed", {"inputs": "still here?"})
+    c.check(status == 200 and len(out) == 1 and request(server, "GET", "/health")[0] == 200, f"  ... and answers after {what}")
+
+
+def expect(server, what, path, body, status, error_type=None, **kw):
+    got, headers, data = request(server, "POST", path, body, **kw)
+    try:
+        out = json.loads(data)
+    except ValueError:
+        out = None
+    ok = got == status
+    if error_type and ok:
+        ok = isinstance(out, dict) and (out.get("error_type") == error_type or
+                                        (isinstance(out.get("error"), dict) and out["error"].get("code") == status))
+    c.check(ok, f"{what}: {got} (want {status}) {data[:120]!r}")
+    still_answers(server, what)
+    return headers
+
+
+server = Server(binary, ["--model", model, "--payload-limit", "200000", "--no-auto-truncate", "--request-timeout", "2",
+                         "--max-concurrent-requests", "4", "--threads", "2"])
+try:
+    expect(server, "malformed JSON", "/embed", b'{"inputs": ["a", ', 400, "Validation")
+    expect(server, "not an object", "/embed", b'[1, 2]', 400, "Validation")
+    expect(server, "inputs of the wrong type", "/embed", {"inputs": 5}, 400, "Validation")
+    expect(server, "normalize of the wrong type", "/embed", {"inputs": "a", "normalize": "yes"}, 400, "Validation")
+    expect(server, "a list holding a number", "/embed", {"inputs": ["a", 3.5]}, 400, "Validation")
+    expect(server, "empty input list", "/embed", {"inputs": []}, 400, "Empty")
+    expect(server, "empty string", "/embed", {"inputs": ""}, 400, "Empty")
+    expect(server, "OpenAI route, wrong encoding_format", "/v1/embeddings", {"input": "a", "encoding_format": "hex"}, 400)
+    expect(server, "body over --payload-limit", "/embed", {"inputs": "x" * 300000}, 413, "Validation")
+    expect(server, "10,000 inputs", "/embed", {"inputs": ["a b"] * 10000}, 413, "Validation")
+    expect(server, "10,000 inputs (OpenAI)", "/v1/embeddings", {"input": ["a"] * 10000}, 413)
+    expect(server, "over-long input with truncation off", "/embed", {"inputs": long_text}, 422)
+    expect(server, "over-long input, truncate true in the request", "/embed", {"inputs": long_text, "truncate": True}, 200)
+    expect(server, "invalid UTF-8", "/embed", b'{"inputs": "caf\xc3"}', 422, "Tokenizer")
+    expect(server, "token id out of range", "/v1/embeddings", {"input": [5, 10**9]}, 422)
+    expect(server, "negative token id", "/v1/embeddings", {"input": [[5, -1]]}, 422)
+    expect(server, "/decode id out of range", "/decode", {"ids": [5, 10**9]}, 422)
+
+    # A client that sends half its body and goes away.
+    s = socket.create_connection((server.host, server.port))
+    s.sendall(b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"inputs\": \"ab")
+    s.close()
+    time.sleep(0.2)
+    still_answers(server, "a client that disconnects mid-request")
+
+    # A client that sends a whole request and disconnects before the answer.
+    for _ in range(5):
+        s = socket.create_connection((server.host, server.port))
+        body = json.dumps({"inputs": [long_text[:3000]] * 32, "truncate": True}).encode()
+        s.sendall(b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        s.close()
+    time.sleep(0.5)
+    still_answers(server, "clients that disconnect before their answer")
+
+    # A client that trickles its headers: its connection is closed after --request-timeout (2 s),
+    # although each byte comes well within the per-read timeout.
+    s = socket.create_connection((server.host, server.port))  # blocking: MSG_DONTWAIT polls
+    started = time.time()
+    closed_after = None
+    request_line = b"POST /embed HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100
+    for i in range(len(request_line)):
+        try:
+            s.sendall(request_line[i:i + 1])
+            if s.recv(1, socket.MSG_DONTWAIT) == b"":
+                closed_after = time.time() - started
+                break
+        except BlockingIOError:
+            pass
+        except OSError:
+            closed_after = time.time() - started
+            break
+        time.sleep(0.2)
+        if time.time() - started > 15:
+            break
+    s.close()
+    c.check(closed_after is not None and 1.5 < closed_after < 6, f"a client trickling its headers is cut off after {closed_after} s")
+    still_answers(server, "a trickling client")
+
+    # More requests in flight than --max-concurrent-requests (4): 429 with Retry-After.
+    results = []
+    body = {"inputs": [long_text[:2000]] * 32, "truncate": True}
+
+    def one():
+        status, headers, _ = request(server, "POST", "/embed", body)
+        results.append((status, headers.get("retry-after")))
+
+    for attempt in range(5):
+        results.clear()
+        threads = [threading.Thread(target=one) for _ in range(24)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if any(s == 429 for s, _ in results):
+            break
+    statuses = sorted(set(s for s, _ in results))
+    c.check(set(statuses) <= {200, 429} and 429 in statuses and 200 in statuses
+            and all(r == "1" for s, r in results if s == 429), f"24 at once with a limit of 4: statuses {statuses}, Retry-After 1")
+    still_answers(server, "overload")
+    status, _, data = request(server, "GET", "/metrics")
+    m = data.decode()
+    c.check('te_request_failure{err="overloaded"}' in m and 'te_request_failure{err="batch_size"}' in m
+            and 'te_request_failure{err="tokenization"}' in m, "/metrics counts the failures by kind")
+finally:
+    code = server.stop()
+c.check(code == 0, f"exit 0 after the faults ({code})")
+
+# SIGTERM under load: every request in flight gets its answer, then exit 0; later ones are refused.
+server = Server(binary, ["--model", model, "--quiet", "--threads", "2"])
+outcomes = []
+stop_at = [None]
+lock = threading.Lock()
+
+
+def client():
+    while True:
+        sent = time.time()
+        try:
+            status, _, out = post_json(server, "/embed", {"inputs": [long_text[:2500]] * 32, "truncate": True})
+            ok = status == 200 and len(out) == 32
+        except (ConnectionError, OSError) as e:
+            status, ok = type(e).__name__, False
+        with lock:
+            outcomes.append((sent, time.time(), status, ok))
+        if stop_at[0] is not None and sent > stop_at[0]:
+            return
+
+
+threads = [threading.Thread(target=client) for _ in range(8)]
+for t in threads:
+    t.start()
+time.sleep(1.5)
+stop_at[0] = time.time()
+code = server.stop(timeout=60)
+for t in threads:
+    t.join(timeout=60)
+# Requests sent well before the signal were being handled when it came; one sent just before it
+# may still have been in the socket buffer, and gets 503 (draining) or 200.
+t = stop_at[0]
+before = [o for o in outcomes if o[0] < t - 0.2]
+in_flight = [o for o in before if o[1] > t]
+after = [o for o in outcomes if o[0] >= t - 0.2]
+c.check(code == 0, f"SIGTERM under load: exit 0 ({code})")
+c.check(len(before) >= 8 and all(ok for _, _, _, ok in before),
+        f"all {len(before)} requests sent before SIGTERM got 200 with 32 rows")
+c.check(len(in_flight) >= 1, f"{len(in_flight)} of them were still in flight at SIGTERM and completed")
+c.check(all(s in (503, "ConnectionRefusedError", "RemoteDisconnected", "ConnectionResetError") or ok
+            for _, _, s, ok in after), f"requests at or after SIGTERM: 200, 503 or refused ({sorted(set(str(o[2]) for o in after))})")
+c.done()

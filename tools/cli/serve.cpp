@@ -1,0 +1,84 @@
+// roberta serve: the HTTP server (src/server/) behind a command line, with SIGTERM/SIGINT draining.
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <iostream>
+#include <thread>
+
+#include "common.h"
+#include "server/server.h"
+
+namespace roberta::cli {
+namespace {
+
+// The signal handler only writes a byte to this pipe (async-signal-safe); the main thread waits
+// on the other end, whichever thread the signal interrupted.
+int g_signal_pipe[2] = {-1, -1};
+
+extern "C" void on_signal(int) {
+  const char byte = 1;
+  [[maybe_unused]] const ssize_t n = ::write(g_signal_pipe[1], &byte, 1);
+}
+
+}  // namespace
+
+int run_serve(const Args& args) {
+  server::ServerOptions o;
+  o.model_dir = model_dir(args);
+  o.load = load_options(args);
+  o.host = args.get("host").value_or("127.0.0.1");
+  if (auto n = args.integer("port", 0, 65535)) o.port = static_cast<int>(*n);
+  if (auto n = args.integer("max-batch-tokens", 1, 100'000'000)) o.max_batch_tokens = static_cast<size_t>(*n);
+  if (auto n = args.integer("max-batch-requests", 1, 1'000'000)) o.max_batch_requests = static_cast<size_t>(*n);
+  if (auto n = args.integer("max-concurrent-requests", 1, 4096)) o.max_concurrent_requests = static_cast<size_t>(*n);
+  if (auto n = args.integer("max-client-batch-size", 1, 1'000'000)) o.max_client_batch_size = static_cast<size_t>(*n);
+  if (auto n = args.integer("payload-limit", 1, 1'000'000'000)) o.payload_limit = static_cast<size_t>(*n);
+  if (auto t = args.number("request-timeout")) {
+    if (*t <= 0) throw UsageError("--request-timeout must be positive");
+    o.request_timeout = *t;
+  }
+  o.auto_truncate = !args.flag("no-auto-truncate");
+  if (auto key = args.get("api-key"))
+    o.api_key = *key;
+  else if (const char* env = std::getenv("ROBERTA_API_KEY"); env && *env)
+    o.api_key = env;
+  if (auto name = args.get("served-model-name")) o.served_model_name = *name;
+  o.quiet = args.flag("quiet");
+
+  if (::pipe2(g_signal_pipe, O_CLOEXEC) != 0) throw Error("cannot create a pipe", ErrorKind::kIo);
+  struct sigaction sa = {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);  // a client gone mid-answer is a failed write, not the end of the server
+
+  server::Server server(o);
+  const int port = server.bind();  // answers 503 while the model loads
+  std::thread http([&] { server.serve(); });
+  try {
+    server.load();
+  } catch (...) {
+    server.stop();
+    http.join();
+    throw;
+  }
+  std::cerr << "listening on http://" << o.host << ":" << port << std::endl;
+
+  // Waits in short polls rather than one blocking read: under ThreadSanitizer a signal handler runs
+  // only when its thread next enters an intercepted call, which a read() that never returns is not.
+  for (;;) {
+    pollfd p{g_signal_pipe[0], POLLIN, 0};
+    if (::poll(&p, 1, 250) > 0 && (p.revents & POLLIN)) break;
+  }
+  if (!o.quiet) server::log_line("shutting down: finishing the requests in flight");
+  server.stop();
+  http.join();
+  if (!o.quiet) server::log_line("stopped");
+  return 0;
+}
+
+}  // namespace roberta::cli
