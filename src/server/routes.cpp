@@ -1,6 +1,6 @@
 // The route handlers: TEI's /embed, /embed_all, /tokenize, /decode, /info, /health, /metrics,
-// OpenAI's /v1/embeddings and /v1/models, our /fill_mask, and /predict and /rerank waiting for
-// their pipelines.
+// OpenAI's /v1/embeddings and /v1/models, our /fill_mask, and /predict and /rerank over the
+// classification pipelines (TextClassifier, CrossEncoder).
 #include <algorithm>
 #include <thread>
 
@@ -330,18 +330,123 @@ Reply decode(State& s, const Call& call) {
   return r;
 }
 
-// ---------------------------------------------------------------- classification (to come)
+// ---------------------------------------------------------------- classification
 
-// /predict and /rerank need the TextClassifier and CrossEncoder pipelines; until they are wired in,
-// a model without the head gets TEI's answer for the wrong model type (424), one with it 501.
-Reply needs_classifier(State& s, const Call& call, const char* route) {
-  parse_body(call.body);
-  if (!embedder(s).model().has_head(Head::kSequenceClassification))
+// Runs on the handler thread, one forward pass per request (not packed with other requests).
+const TextClassifier& classifier(State& s) {
+  if (!s.classifier)
     throw ApiError(424, ErrorType::kBackend, "the model has no sequence classification head", "model_type");
-  throw ApiError(501, ErrorType::kBackend, std::string(route) + " is not available in this build yet", "model_type");
+  return *s.classifier;
 }
-Reply predict(State& s, const Call& call) { return needs_classifier(s, call, "/predict"); }
-Reply rerank(State& s, const Call& call) { return needs_classifier(s, call, "/rerank"); }
+
+// TEI's PredictInput: "text" | ["text", "pair"] (one pair) | a list of those ([["a"], ["a", "b"], "c"]).
+std::pair<std::vector<TextInput>, bool> parse_predict_inputs(const json& body, size_t max_batch) {
+  const auto it = body.find("inputs");
+  if (it == body.end()) throw ApiError(400, ErrorType::kValidation, "missing field `inputs`");
+  const auto one = [](const json& v) -> std::optional<TextInput> {
+    if (v.is_string()) return TextInput{v.get<std::string>(), std::nullopt};
+    if (v.is_array() && v.size() == 1 && v[0].is_string()) return TextInput{v[0].get<std::string>(), std::nullopt};
+    if (v.is_array() && v.size() == 2 && v[0].is_string() && v[1].is_string())
+      return TextInput{v[0].get<std::string>(), v[1].get<std::string>()};
+    return std::nullopt;
+  };
+  if (auto single = one(*it)) return {{*single}, false};
+  if (!it->is_array() || it->empty())
+    throw ApiError(400, ErrorType::kValidation, "`inputs` must be a text, a [text, pair] or a non-empty list of those");
+  if (it->size() > max_batch)
+    throw ApiError(413, ErrorType::kValidation, "batch size " + std::to_string(it->size()) +
+                                                    " > maximum allowed batch size " + std::to_string(max_batch));
+  std::vector<TextInput> inputs;
+  for (size_t i = 0; i < it->size(); ++i) {
+    auto item = one((*it)[i]);
+    if (!item) throw ApiError(400, ErrorType::kValidation, "inputs[" + std::to_string(i) + "] is not a text or a [text, pair]");
+    inputs.push_back(std::move(*item));
+  }
+  return {inputs, true};
+}
+
+Reply predict(State& s, const Call& call) {
+  const json body = parse_body(call.body);
+  const TextClassifier& c = classifier(s);
+  const auto [inputs, batch] = parse_predict_inputs(body, s.options.max_client_batch_size);
+  TextClassifyOptions o;
+  o.top_k = std::nullopt;  // every label, best first, as TEI answers
+  if (get_bool(body, "raw_scores", false)) o.function_to_apply = ClassificationFunction::kNone;
+  o.truncation = get_bool(body, "truncate", s.options.auto_truncate);
+  s.metrics->count("te_request_count", "method", batch ? "batch" : "single");
+  std::vector<std::vector<LabelScore>> results;
+  size_t tokens = 0;
+  try {
+    const TextClassifier::Prepared prepared = c.prepare(inputs, o);
+    for (const auto& e : prepared.encodings) tokens += e.size();
+    results = c.finish(prepared, c.run(prepared), o);
+  } catch (const Error& e) {
+    throw api_error(e);
+  }
+  ordered_json answers = ordered_json::array();
+  for (const auto& list : results) {
+    ordered_json items = ordered_json::array();
+    for (const auto& l : list) items.push_back({{"score", l.score}, {"label", l.label}});
+    answers.push_back(items);
+  }
+  Reply r;
+  r.body = (batch ? answers : answers[0]).dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+  r.headers = {{"x-compute-tokens", std::to_string(tokens)},
+               {"x-total-time", ms(seconds(Clock::now() - call.start))}};
+  s.metrics->count("te_request_success", "method", batch ? "batch" : "single");
+  return r;
+}
+
+// TEI's /rerank: {"query", "texts", "return_text", "raw_scores", "truncate"} -> [{"index", "score", "text"?}],
+// best first. Scores use the model's activation (sentence-transformers' CrossEncoder: sigmoid for
+// one label); raw_scores gives the logits.
+Reply rerank(State& s, const Call& call) {
+  const json body = parse_body(call.body);
+  classifier(s);
+  const auto query = get_string(body, "query");
+  if (!query) throw ApiError(400, ErrorType::kValidation, "missing field `query` (a string)");
+  const auto texts = body.find("texts");
+  if (texts == body.end() || !texts->is_array() ||
+      !std::all_of(texts->begin(), texts->end(), [](const json& t) { return t.is_string(); }))
+    throw ApiError(400, ErrorType::kValidation, "`texts` must be a list of strings");
+  if (texts->empty()) throw ApiError(400, ErrorType::kEmpty, "`texts` cannot be empty");
+  if (texts->size() > s.options.max_client_batch_size)
+    throw ApiError(413, ErrorType::kValidation, "batch size " + std::to_string(texts->size()) +
+                                                    " > maximum allowed batch size " +
+                                                    std::to_string(s.options.max_client_batch_size));
+  const std::vector<std::string> documents = texts->get<std::vector<std::string>>();
+  RankOptions o;
+  o.return_documents = get_bool(body, "return_text", false);
+  if (get_bool(body, "raw_scores", false)) o.scoring.activation = CrossEncoderActivation::kIdentity;
+  if (!get_bool(body, "truncate", s.options.auto_truncate)) {
+    const size_t max_len = static_cast<size_t>(s.embedder->model().config().max_sequence_length());
+    for (size_t i = 0; i < documents.size(); ++i) {
+      const size_t n = s.embedder->tokenizer().encode_pair(*query, documents[i]).size();
+      if (n > max_len)
+        throw ApiError(422, ErrorType::kValidation, "texts[" + std::to_string(i) + "]: the pair has " +
+                                                        std::to_string(n) + " tokens, more than the " +
+                                                        std::to_string(max_len) + " allowed");
+    }
+  }
+  s.metrics->count("te_request_count", "method", "batch");
+  std::vector<RankedDocument> ranked;
+  try {
+    ranked = s.cross_encoder->rank(*query, documents, o);
+  } catch (const Error& e) {
+    throw api_error(e);
+  }
+  ordered_json out = ordered_json::array();
+  for (const auto& d : ranked) {
+    ordered_json item = {{"index", d.corpus_id}, {"score", d.score}};
+    if (d.text) item["text"] = *d.text;
+    out.push_back(item);
+  }
+  Reply r;
+  r.body = out.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+  r.headers = {{"x-total-time", ms(seconds(Clock::now() - call.start))}};
+  s.metrics->count("te_request_success", "method", "batch");
+  return r;
+}
 
 // ---------------------------------------------------------------- service routes
 

@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "roberta/embedder.h"
+#include "roberta/cross_encoder.h"
 #include "roberta/fill_mask.h"
+#include "roberta/text_classifier.h"
 #include "server/api.h"
 #include "server/batcher.h"
 #include "server/connections.h"
@@ -28,6 +30,9 @@ struct State {
   std::unique_ptr<Metrics> metrics;
   std::unique_ptr<Embedder> embedder;
   std::unique_ptr<FillMask> fill_mask;  // when the model has an MLM head and <mask>
+  // When the model has a sequence-classification head: /predict and /rerank.
+  std::unique_ptr<TextClassifier> classifier;
+  std::unique_ptr<CrossEncoder> cross_encoder;
   std::unique_ptr<Batcher> batcher;
   std::string model_dtype;                    // "float32", "bfloat16" or "int8"
   std::unique_ptr<Connections> connections;  // set by bind()

@@ -269,6 +269,11 @@ void Server::load() {
   s.embedder = std::make_unique<Embedder>(Embedder::load(s.options.model_dir, s.options.load));
   const Model& model = s.embedder->model();
   if (model.has_lm_head() && s.embedder->tokenizer().mask_id()) s.fill_mask = std::make_unique<FillMask>(model, s.embedder->tokenizer());
+  if (model.has_head(Head::kSequenceClassification)) {
+    s.classifier = std::make_unique<TextClassifier>(model, s.embedder->tokenizer());
+    s.cross_encoder = std::make_unique<CrossEncoder>(model, s.embedder->tokenizer(),
+                                                     CrossEncoderConfig::from_dir(s.options.model_dir));
+  }
   const size_t max_input = s.embedder->max_seq_length();
   if (s.options.max_batch_tokens < max_input)
     throw Error("--max-batch-tokens " + std::to_string(s.options.max_batch_tokens) +

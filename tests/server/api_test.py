@@ -118,7 +118,7 @@ try:
     status, _, out = post_json(server, "/fill_mask", {"inputs": "no mask here"})
     c.check(status == 422 and out["error_type"] == "Validation", f"/fill_mask without <mask>: 422 {out}")
 
-    # ---- classification routes wait for their pipelines
+    # ---- classification routes on a model without the head
     for route, body in [("/predict", {"inputs": "x"}), ("/rerank", {"query": "q", "texts": ["a"]})]:
         status, _, out = post_json(server, route, body)
         c.check(status == 424 and "sequence classification head" in out["error"], f"{route}: 424 {out}")
@@ -150,6 +150,45 @@ try:
 finally:
     code = server.stop()
 c.check(code == 0, f"SIGTERM: exit 0 ({code})")
+
+# ---- /predict and /rerank on the CLI fixtures' classifier and cross-encoder, against the CLI
+import os
+fixtures = os.path.dirname(os.path.abspath(model))
+def cli_json(args, stdin=""):
+    r = subprocess.run([binary] + args + ["--json"], input=stdin, capture_output=True, text=True, check=True)
+    return [json.loads(l) for l in r.stdout.splitlines()]
+def close(a, b):
+    return len(a) == len(b) and all(x.get("label") == y.get("label") and x.get("index") == y.get("index")
+                                    and abs(x["score"] - y["score"]) <= 1e-5 for x, y in zip(a, b))
+sentiment = os.path.join(fixtures, "sentiment")
+server = Server(binary, ["--model", sentiment, "--quiet"])
+try:
+    want = cli_json(["classify", "--model", sentiment, "--all"] + texts[:3])
+    status, _, out = post_json(server, "/predict", {"inputs": texts[0]})
+    c.check(status == 200 and close(out, want[0]), f"/predict one text = roberta classify --all ({out})")
+    status, _, out = post_json(server, "/predict", {"inputs": texts[:3]})  # (two strings would be one pair)
+    c.check(status == 200 and len(out) == 3 and all(close(o, w) for o, w in zip(out, want)), "/predict batch = classify")
+    pair = cli_json(["classify", "--model", sentiment, "--all", "--input-format", "jsonl"], json.dumps(texts[:2]) + "\n")
+    status, _, out = post_json(server, "/predict", {"inputs": [texts[0], texts[1]]})
+    c.check(status == 200 and close(out, pair[0]), "/predict [a, b] is one pair, = classify on the pair")
+    status, _, out = post_json(server, "/predict", {"inputs": [[texts[0], texts[1]], [texts[0]]]})
+    c.check(status == 200 and len(out) == 2 and close(out[0], pair[0]) and close(out[1], want[0]), "/predict list of pairs and texts")
+    status, _, out = post_json(server, "/predict", {"inputs": [1, 2, 3]})
+    c.check(status == 400, f"/predict wrong types: 400 ({status})")
+finally:
+    c.check(server.stop() == 0, "exit 0")
+reranker = os.path.join(fixtures, "reranker")
+server = Server(binary, ["--model", reranker, "--quiet"])
+try:
+    want = cli_json(["rerank", "--model", reranker, "--query", texts[0], "--return-documents"] + texts[1:])[0]
+    status, _, out = post_json(server, "/rerank", {"query": texts[0], "texts": texts[1:], "return_text": True})
+    c.check(status == 200 and [o["index"] for o in out] == [w["corpus_id"] for w in want]
+            and all(abs(o["score"] - w["score"]) <= 1e-5 and o["text"] == w["text"] for o, w in zip(out, want)),
+            f"/rerank = roberta rerank (best first, with texts)")
+    status, _, out = post_json(server, "/rerank", {"query": texts[0], "texts": []})
+    c.check(status == 400, f"/rerank no texts: 400 ({status})")
+finally:
+    c.check(server.stop() == 0, "exit 0")
 
 # ---- --api-key: 401 without or with a wrong token; /health stays public
 server = Server(binary, ["--model", model, "--api-key", "s3cret", "--quiet"])
