@@ -17,8 +17,10 @@ case "${1:-}" in
   --python) packages+=("${python[@]}") ;;
   --test)
     packages+=("${python[@]}" libgtest-dev libbenchmark-dev python3-torch python3-regex
-               clang libclang-rt-14-dev librsvg2-bin python3-pytest python3-distributed python3-venv
-               curl nodejs npm) ;;
+               clang libclang-rt-14-dev librsvg2-bin python3-pytest python3-distributed python3-venv curl)
+    # node and npm (the server tests' OpenAI client): Debian's, unless a Node.js with its own npm
+    # (e.g. NodeSource's, which conflicts with Debian's npm package) is installed already.
+    command -v node > /dev/null && command -v npm > /dev/null || packages+=(nodejs npm) ;;
   *)
     echo "usage: bash tools/setup.sh [--python|--test]" >&2
     exit 2 ;;
