@@ -174,6 +174,24 @@ def test_question_answering_format(work):
     assert isinstance(two, list) and len(two) == 2
 
 
+def test_question_answering_matches_cli(work, roberta_binary):
+    # The same answers as `roberta qa --json` (whose windows and spans equal HF's pipeline code on
+    # the same logits: tests/pipelines_test.cpp), on a context long enough for several windows.
+    path = make_model(work, "qa-cli", "--seed", "8", "--head", "qa")
+    qa = roberta_cpp.pipeline("question-answering", model=path)
+    context = " ".join(["My name is Wolfgang and I live in Berlin."] * 40)
+    for kwargs, flags in [({}, []), ({"top_k": 3, "max_seq_len": 64, "doc_stride": 16},
+                                     ["--top-k", "3", "--max-seq-len", "64", "--doc-stride", "16"])]:
+        mine = qa(question="Where do I live?", context=context, **kwargs)
+        cli = json.loads(run_cli(roberta_binary, "qa", "--model", path, "--json", "--question", "Where do I live?",
+                                 "--context", context, *flags))
+        mine, cli = (x if isinstance(x, list) else [x] for x in (mine, cli))
+        assert len(mine) == len(cli)
+        for m, c in zip(mine, cli):
+            assert (m["start"], m["end"], m["answer"]) == (c["start"], c["end"], c["answer"])
+            assert m["score"] == pytest.approx(c["score"], rel=1e-6)
+
+
 def test_cross_encoder_matches_pytorch(work):
     path = make_model(work, "ce", "--seed", "9", "--head", "sequence", "--num-labels", "1")
     ce = roberta_cpp.CrossEncoder(path)
