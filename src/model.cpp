@@ -18,6 +18,21 @@ Batch Batch::from_sequences(const std::vector<std::vector<int32_t>>& sequences) 
   return b;
 }
 
+Batch Batch::from_padded(std::span<const int64_t> ids, std::span<const int64_t> mask,
+                         std::span<const int64_t> type_ids, size_t B, size_t L, std::vector<size_t>* where) {
+  Batch batch;
+  for (size_t b = 0; b < B; ++b) {
+    for (size_t l = 0; l < L; ++l)
+      if (mask[b * L + l]) {
+        batch.ids.push_back(static_cast<int32_t>(ids[b * L + l]));
+        if (!type_ids.empty()) batch.type_ids.push_back(static_cast<int32_t>(type_ids[b * L + l]));
+        if (where) where->push_back(b * L + l);
+      }
+    batch.offsets.push_back(batch.ids.size());
+  }
+  return batch;
+}
+
 void Batch::add_sequence(std::span<const int32_t> sequence_ids) {
   ids.insert(ids.end(), sequence_ids.begin(), sequence_ids.end());
   offsets.push_back(ids.size());

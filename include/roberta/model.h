@@ -26,6 +26,11 @@ struct Batch {
   std::vector<size_t> offsets{0};
 
   static Batch from_sequences(const std::vector<std::vector<int32_t>>& sequences);
+  // The mask-1 tokens of a padded (B, L) batch, row by row (type_ids empty: all 0). `where`, when
+  // given, receives b * L + l of each packed token, to scatter outputs back to the padded layout.
+  static Batch from_padded(std::span<const int64_t> ids, std::span<const int64_t> mask,
+                           std::span<const int64_t> type_ids, size_t B, size_t L,
+                           std::vector<size_t>* where = nullptr);
   void add_sequence(std::span<const int32_t> sequence_ids);
   size_t num_sequences() const { return offsets.size() - 1; }
   size_t num_tokens() const { return ids.size(); }

@@ -75,20 +75,13 @@ py::dict forward(const Model& model, const IdArray& ids_in, std::optional<IdArra
       if (in.type_ids[i] < 0 || in.type_ids[i] >= cfg.type_vocab_size)
         throw Error("token_type_ids" + at(i, in.L) + " = " + std::to_string(in.type_ids[i]) +
                     " is outside [0, type_vocab_size = " + std::to_string(cfg.type_vocab_size) + ")");
-    Batch batch;
+    const Batch batch = Batch::from_padded(in.ids, in.mask, in.type_ids, in.B, in.L, &where);
     for (size_t b = 0; b < in.B; ++b) {
-      for (size_t l = 0; l < in.L; ++l)
-        if (in.mask[b * in.L + l]) {
-          batch.ids.push_back(static_cast<int32_t>(in.ids[b * in.L + l]));
-          if (!in.type_ids.empty()) batch.type_ids.push_back(static_cast<int32_t>(in.type_ids[b * in.L + l]));
-          where.push_back(b * in.L + l);
-        }
-      if (batch.ids.size() == batch.offsets.back())
-        throw Error("row " + std::to_string(b) + " of input_ids has no token with attention_mask 1");
-      if (batch.ids.size() - batch.offsets.back() > static_cast<size_t>(cfg.max_sequence_length()))
-        throw Error("row " + std::to_string(b) + " has " + std::to_string(batch.ids.size() - batch.offsets.back()) +
-                    " tokens; the model allows at most " + std::to_string(cfg.max_sequence_length()));
-      batch.offsets.push_back(batch.ids.size());
+      const size_t n = batch.offsets[b + 1] - batch.offsets[b];
+      if (n == 0) throw Error("row " + std::to_string(b) + " of input_ids has no token with attention_mask 1");
+      if (n > static_cast<size_t>(cfg.max_sequence_length()))
+        throw Error("row " + std::to_string(b) + " has " + std::to_string(n) + " tokens; the model allows at most " +
+                    std::to_string(cfg.max_sequence_length()));
     }
     ForwardOptions fo;
     fo.all_hidden_states = want.hidden_states;

@@ -89,17 +89,8 @@ bool per_sequence(const std::string& name) { return name == "pooler_output" || n
 // Runs the model on the real (mask = 1) tokens of each row; returns the hidden states and the
 // `wanted` head outputs named as in a dump, scattered back to (B, L, ...) with zeros at padding.
 Tensors run_padded(const Model& model, const PaddedInput& in, const std::set<std::string>& wanted) {
-  Batch batch;
   std::vector<size_t> where;  // flat (b * L + l) of each packed token
-  for (size_t b = 0; b < in.B; ++b) {
-    for (size_t l = 0; l < in.L; ++l)
-      if (in.mask[b * in.L + l]) {
-        batch.ids.push_back(static_cast<int32_t>(in.ids[b * in.L + l]));
-        if (!in.type_ids.empty()) batch.type_ids.push_back(static_cast<int32_t>(in.type_ids[b * in.L + l]));
-        where.push_back(b * in.L + l);
-      }
-    batch.offsets.push_back(batch.ids.size());
-  }
+  const Batch batch = Batch::from_padded(in.ids, in.mask, in.type_ids, in.B, in.L, &where);
   ForwardOptions fo;
   fo.all_hidden_states = true;
   fo.logits = wanted.count("logits") > 0;
