@@ -1,10 +1,12 @@
 // Kernels against float64 references, and the instruction-set choice (kernels/isa.h).
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <random>
 
+#include "kernels/attention.h"
 #include "kernels/isa.h"
 #include "kernels/layer_norm.h"
 #include "kernels/packed_gemm.h"
@@ -56,6 +58,119 @@ TEST(LayerNorm, OutputMayAliasInputOrResidual) {
       ASSERT_EQ(into_x[i], separate[i]) << "out == x, cols " << cols << " element " << i;
       ASSERT_EQ(into_r[i], separate[i]) << "out == residual, cols " << cols << " element " << i;
     }
+  }
+}
+
+// Hidden states with a large common offset (as some RoBERTa dimensions have): the mean must not
+// swamp the variance.
+TEST(LayerNorm, MatchesFloat64WithALargeMean) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (size_t cols : {5, 16, 100, 768, 1024}) {
+    const size_t rows = 9;
+    std::vector<float> x(rows * cols), r(rows * cols), g(cols), b(cols);
+    for (auto& e : x) e = 500.0f + dist(rng);
+    for (auto& e : r) e = 500.0f + dist(rng);
+    for (auto& e : g) e = 1.0f + 0.1f * dist(rng);
+    for (auto& e : b) e = 0.1f * dist(rng);
+    const auto want = layer_norm_reference(x, r, g, b, rows, cols, 1e-5);
+    std::vector<float> out(rows * cols);
+    roberta::kernels::layer_norm(out.data(), x.data(), r.data(), g.data(), b.data(), rows, cols, 1e-5);
+    double worst = 0;
+    for (size_t i = 0; i < rows * cols; ++i) worst = std::max(worst, std::abs(out[i] - want[i]));
+    std::printf("  cols %4zu: max |difference| from float64 %.3g (%s)\n", cols, worst,
+                roberta::kernels::isa_name(roberta::kernels::usable_isa()));
+    EXPECT_LT(worst, 2e-4) << "cols " << cols;
+  }
+}
+
+double bf16_value(float x) {
+  return std::bit_cast<float>(static_cast<uint32_t>(roberta::kernels::to_bf16(x)) << 16);
+}
+
+// softmax(Q Kᵀ / sqrt(d)) V per sequence and head, in float64 from the same float inputs; with
+// `round_probabilities`, P is rounded to bf16 before the product with V (as the bf16 kernel does).
+std::vector<double> attention_reference(const std::vector<float>& qkv, const std::vector<size_t>& offsets,
+                                        size_t heads, size_t d, bool round_probabilities = false) {
+  const size_t H = heads * d, T = offsets.back();
+  std::vector<double> ctx(T * H);
+  for (size_t s = 0; s + 1 < offsets.size(); ++s)
+    for (size_t h = 0; h < heads; ++h)
+      for (size_t i = offsets[s]; i < offsets[s + 1]; ++i) {
+        std::vector<double> p;
+        double max = -1e300, sum = 0;
+        for (size_t j = offsets[s]; j < offsets[s + 1]; ++j) {
+          double dot = 0;
+          for (size_t c = 0; c < d; ++c) dot += double{qkv[i * 3 * H + h * d + c]} * qkv[j * 3 * H + H + h * d + c];
+          p.push_back(dot / std::sqrt(static_cast<double>(d)));
+          max = std::max(max, p.back());
+        }
+        for (auto& v : p) sum += (v = std::exp(v - max));
+        for (size_t c = 0; c < d; ++c) {
+          double acc = 0;
+          for (size_t j = offsets[s]; j < offsets[s + 1]; ++j)
+            acc += (round_probabilities ? bf16_value(static_cast<float>(p[j - offsets[s]] / sum))
+                                        : p[j - offsets[s]] / sum) *
+                   qkv[j * 3 * H + 2 * H + h * d + c];
+          ctx[i * H + h * d + c] = acc;
+        }
+      }
+  return ctx;
+}
+
+// Sequences of lengths around the kernel's block sizes (32 keys, 48 query rows), head size 64
+// (the AVX-512 kernel where the CPU has it) and 32 (the OpenBLAS path everywhere).
+TEST(Attention, MatchesFloat64Reference) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (size_t d : {64, 32}) {
+    const size_t heads = 3, H = heads * d;
+    const std::vector<size_t> offsets = {0, 1, 6, 37, 69, 102, 202, 332, 381};
+    const size_t T = offsets.back();
+    std::vector<float> qkv(T * 3 * H), ctx(T * H);
+    for (auto& v : qkv) v = dist(rng);
+    roberta::kernels::self_attention(ctx.data(), qkv.data(), offsets.data(), offsets.size() - 1, heads, d);
+    const auto want = attention_reference(qkv, offsets, heads, d);
+    double worst = 0;
+    for (size_t i = 0; i < T * H; ++i) worst = std::max(worst, std::abs(ctx[i] - want[i]));
+    std::printf("  head size %zu: max |difference| from float64 %.3g (%s)\n", d, worst,
+                roberta::kernels::isa_name(roberta::kernels::usable_isa()));
+    EXPECT_LT(worst, 1e-5) << "head size " << d;
+  }
+}
+
+// The bf16 attention (where the CPU has AVX512-BF16) against float64 of its rounded inputs: Q, K
+// and V rounded to bf16, and P rounded to bf16 before the product with V. Against the unrounded
+// float64 result the difference is several times larger, so the test sees the rounding.
+// Without AVX512-BF16 (or with ROBERTA_ISA below it) kBf16 runs the fp32 path.
+TEST(Attention, Bf16MatchesFloat64OfItsRoundedInputs) {
+  using roberta::kernels::AttentionPrecision;
+  const bool bf16 = roberta::kernels::usable_isa() >= Isa::kAvx512Bf16;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  const size_t heads = 2, d = 64, H = heads * d;
+  const std::vector<size_t> offsets = {0, 1, 8, 39, 72, 121, 250};
+  const size_t T = offsets.back();
+  std::vector<float> qkv(T * 3 * H), ctx(T * H);
+  for (auto& v : qkv) v = dist(rng);
+  roberta::kernels::self_attention(ctx.data(), qkv.data(), offsets.data(), offsets.size() - 1, heads, d, {},
+                                   AttentionPrecision::kBf16);
+  std::vector<float> rounded = qkv;
+  for (auto& v : rounded) v = static_cast<float>(bf16_value(v));
+  const auto exact = attention_reference(qkv, offsets, heads, d);
+  const auto want = bf16 ? attention_reference(rounded, offsets, heads, d, true) : exact;
+  double worst = 0, from_exact = 0;
+  for (size_t i = 0; i < T * H; ++i) {
+    worst = std::max(worst, std::abs(ctx[i] - want[i]));
+    from_exact = std::max(from_exact, std::abs(ctx[i] - exact[i]));
+  }
+  std::printf("  %s: max |difference| %.3g from float64 of the rounded inputs, %.3g from unrounded float64\n",
+              bf16 ? "bf16" : "fp32 (no AVX512-BF16)", worst, from_exact);
+  // bf16: a probability whose fp32 and float64 values round to neighbouring bf16 values differs by
+  // 2^-8 of itself, hence the tolerance.
+  EXPECT_LT(worst, bf16 ? 2e-3 : 1e-5);
+  if (bf16) {
+    EXPECT_GT(from_exact, 3 * worst);
   }
 }
 

@@ -143,7 +143,9 @@ TEST(PackedGemmInt8, QuantizesEachRowSymmetricallyToWithinHalfAStep) {
     for (size_t m = 0; m < rows; ++m) {
       float amax = 0;
       for (size_t k = 0; k < K; ++k) amax = std::max(amax, std::abs(x[m * K + k]));
-      if (amax > 0) EXPECT_FLOAT_EQ(scale[m], amax / 127.0f);
+      if (amax > 0) {
+        EXPECT_FLOAT_EQ(scale[m], amax / 127.0f);
+      }
       const auto* bytes = reinterpret_cast<const uint8_t*>(quads.data() + m * Q);
       for (size_t k = 0; k < Q * 4; ++k) {
         const int q = static_cast<int>(bytes[k]) - 128;

@@ -91,17 +91,22 @@ void BM_OpenBlasSgemm(benchmark::State& state) {
   set_flops(state, 2.0 * M * N * K);
 }
 
-// Self-attention of one sequence of L tokens, 12 heads of 64 (the (L, 3H) Q/K/V input).
-void BM_SelfAttention(benchmark::State& state) {
+// Self-attention of one sequence of L tokens, 12 heads of 64 (the (L, 3H) Q/K/V input), with
+// fp32 products or bf16 ones (where the CPU has AVX512-BF16; the fp32 path otherwise).
+void self_attention_bench(benchmark::State& state, roberta::kernels::AttentionPrecision precision) {
   const size_t L = state.range(0), heads = 12, d = 64, H = heads * d;
   const std::vector<float> qkv = random_vector(L * 3 * H);
   std::vector<float> ctx(L * H);
   const size_t offsets[2] = {0, L};
   for (auto _ : state) {
-    roberta::kernels::self_attention(ctx.data(), qkv.data(), offsets, 1, heads, d);
+    roberta::kernels::self_attention(ctx.data(), qkv.data(), offsets, 1, heads, d, {}, precision);
     benchmark::DoNotOptimize(ctx.data());
   }
   set_flops(state, 4.0 * L * L * H);
+}
+void BM_SelfAttention(benchmark::State& state) { self_attention_bench(state, roberta::kernels::AttentionPrecision::kFp32); }
+void BM_SelfAttentionBf16(benchmark::State& state) {
+  self_attention_bench(state, roberta::kernels::AttentionPrecision::kBf16);
 }
 
 // Read bandwidth over 512 MB split across the pool: the ceiling for small-batch inference,
@@ -146,6 +151,7 @@ BENCHMARK(BM_OpenBlasSgemm)->Apply([](benchmark::internal::Benchmark* b) {
   for (const auto& s : kShapes) b->Args(s);
 })->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_SelfAttention)->ArgName("L")->Arg(16)->Arg(128)->Arg(512)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_SelfAttentionBf16)->ArgName("L")->Arg(16)->Arg(128)->Arg(512)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_ReadBandwidth)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 int main(int argc, char** argv) {

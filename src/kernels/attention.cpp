@@ -2,12 +2,26 @@
 
 #include <cblas.h>
 
+#include <immintrin.h>
+
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdint>
+#include <utility>
 #include <vector>
+
+#include "avx512_math.h"
+#include "isa.h"
 
 #include "util/scratch.h"
 #include "util/thread_pool.h"
 #include "vector_math.h"
+
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which -Wmaybe-uninitialized reports
+// inside the headers; nothing of ours is uninitialised.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace roberta::kernels {
 
@@ -33,16 +47,311 @@ ROBERTA_VECTOR_CLONES void softmax_row(float* __restrict row, size_t n) {
   const float inv = static_cast<float>(1.0 / sum);
   for (j = 0; j < n; ++j) row[j] *= inv;
 }
+
+#if defined(__x86_64__)
+// Fast path for one (sequence, head) with head size 64 (every RoBERTa size): AVX-512 register
+// blocks instead of three OpenBLAS calls (which repack their operands on every call and ran W3's
+// attention at about half the FMA rate). Query rows go in blocks of kQueryBlock: their scores
+// (kQueryBlock, L) are computed, softmaxed and multiplied by V while they are in cache, so the
+// full (L, L) score matrix never exists.
+constexpr size_t kHead = 64;
+constexpr size_t kKeyPanel = 32;    // keys per panel of the packed Kᵀ
+constexpr size_t kQueryBlock = 48;  // query rows whose scores are live at once (6 and 8 divide it)
+
+// row (n) = softmax(row), and row[n, padded) = 0: the same steps as softmax_row, in AVX-512
+// intrinsics (exp through vscalefps). The sum is taken in 16 float lanes, then in double.
+__attribute__((target("avx512f"))) void softmax_row_avx512(float* row, size_t n, size_t padded) {
+  __m512 vmax = _mm512_set1_ps(-INFINITY);
+  for (size_t c = 0; c < n; c += 16) {
+    const __mmask16 m = n - c >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (n - c)) - 1);
+    vmax = _mm512_mask_max_ps(vmax, m, vmax, _mm512_maskz_loadu_ps(m, row + c));
+  }
+  const __m512 max = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
+  __m512 acc = _mm512_setzero_ps();
+  for (size_t c = 0; c < n; c += 16) {
+    const __mmask16 m = n - c >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (n - c)) - 1);
+    const __m512 e = _mm512_maskz_mov_ps(m, exp_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, row + c), max)));
+    _mm512_mask_storeu_ps(row + c, m, e);
+    acc = _mm512_add_ps(acc, e);
+  }
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, acc);
+  double sum = 0;
+  for (float v : lanes) sum += v;
+  const __m512 inv = _mm512_set1_ps(static_cast<float>(1.0 / sum));
+  for (size_t c = 0; c < padded; c += 16) {
+    const __mmask16 m = n <= c ? 0 : n - c >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (n - c)) - 1);
+    const size_t left = padded - c;
+    const __mmask16 store = left >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << left) - 1);
+    _mm512_mask_storeu_ps(row + c, store, _mm512_maskz_mul_ps(m, _mm512_maskz_loadu_ps(m, row + c), inv));
+  }
+}
+
+// kt (panels, 64, 32): panel p, row c holds K[32p .. 32p + 31][c], zero past L.
+__attribute__((target("avx512f"))) void pack_keys(float* kt, const float* k, size_t ld, size_t L) {
+  for (size_t p = 0; p * kKeyPanel < L; ++p) {
+    float* dst = kt + p * kHead * kKeyPanel;
+    const size_t n = std::min(kKeyPanel, L - p * kKeyPanel);
+    if (n < kKeyPanel) std::fill(dst, dst + kHead * kKeyPanel, 0.0f);
+    for (size_t j = 0; j < n; ++j) {
+      const float* row = k + (p * kKeyPanel + j) * ld;
+      for (size_t c = 0; c < kHead; ++c) dst[c * kKeyPanel + j] = row[c];
+    }
+  }
+}
+
+// s (R, padded L) = scale · q (R, 64) Kᵀ, for R query rows; columns past L come out 0.
+template <size_t R>
+__attribute__((target("avx512f"))) void score_rows(float* s, size_t lds, const float* q, size_t ldq, const float* kt,
+                                                   size_t L, float scale) {
+  const __m512 vs = _mm512_set1_ps(scale);
+  for (size_t p = 0; p * kKeyPanel < L; ++p) {
+    const float* b = kt + p * kHead * kKeyPanel;
+    __m512 c0[R], c1[R];
+#pragma GCC unroll 8
+    for (size_t r = 0; r < R; ++r) c0[r] = c1[r] = _mm512_setzero_ps();
+    for (size_t c = 0; c < kHead; ++c) {
+      const __m512 b0 = _mm512_load_ps(b + c * kKeyPanel), b1 = _mm512_load_ps(b + c * kKeyPanel + 16);
+#pragma GCC unroll 8
+      for (size_t r = 0; r < R; ++r) {
+        const __m512 a = _mm512_set1_ps(q[r * ldq + c]);
+        c0[r] = _mm512_fmadd_ps(a, b0, c0[r]);
+        c1[r] = _mm512_fmadd_ps(a, b1, c1[r]);
+      }
+    }
+#pragma GCC unroll 8
+    for (size_t r = 0; r < R; ++r) {
+      _mm512_store_ps(s + r * lds + p * kKeyPanel, _mm512_mul_ps(c0[r], vs));
+      _mm512_store_ps(s + r * lds + p * kKeyPanel + 16, _mm512_mul_ps(c1[r], vs));
+    }
+  }
+}
+
+// ctx (R, 64) = p (R, L) · v (L, 64), for R query rows.
+template <size_t R>
+__attribute__((target("avx512f"))) void context_rows(float* ctx, size_t ldc, const float* p, size_t ldp,
+                                                     const float* v, size_t ldv, size_t L) {
+  __m512 c0[R], c1[R], c2[R], c3[R];
+#pragma GCC unroll 8
+  for (size_t r = 0; r < R; ++r) c0[r] = c1[r] = c2[r] = c3[r] = _mm512_setzero_ps();
+  for (size_t j = 0; j < L; ++j) {
+    const float* row = v + j * ldv;
+    const __m512 v0 = _mm512_loadu_ps(row), v1 = _mm512_loadu_ps(row + 16), v2 = _mm512_loadu_ps(row + 32),
+                 v3 = _mm512_loadu_ps(row + 48);
+#pragma GCC unroll 8
+    for (size_t r = 0; r < R; ++r) {
+      const __m512 a = _mm512_set1_ps(p[r * ldp + j]);
+      c0[r] = _mm512_fmadd_ps(a, v0, c0[r]);
+      c1[r] = _mm512_fmadd_ps(a, v1, c1[r]);
+      c2[r] = _mm512_fmadd_ps(a, v2, c2[r]);
+      c3[r] = _mm512_fmadd_ps(a, v3, c3[r]);
+    }
+  }
+#pragma GCC unroll 8
+  for (size_t r = 0; r < R; ++r) {
+    _mm512_storeu_ps(ctx + r * ldc, c0[r]);
+    _mm512_storeu_ps(ctx + r * ldc + 16, c1[r]);
+    _mm512_storeu_ps(ctx + r * ldc + 32, c2[r]);
+    _mm512_storeu_ps(ctx + r * ldc + 48, c3[r]);
+  }
+}
+
+// ctx (L, 64) with row stride ldc = softmax(scale · Q Kᵀ) V for one (sequence, head); q, k, v
+// have row stride ld.
+void attention_head_avx512(float* ctx, size_t ldc, const float* q, const float* k, const float* v, size_t ld,
+                           size_t L, float scale) {
+  using ScoreFn = void (*)(float*, size_t, const float*, size_t, const float*, size_t, float);
+  using ContextFn = void (*)(float*, size_t, const float*, size_t, const float*, size_t, size_t);
+  static constexpr ScoreFn kScore[8] = {score_rows<1>, score_rows<2>, score_rows<3>, score_rows<4>,
+                                        score_rows<5>, score_rows<6>, score_rows<7>, score_rows<8>};
+  static constexpr ContextFn kContext[6] = {context_rows<1>, context_rows<2>, context_rows<3>,
+                                            context_rows<4>, context_rows<5>, context_rows<6>};
+  const size_t panels = (L + kKeyPanel - 1) / kKeyPanel, lds = panels * kKeyPanel;
+  thread_local std::vector<float> kt_buffer, s_buffer;
+  const util::Scratch<float> kt_scratch(kt_buffer, panels * kHead * kKeyPanel + 16);
+  const util::Scratch<float> s_scratch(s_buffer, kQueryBlock * lds + 16);
+  // 64-byte aligned views of the scratch (aligned loads and stores of whole panels).
+  float* kt = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(kt_scratch.data()) + 63) & ~uintptr_t{63});
+  float* s = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(s_scratch.data()) + 63) & ~uintptr_t{63});
+  pack_keys(kt, k, ld, L);
+  for (size_t i0 = 0; i0 < L; i0 += kQueryBlock) {
+    const size_t rows = std::min(kQueryBlock, L - i0);
+    for (size_t r = 0; r < rows; r += 8) kScore[std::min<size_t>(8, rows - r) - 1](s + r * lds, lds, q + (i0 + r) * ld, ld, kt, L, scale);
+    for (size_t r = 0; r < rows; ++r) softmax_row_avx512(s + r * lds, L, L);
+    for (size_t r = 0; r < rows; r += 6)
+      kContext[std::min<size_t>(6, rows - r) - 1](ctx + (i0 + r) * ldc, ldc, s + r * lds, lds, v, ld, L);
+  }
+}
+
+// The same with bfloat16 inputs and fp32 sums (AVX512-BF16's vdpbf16ps, twice the products per
+// instruction of an fp32 FMA): Q, K, V and the probabilities P are rounded to bf16 (nearest
+// even); scores, softmax and the context are fp32. Used by the bf16 and int8 encoders, whose
+// matrix inputs are rounded at least as coarsely. Pairs of bf16 travel as one uint32 (low half
+// first), the operand layout of vdpbf16ps.
+constexpr size_t kPairs = kHead / 2;  // bf16 pairs per row of Q, K or V
+
+#define ROBERTA_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+// dst (n / 2 pairs) = bf16(src[0..n)), n a multiple of 16.
+ROBERTA_BF16_TARGET inline void to_bf16_pairs(uint32_t* dst, const float* src, size_t n) {
+  for (size_t c = 0; c < n; c += 32) {
+    const __m512bh h = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + c + 16), _mm512_loadu_ps(src + c));
+    _mm512_storeu_si512(dst + c / 2, reinterpret_cast<const __m512i&>(h));
+  }
+}
+
+// kt (panels, 32 pairs, 32 keys): panel p, pair c, key j = (K[32p + j][2c], K[32p + j][2c + 1]).
+ROBERTA_BF16_TARGET void pack_keys_bf16(uint32_t* kt, const float* k, size_t ld, size_t L) {
+  alignas(64) uint32_t row[kPairs];
+  for (size_t p = 0; p * kKeyPanel < L; ++p) {
+    uint32_t* dst = kt + p * kPairs * kKeyPanel;
+    const size_t n = std::min(kKeyPanel, L - p * kKeyPanel);
+    if (n < kKeyPanel) std::fill(dst, dst + kPairs * kKeyPanel, 0u);
+    for (size_t j = 0; j < n; ++j) {
+      to_bf16_pairs(row, k + (p * kKeyPanel + j) * ld, kHead);
+      for (size_t c = 0; c < kPairs; ++c) dst[c * kKeyPanel + j] = row[c];
+    }
+  }
+}
+
+// vt (ceil(L / 2), 64): row i, column c = (V[2i][c], V[2i + 1][c]); V[L] reads as 0.
+ROBERTA_BF16_TARGET void pack_values_bf16(uint32_t* vt, const float* v, size_t ld, size_t L) {
+  for (size_t i = 0; 2 * i < L; ++i) {
+    const float* a = v + 2 * i * ld;
+    const float* b = 2 * i + 1 < L ? a + ld : nullptr;
+    for (size_t c = 0; c < kHead; c += 16) {
+      const __m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(a + c)));
+      const __m512i hi = b ? _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(b + c)))
+                           : _mm512_setzero_si512();
+      _mm512_storeu_si512(vt + i * kHead + c, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+    }
+  }
+}
+
+// s (R, padded L) = scale · q (R rows of 32 pairs) Kᵀ.
+template <size_t R>
+ROBERTA_BF16_TARGET void score_rows_bf16(float* s, size_t lds, const uint32_t* q, const uint32_t* kt, size_t L,
+                                         float scale) {
+  const __m512 vs = _mm512_set1_ps(scale);
+  for (size_t p = 0; p * kKeyPanel < L; ++p) {
+    const uint32_t* b = kt + p * kPairs * kKeyPanel;
+    __m512 c0[R], c1[R];
+#pragma GCC unroll 8
+    for (size_t r = 0; r < R; ++r) c0[r] = c1[r] = _mm512_setzero_ps();
+    for (size_t c = 0; c < kPairs; ++c) {
+      const __m512i b0 = _mm512_load_si512(b + c * kKeyPanel), b1 = _mm512_load_si512(b + c * kKeyPanel + 16);
+#pragma GCC unroll 8
+      for (size_t r = 0; r < R; ++r) {
+        const __m512i a = _mm512_set1_epi32(static_cast<int>(q[r * kPairs + c]));
+        c0[r] = _mm512_dpbf16_ps(c0[r], reinterpret_cast<const __m512bh&>(a), reinterpret_cast<const __m512bh&>(b0));
+        c1[r] = _mm512_dpbf16_ps(c1[r], reinterpret_cast<const __m512bh&>(a), reinterpret_cast<const __m512bh&>(b1));
+      }
+    }
+#pragma GCC unroll 8
+    for (size_t r = 0; r < R; ++r) {
+      _mm512_store_ps(s + r * lds + p * kKeyPanel, _mm512_mul_ps(c0[r], vs));
+      _mm512_store_ps(s + r * lds + p * kKeyPanel + 16, _mm512_mul_ps(c1[r], vs));
+    }
+  }
+}
+
+// ctx (R, 64) = p (R rows of `pairs` pairs, row stride ldp) · V (packed by pack_values_bf16).
+template <size_t R>
+ROBERTA_BF16_TARGET void context_rows_bf16(float* ctx, size_t ldc, const uint32_t* p, size_t ldp, const uint32_t* vt,
+                                           size_t pairs) {
+  __m512 c0[R], c1[R], c2[R], c3[R];
+#pragma GCC unroll 8
+  for (size_t r = 0; r < R; ++r) c0[r] = c1[r] = c2[r] = c3[r] = _mm512_setzero_ps();
+  for (size_t i = 0; i < pairs; ++i) {
+    const uint32_t* row = vt + i * kHead;
+    const __m512i v0 = _mm512_load_si512(row), v1 = _mm512_load_si512(row + 16), v2 = _mm512_load_si512(row + 32),
+                  v3 = _mm512_load_si512(row + 48);
+#pragma GCC unroll 8
+    for (size_t r = 0; r < R; ++r) {
+      const __m512i a = _mm512_set1_epi32(static_cast<int>(p[r * ldp + i]));
+      const __m512bh ab = reinterpret_cast<const __m512bh&>(a);
+      c0[r] = _mm512_dpbf16_ps(c0[r], ab, reinterpret_cast<const __m512bh&>(v0));
+      c1[r] = _mm512_dpbf16_ps(c1[r], ab, reinterpret_cast<const __m512bh&>(v1));
+      c2[r] = _mm512_dpbf16_ps(c2[r], ab, reinterpret_cast<const __m512bh&>(v2));
+      c3[r] = _mm512_dpbf16_ps(c3[r], ab, reinterpret_cast<const __m512bh&>(v3));
+    }
+  }
+#pragma GCC unroll 8
+  for (size_t r = 0; r < R; ++r) {
+    _mm512_storeu_ps(ctx + r * ldc, c0[r]);
+    _mm512_storeu_ps(ctx + r * ldc + 16, c1[r]);
+    _mm512_storeu_ps(ctx + r * ldc + 32, c2[r]);
+    _mm512_storeu_ps(ctx + r * ldc + 48, c3[r]);
+  }
+}
+
+// Aligned to 64 bytes within a scratch buffer allocated with 64 bytes to spare.
+template <class T>
+T* align64(T* p) {
+  return reinterpret_cast<T*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t{63});
+}
+
+void attention_head_bf16(float* ctx, size_t ldc, const float* q, const float* k, const float* v, size_t ld, size_t L,
+                         float scale) {
+  using ScoreFn = void (*)(float*, size_t, const uint32_t*, const uint32_t*, size_t, float);
+  using ContextFn = void (*)(float*, size_t, const uint32_t*, size_t, const uint32_t*, size_t);
+  static constexpr ScoreFn kScore[8] = {score_rows_bf16<1>, score_rows_bf16<2>, score_rows_bf16<3>,
+                                        score_rows_bf16<4>, score_rows_bf16<5>, score_rows_bf16<6>,
+                                        score_rows_bf16<7>, score_rows_bf16<8>};
+  static constexpr ContextFn kContext[6] = {context_rows_bf16<1>, context_rows_bf16<2>, context_rows_bf16<3>,
+                                            context_rows_bf16<4>, context_rows_bf16<5>, context_rows_bf16<6>};
+  const size_t panels = (L + kKeyPanel - 1) / kKeyPanel, lds = panels * kKeyPanel, pairs = (L + 1) / 2;
+  thread_local std::vector<uint32_t> q_buffer, kt_buffer, vt_buffer, p_buffer;
+  thread_local std::vector<float> s_buffer;
+  const util::Scratch<uint32_t> q_scratch(q_buffer, kQueryBlock * kPairs + 16);
+  const util::Scratch<uint32_t> kt_scratch(kt_buffer, panels * kPairs * kKeyPanel + 16);
+  const util::Scratch<uint32_t> vt_scratch(vt_buffer, pairs * kHead + 16);
+  const util::Scratch<uint32_t> p_scratch(p_buffer, kQueryBlock * lds / 2 + 16);
+  const util::Scratch<float> s_scratch(s_buffer, kQueryBlock * lds + 16);
+  uint32_t *q2 = align64(q_scratch.data()), *kt = align64(kt_scratch.data()), *vt = align64(vt_scratch.data()),
+           *p2 = align64(p_scratch.data());
+  float* s = align64(s_scratch.data());
+  pack_keys_bf16(kt, k, ld, L);
+  pack_values_bf16(vt, v, ld, L);
+  for (size_t i0 = 0; i0 < L; i0 += kQueryBlock) {
+    const size_t rows = std::min(kQueryBlock, L - i0);
+    for (size_t r = 0; r < rows; ++r) to_bf16_pairs(q2 + r * kPairs, q + (i0 + r) * ld, kHead);
+    for (size_t r = 0; r < rows; r += 8) kScore[std::min<size_t>(8, rows - r) - 1](s + r * lds, lds, q2 + r * kPairs, kt, L, scale);
+    for (size_t r = 0; r < rows; ++r) {
+      float* row = s + r * lds;
+      softmax_row_avx512(row, L, lds);  // zero past L: the odd key's partner and the padding
+      to_bf16_pairs(p2 + r * lds / 2, row, lds);
+    }
+    for (size_t r = 0; r < rows; r += 6)
+      kContext[std::min<size_t>(6, rows - r) - 1](ctx + (i0 + r) * ldc, ldc, p2 + r * lds / 2, lds / 2, vt, pairs);
+  }
+}
+#undef ROBERTA_BF16_TARGET
+#endif
 }  // namespace
 
 void self_attention(float* ctx, const float* qkv, const size_t* offsets, size_t num_sequences, size_t heads,
-                    size_t head_size, const RelativePositions& relative) {
+                    size_t head_size, const RelativePositions& relative, AttentionPrecision precision) {
   const size_t H = heads * head_size, ld = 3 * H;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_size));
+  const bool fast = !relative.distance && head_size == 64 && usable_isa() >= Isa::kAvx512;
+  const bool bf16 = fast && precision == AttentionPrecision::kBf16 && usable_isa() >= Isa::kAvx512Bf16;
   ThreadPool::global()->parallel_for(num_sequences * heads, [&](size_t task) {
     const size_t s = task / heads, h = task % heads;
     const size_t begin = offsets[s], L = offsets[s + 1] - begin;
     if (L == 0) return;
+#if defined(__x86_64__)
+    if (bf16) {
+      const float* q = qkv + begin * ld + h * head_size;
+      attention_head_bf16(ctx + begin * H + h * head_size, H, q, q + H, q + 2 * H, ld, L, scale);
+      return;
+    }
+    if (fast) {
+      const float* q = qkv + begin * ld + h * head_size;
+      attention_head_avx512(ctx + begin * H + h * head_size, H, q, q + H, q + 2 * H, ld, L, scale);
+      return;
+    }
+#endif
     thread_local std::vector<float> scores_buffer;
     const util::Scratch<float> scores(scores_buffer, L * L);
     const float* q = qkv + begin * ld + h * head_size;

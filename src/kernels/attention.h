@@ -17,7 +17,12 @@ struct RelativePositions {
   size_t max_positions = 0;
   bool key_query = false;           // relative_key_query (else relative_key)
 };
+// The precision the products may use: kBf16 lets Q, K, V and the probabilities be rounded to
+// bfloat16 (fp32 sums, fp32 softmax) where the CPU has AVX512-BF16 and the head size is 64 with
+// absolute positions; elsewhere the fp32 path runs. The bf16 and int8 encoders ask for kBf16.
+enum class AttentionPrecision { kFp32, kBf16 };
 void self_attention(float* ctx, const float* qkv, const size_t* offsets, size_t num_sequences, size_t heads,
-                    size_t head_size, const RelativePositions& relative = {});
+                    size_t head_size, const RelativePositions& relative = {},
+                    AttentionPrecision precision = AttentionPrecision::kFp32);
 
 }  // namespace roberta::kernels

@@ -21,7 +21,7 @@ namespace roberta::kernels {
 class PackedWeightInt8 {
  public:
   static constexpr size_t kPanel = 64;
-  static constexpr size_t kSliceQuads = 128;  // k quads per pass: a panel slice is 32 KB
+  static constexpr size_t kSliceQuads = 192;  // k quads per pass: K = 768 in one slice of 48 KB (from L2)
 
   PackedWeightInt8() = default;
   PackedWeightInt8(const float* w, size_t n, size_t k);  // w is (n, k) row-major

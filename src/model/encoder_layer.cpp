@@ -8,6 +8,7 @@ EncoderLayer load_encoder_layer(const WeightScope& s, const ModelConfig& c) {
   const auto H = static_cast<size_t>(c.hidden_size), I = static_cast<size_t>(c.intermediate_size);
   EncoderLayer L;
   L.pre_layer_norm = c.model_type == "roberta-prelayernorm";
+  if (s.type() != WeightType::kF32) L.attention_precision = kernels::AttentionPrecision::kBf16;
   L.qkv = s.packed_joined({"attention.self.query", "attention.self.key", "attention.self.value"}, H, H);
   L.attn_out = s.packed("attention.output.dense", H, H);
   L.attn_norm = s.layer_norm(L.pre_layer_norm ? "attention.LayerNorm" : "attention.output.LayerNorm", H);
@@ -33,7 +34,8 @@ void encoder_layer_forward(Matrix& x, const EncoderLayer& L, const Batch& batch,
     // x = x + dense(attention(LayerNorm(x)));  x = x + output(act(intermediate(LayerNorm(x))))
     kernels::layer_norm(ws.normed, h, nullptr, L.attn_norm.gamma, L.attn_norm.beta, T, H, c.layer_norm_eps);
     L.qkv.apply(ws.qkv, 3 * H, ws.normed, T);
-    kernels::self_attention(ws.context, ws.qkv, batch.offsets.data(), batch.num_sequences(), heads, d, L.relative);
+    kernels::self_attention(ws.context, ws.qkv, batch.offsets.data(), batch.num_sequences(), heads, d, L.relative,
+                            L.attention_precision);
     L.attn_out.apply(ws.tmp, H, ws.context, T);
     for (size_t i = 0; i < T * H; ++i) h[i] = ws.tmp[i] + h[i];
     kernels::layer_norm(ws.normed, h, nullptr, L.out_norm.gamma, L.out_norm.beta, T, H, c.layer_norm_eps);
@@ -44,7 +46,8 @@ void encoder_layer_forward(Matrix& x, const EncoderLayer& L, const Batch& batch,
   }
   // attention: x = LayerNorm(x + dense(softmax(Q Kᵀ / sqrt(d)) V))
   L.qkv.apply(ws.qkv, 3 * H, h, T);
-  kernels::self_attention(ws.context, ws.qkv, batch.offsets.data(), batch.num_sequences(), heads, d, L.relative);
+  kernels::self_attention(ws.context, ws.qkv, batch.offsets.data(), batch.num_sequences(), heads, d, L.relative,
+                          L.attention_precision);
   L.attn_out.apply(ws.tmp, H, ws.context, T);
   kernels::layer_norm(h, ws.tmp, h, L.attn_norm.gamma, L.attn_norm.beta, T, H, c.layer_norm_eps);
   // feed-forward: x = LayerNorm(x + output(act(intermediate(x))))

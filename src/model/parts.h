@@ -38,6 +38,9 @@ struct EncoderLayer {
   LayerNormWeights out_norm;  // (H): after the feed-forward (post-LN), or before it (pre-LN)
   bool pre_layer_norm = false;
   kernels::RelativePositions relative;  // distance_embedding (2P - 1, H / heads) when not absolute
+  // bf16 products in attention for the bf16 and int8 encoders (their matrix inputs are rounded at
+  // least as coarsely); fp32 for the fp32 encoder.
+  kernels::AttentionPrecision attention_precision = kernels::AttentionPrecision::kFp32;
 };
 EncoderLayer load_encoder_layer(const WeightScope& scope, const ModelConfig& c);
 

@@ -82,6 +82,8 @@ class WeightScope {
   WeightType head_type() const {
     return loader_->type() == WeightType::kInt8 ? WeightType::kF32 : loader_->type();
   }
+  // The encoder's weight type (the loader's).
+  WeightType type() const { return loader_->type(); }
   // name.weight / name.bias, or the legacy name.gamma / name.beta.
   LayerNormWeights layer_norm(const std::string& name, size_t size) const;
 
