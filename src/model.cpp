@@ -12,6 +12,10 @@
 
 namespace roberta {
 
+WeightType recommended_weight_type() {
+  return kernels::usable_isa() >= kernels::Isa::kAvx512Bf16 ? WeightType::kBF16 : WeightType::kF32;
+}
+
 Batch Batch::from_sequences(const std::vector<std::vector<int32_t>>& sequences) {
   Batch b;
   for (const auto& s : sequences) b.add_sequence(s);

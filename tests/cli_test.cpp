@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -36,8 +37,9 @@ std::string shell_quote(const std::string& s) {
   return q + "'";
 }
 
-// Runs the binary with `args`, feeding `input` on stdin; `env` ("NAME=value") is added to its environment.
-Result run(const std::vector<std::string>& args, const std::string& input = "", const std::string& env = "") {
+// Runs the binary with `args` exactly, feeding `input` on stdin; `env` ("NAME=value") is added to its
+// environment.
+Result run_as_given(const std::vector<std::string>& args, const std::string& input = "", const std::string& env = "") {
   roberta::test::TempDir dir;
   roberta::test::write_text(dir / "stdin", input);
   std::string cmd = (env.empty() ? "" : "env " + shell_quote(env) + " ") + shell_quote(kBinary);
@@ -54,6 +56,20 @@ Result run(const std::vector<std::string>& args, const std::string& input = "", 
   r.out = slurp(dir / "stdout");
   r.err = slurp(dir / "stderr");
   return r;
+}
+
+// The commands whose --dtype defaults to auto (bf16 where the CPU has AVX512-BF16). The tests check
+// their answers against fp32 references (PyTorch, the library's fp32 default), so run() pins
+// --dtype fp32 unless the test names a dtype; Cli.DtypeAutoIsTheRecommendedPrecision checks the default.
+bool dtype_defaults_to_auto(const std::string& command) {
+  return std::set<std::string>{"fill-mask", "embed", "classify", "zero-shot", "ner", "qa", "rerank", "serve"}.count(
+      command);
+}
+
+Result run(std::vector<std::string> args, const std::string& input = "", const std::string& env = "") {
+  if (!args.empty() && dtype_defaults_to_auto(args[0]) && std::find(args.begin(), args.end(), "--dtype") == args.end())
+    args.insert(args.begin() + 1, {"--dtype", "fp32"});
+  return run_as_given(args, input, env);
 }
 
 std::vector<std::string> lines_of(const std::string& s) {
@@ -931,6 +947,32 @@ TEST(CliTasks, UsageErrorsExitWithTwo) {
     EXPECT_EQ(r.status, 2) << args[0] << " " << args.back() << ": " << r.err;
     EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
   }
+}
+
+// Without --dtype, fill-mask (like embed, the task commands and serve) runs in the precision
+// roberta::recommended_weight_type() names for this CPU: the same output as that --dtype, and with
+// ROBERTA_ISA below AVX512-BF16 the same as fp32. Where the CPU has AVX512-BF16 the test also sees
+// that bf16 and fp32 outputs differ, so the comparison can tell them apart.
+TEST(Cli, DtypeAutoIsTheRecommendedPrecision) {
+  const std::string text = "The <mask> opened the door.";
+  const bool bf16 = roberta::recommended_weight_type() == roberta::WeightType::kBF16;
+  const Result by_default = run_as_given({"fill-mask", "--model", kTiny, "--json", "--top-k", "8", text});
+  const Result fp32 = run({"fill-mask", "--model", kTiny, "--json", "--top-k", "8", "--dtype", "fp32", text});
+  const Result chosen = run({"fill-mask", "--model", kTiny, "--json", "--top-k", "8", "--dtype", bf16 ? "bf16" : "fp32", text});
+  const Result automatic = run({"fill-mask", "--model", kTiny, "--json", "--top-k", "8", "--dtype", "auto", text});
+  ASSERT_EQ(by_default.status, 0) << by_default.err;
+  ASSERT_EQ(fp32.status, 0) << fp32.err;
+  std::printf("  recommended here: %s\n", bf16 ? "bf16" : "fp32");
+  EXPECT_EQ(by_default.out, chosen.out);
+  EXPECT_EQ(automatic.out, chosen.out);
+  if (bf16) {
+    EXPECT_NE(chosen.out, fp32.out) << "bf16 and fp32 scores should differ in some digit";
+  }
+  const Result capped = run_as_given({"fill-mask", "--model", kTiny, "--json", "--top-k", "8", text}, "", "ROBERTA_ISA=avx512");
+  EXPECT_EQ(capped.out, fp32.out);
+  const Result bad = run({"fill-mask", "--model", kTiny, "--dtype", "fp16", text});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("auto, fp32, bf16 or int8"), std::string::npos) << bad.err;
 }
 
 }  // namespace

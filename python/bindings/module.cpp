@@ -9,14 +9,16 @@ namespace roberta::python {
 
 LoadOptions parse_dtype(const std::string& dtype) {
   LoadOptions o;
-  if (dtype == "float32" || dtype == "fp32")
+  if (dtype == "auto")
+    o.weights = recommended_weight_type();
+  else if (dtype == "float32" || dtype == "fp32")
     o.weights = WeightType::kF32;
   else if (dtype == "bfloat16" || dtype == "bf16")
     o.weights = WeightType::kBF16;
   else if (dtype == "int8")
     o.weights = WeightType::kInt8;
   else
-    throw Error("dtype \"" + dtype + "\" is not one of float32, bfloat16, int8");
+    throw Error("dtype \"" + dtype + "\" is not one of float32, bfloat16, int8, auto");
   return o;
 }
 

@@ -207,7 +207,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="text files, one input per line")
     p.add_argument("--partition-lines", type=int, default=10000, help="lines per part (default 10000)")
     p.add_argument("--batch-size", type=int, default=32, help="texts per forward pass (default 32)")
-    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "int8"])
+    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "int8", "auto"])
     p.add_argument("--threads-per-worker", type=int, default=None,
                    help="engine threads per worker (default: the host's cores / its workers' Dask threads)")
     p.add_argument("--retries", type=int, default=1, help="times Dask retries a failed part (default 1)")

@@ -52,7 +52,8 @@ class Model:
                         threads: Optional[int] = None) -> "Model":
         """Loads config.json and model.safetensors (sharded or not; F32/F16/BF16 stored) of a local
         folder. dtype: "float32" (default), "bfloat16" (bf16 matrices, about 3 significant digits)
-        or "int8" (dynamic int8 quantization). threads: set the engine's threads (process-wide)."""
+        or "int8" (dynamic int8 quantization), or "auto" (bfloat16 where the CPU multiplies it
+        natively, AVX512-BF16 or AMX; float32 elsewhere: what the command line uses by default). threads: set the engine's threads (process-wide)."""
         _apply_threads(threads)
         return cls(_core.Model(os.fspath(path), dtype))
 

@@ -117,7 +117,15 @@ def tokenizer_dir():
     return path
 
 
+# The commands whose --dtype defaults to auto (bf16 on CPUs with AVX512-BF16); the tests compare them
+# with the package's float32 default, so run_cli pins --dtype fp32 unless a test names one.
+AUTO_DTYPE_COMMANDS = {"fill-mask", "embed", "classify", "zero-shot", "ner", "qa", "rerank", "serve"}
+
+
 def run_cli(binary, *args, input_text=None):
+    args = list(args)
+    if args and args[0] in AUTO_DTYPE_COMMANDS and "--dtype" not in args:
+        args[1:1] = ["--dtype", "fp32"]
     r = subprocess.run([binary, *args], input=input_text, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     return r.stdout

@@ -27,7 +27,7 @@ def write_lines(path, n, seed=0):
 
 
 def reference(binary, model, lines, out):
-    subprocess.run([binary, "embed", "--model", str(model), "--format", "npy", "--output", str(out), str(lines)],
+    subprocess.run([binary, "embed", "--dtype", "fp32", "--model", str(model), "--format", "npy", "--output", str(out), str(lines)],
                    check=True, capture_output=True)
     return np.load(out)
 

@@ -47,7 +47,7 @@ check() {  # NAME MAKE_OPTIONS... -- EMBED_OPTIONS...
   local texts=$work/texts.txt
   [[ " ${embed[*]} " == *" --prompt-name "* ]] && texts=$work/texts-with-prompt.txt
   "$py" "$tools/dump_reference.py" --model "$work/$name" --text-file "$texts" --out "$work/$name-dump" --no-logits > /dev/null
-  "$roberta" embed --model "$work/$name" "${embed[@]}" < "$work/texts.txt" > "$work/$name.jsonl" 2> "$work/$name.err"
+  "$roberta" embed --dtype fp32 --model "$work/$name" "${embed[@]}" < "$work/texts.txt" > "$work/$name.jsonl" 2> "$work/$name.err"
   compare "$work/$name-dump/sentence_embedding.npy" "$work/$name.jsonl" "$name" || failed+=("$name")
 }
 
@@ -67,13 +67,13 @@ cp -r "$work/mean-dense-normalize" "$work/$name"
   "$py" -c 'import json,sys; print(json.dumps([(i[:15] + [2]) if len(i) > 16 else i for i in (json.loads(l)["ids"] for l in sys.stdin)]))' \
   > "$work/$name-ids.json"
 "$py" "$tools/dump_reference.py" --model "$work/$name" --ids "$work/$name-ids.json" --out "$work/$name-dump" --no-logits > /dev/null
-"$roberta" embed --model "$work/$name" < "$work/texts.txt" > "$work/$name.jsonl" 2> "$work/$name.err"
+"$roberta" embed --dtype fp32 --model "$work/$name" < "$work/texts.txt" > "$work/$name.jsonl" 2> "$work/$name.err"
 compare "$work/$name-dump/sentence_embedding.npy" "$work/$name.jsonl" "$name" || failed+=("$name")
 grep -q "line 4 was truncated" "$work/$name.err" || failed+=("$name: no truncation warning for line 4")
 
 # Negative control: without the folder's Normalize module the embeddings must differ.
 echo "negative control (must fail):"
-"$roberta" embed --model "$work/mean-dense-normalize" --no-normalize < "$work/texts.txt" > "$work/control.jsonl"
+"$roberta" embed --dtype fp32 --model "$work/mean-dense-normalize" --no-normalize < "$work/texts.txt" > "$work/control.jsonl"
 if compare "$work/mean-dense-normalize-dump/sentence_embedding.npy" "$work/control.jsonl" "without Normalize"; then
   failed+=("negative control passed")
 fi

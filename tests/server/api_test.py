@@ -109,7 +109,7 @@ try:
 
     # ---- /fill_mask = roberta fill-mask --json
     text = "The capital of France is <mask>."
-    cli = subprocess.run([binary, "fill-mask", "--model", model, "--json", "--top-k", "3", text], capture_output=True,
+    cli = subprocess.run([binary, "fill-mask", "--dtype", "fp32", "--model", model, "--json", "--top-k", "3", text], capture_output=True,
                          text=True, check=True).stdout
     status, _, out = post_json(server, "/fill_mask", {"inputs": text, "top_k": 3})
     c.check(status == 200 and out == json.loads(cli), "/fill_mask = roberta fill-mask --json")
@@ -155,7 +155,7 @@ c.check(code == 0, f"SIGTERM: exit 0 ({code})")
 import os
 fixtures = os.path.dirname(os.path.abspath(model))
 def cli_json(args, stdin=""):
-    r = subprocess.run([binary] + args + ["--json"], input=stdin, capture_output=True, text=True, check=True)
+    r = subprocess.run([binary] + args + ["--json", "--dtype", "fp32"], input=stdin, capture_output=True, text=True, check=True)
     return [json.loads(l) for l in r.stdout.splitlines()]
 def close(a, b):
     return len(a) == len(b) and all(x.get("label") == y.get("label") and x.get("index") == y.get("index")

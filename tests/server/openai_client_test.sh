@@ -19,5 +19,5 @@ if [ ! -f "$work/node_modules/openai/package.json" ]; then
   }
 fi
 echo "openai $(node -p "require('$work/node_modules/openai/package.json').version")"
-grep -v '^$' "$texts" | "$binary" embed --model "$model" --normalize > "$work/reference.jsonl"
+grep -v '^$' "$texts" | "$binary" embed --dtype fp32 --model "$model" --normalize > "$work/reference.jsonl"
 NODE_PATH="$work/node_modules" exec /usr/bin/python3 "$here/openai_client_run.py" "$binary" "$model" "$texts" "$work"

@@ -13,6 +13,9 @@ class Server:
     """`roberta serve --port 0 ARGS`, ready when it prints `listening on http://HOST:PORT`."""
 
     def __init__(self, binary, args, timeout=60):
+        # The tests compare the server with `roberta` commands run in fp32 (cli_embed, ...): serve's
+        # default, --dtype auto, would be bf16 on CPUs with AVX512-BF16.
+        args = list(args) if "--dtype" in args else ["--dtype", "fp32", *args]
         self.proc = subprocess.Popen([binary, "serve", "--port", "0", *args], stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
         self.lines = []
@@ -85,6 +88,7 @@ def post_json(server, path, body, **kw):
 
 def cli_embed(binary, model, texts, *flags):
     """`roberta embed` of these texts (one per line): the reference the server must equal."""
+    flags = list(flags) if "--dtype" in flags else ["--dtype", "fp32", *flags]
     out = subprocess.run([binary, "embed", "--model", model, *flags], input="".join(t + "\n" for t in texts),
                          capture_output=True, text=True, check=True).stdout
     return [json.loads(l) for l in out.splitlines()]

@@ -61,7 +61,7 @@ int run_classify(const Args& args) {
   const bool jsonl = input_format(args) == "jsonl";
   const bool as_json = args.flag("json");
 
-  const TextClassifier classifier = TextClassifier::load(model_dir(args), load_options(args));
+  const TextClassifier classifier = TextClassifier::load(model_dir(args), load_options(args, "auto"));
   LineReader lines = input_lines(args);
   return answer_lines(lines, as_json, kChunkInputs, [&](const std::vector<std::string>& chunk) {
     std::vector<Answer> answers(chunk.size());
@@ -124,7 +124,7 @@ int run_zero_shot(const Args& args) {
   const std::string dir = model_dir(args);
   const ZeroShotClassifier classifier = [&] {
     try {
-      return ZeroShotClassifier::load(dir, load_options(args));
+      return ZeroShotClassifier::load(dir, load_options(args, "auto"));
     } catch (const Error& e) {  // the entailment-label check does not name the folder
       if (e.kind() == ErrorKind::kInvalidModel && std::string_view(e.what()).starts_with("the model's label2id"))
         throw Error(dir + ": " + e.what(), e.kind());

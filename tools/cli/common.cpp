@@ -19,9 +19,11 @@ constexpr Option kOptions[] = {
     {"threads", "N", "threads to use, 1 to 1024 (default: all cores)"},
     {"help", "", "print this help"},
     // the commands that run the model
-    {"dtype", "fp32|bf16|int8", "the encoder's matrices in fp32 (default), bfloat16 (opt-in: half the memory "
-                                "traffic, about 3 significant digits) or int8 (opt-in: dynamic quantization, per "
-                                "output channel and per token)"},
+    {"dtype", "auto|fp32|bf16|int8",
+     "the encoder's matrices in fp32, bfloat16 (half the memory traffic, about 3 significant digits) or int8 "
+     "(dynamic quantization, per output channel and per token); auto: bf16 where the CPU multiplies bf16 "
+     "natively (AVX512-BF16, AMX), else fp32. Default: auto for fill-mask, embed, classify, zero-shot, ner, qa, "
+     "rerank and serve; fp32 for dump, compare, bench and eval-mlm"},
     // output
     {"json", "", "write JSON"},
     {"output", "FILE", "write there instead of stdout (never overwrites without --force)"},
@@ -255,15 +257,17 @@ std::string model_dir(const Args& args) {
                                              ") is not there"));
 }
 
-LoadOptions load_options(const Args& args) {
+LoadOptions load_options(const Args& args, const char* default_dtype) {
   LoadOptions o;
-  const std::string dtype = args.get("dtype").value_or("fp32");
-  if (dtype == "bf16")
+  const std::string dtype = args.get("dtype").value_or(default_dtype);
+  if (dtype == "auto")
+    o.weights = recommended_weight_type();
+  else if (dtype == "bf16")
     o.weights = WeightType::kBF16;
   else if (dtype == "int8")
     o.weights = WeightType::kInt8;
   else if (dtype != "fp32")
-    throw UsageError("--dtype must be fp32, bf16 or int8");
+    throw UsageError("--dtype must be auto, fp32, bf16 or int8");
   return o;
 }
 

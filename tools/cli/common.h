@@ -101,7 +101,9 @@ class Args {
 // build tree's pointer to the source tree's demo model). UsageError when there is none.
 std::string model_dir(const Args& args);
 // --dtype fp32|bf16: how the encoder's matrices are held.
-LoadOptions load_options(const Args& args);
+// --dtype as LoadOptions; `default_dtype` when the option is absent ("auto" for the commands that
+// serve answers, "fp32" for the measuring ones).
+LoadOptions load_options(const Args& args, const char* default_dtype = "fp32");
 // --threads N (1..1024): roberta::set_num_threads(N). Without it the engine's default (all cores).
 void apply_threads(const Args& args);
 

@@ -54,7 +54,7 @@ int run_embed(const Args& args) {
   if (output) check_can_write(*output, args.flag("force"));
 
   LineReader lines = args.positional().empty() ? LineReader::from_stdin() : LineReader::from_file(args.positional()[0]);
-  const Embedder embedder = Embedder::load(model_dir(args), load_options(args));
+  const Embedder embedder = Embedder::load(model_dir(args), load_options(args, "auto"));
   const size_t dim = embedder.dimension();
 
   // Streams the input in chunks: memory stays bounded whatever the number of lines.

@@ -34,7 +34,7 @@ std::string text_answer(const std::string& text, const std::vector<std::vector<F
 }  // namespace
 
 int run_fill_mask(const Args& args) {
-  const FillMask fill = FillMask::load(model_dir(args), load_options(args));
+  const FillMask fill = FillMask::load(model_dir(args), load_options(args, "auto"));
   FillMaskOptions options;
   if (auto k = args.integer("top-k", 1, 1'000'000)) options.top_k = static_cast<size_t>(*k);
   if (auto t = args.get("targets")) {

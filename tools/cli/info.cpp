@@ -43,6 +43,10 @@ int run_info(const Args& args) {
     for (size_t i = 0; i < c.id2label.size(); ++i) std::cout << (i ? ", " : "") << i << " " << c.id2label[i];
     std::cout << (c.problem_type.empty() ? "" : " (" + c.problem_type + ")") << "\n";
   }
+  std::cout << "default dtype     "
+            << (recommended_weight_type() == WeightType::kBF16 ? "bf16 (this CPU multiplies bf16 natively)"
+                                                                : "fp32 (no native bf16 products here, or ROBERTA_ISA below avx512bf16)")
+            << " for fill-mask, embed, the task commands and serve (--dtype auto)\n";
   for (const auto& f : model.files())
     std::cout << "file              " << f << " (" << std::filesystem::file_size(f) << " bytes)\n";
   try {

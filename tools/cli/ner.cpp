@@ -31,7 +31,7 @@ int run_ner(const Args& args) {
   const bool aggregated = options.aggregation != Aggregation::kNone;
   const bool as_json = args.flag("json");
 
-  const TokenClassifier classifier = TokenClassifier::load(model_dir(args), load_options(args));
+  const TokenClassifier classifier = TokenClassifier::load(model_dir(args), load_options(args, "auto"));
   if (!options.stride && options.aggregation != Aggregation::kNone) {
     // Long texts are read whole, in windows that overlap by a quarter of the window (Hugging
     // Face's pipeline would cut them at the model's length unless given a stride).

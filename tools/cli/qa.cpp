@@ -38,7 +38,7 @@ int run_qa(const Args& args) {
   if (question.has_value() != context.has_value()) throw UsageError("--question and --context go together");
   const bool as_json = args.flag("json");
 
-  const QuestionAnswerer qa = QuestionAnswerer::load(model_dir(args), load_options(args));
+  const QuestionAnswerer qa = QuestionAnswerer::load(model_dir(args), load_options(args, "auto"));
   // --question and --context: one input (its line is not read); else JSON lines from stdin.
   LineReader lines = question ? LineReader::from_texts({""}) : LineReader::from_stdin();
   return answer_lines(lines, as_json, kChunkInputs, [&](const std::vector<std::string>& chunk) {

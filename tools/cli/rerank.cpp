@@ -67,7 +67,7 @@ int run_rerank(const Args& args) {
   }
   options.scoring = scoring;
 
-  const CrossEncoder encoder = CrossEncoder::load(model_dir(args), load_options(args));
+  const CrossEncoder encoder = CrossEncoder::load(model_dir(args), load_options(args, "auto"));
   if (!encoder.config().note.empty()) std::cerr << "warning: " << encoder.config().note << "\n";
   if (pairs) return run_pairs(args, encoder, scoring);
   if (encoder.model_config().num_labels() != 1)

@@ -27,7 +27,7 @@ extern "C" void on_signal(int) {
 int run_serve(const Args& args) {
   server::ServerOptions o;
   o.model_dir = model_dir(args);
-  o.load = load_options(args);
+  o.load = load_options(args, "auto");
   o.host = args.get("host").value_or("127.0.0.1");
   if (auto n = args.integer("port", 0, 65535)) o.port = static_cast<int>(*n);
   if (auto n = args.integer("max-batch-tokens", 1, 100'000'000)) o.max_batch_tokens = static_cast<size_t>(*n);
