@@ -133,7 +133,7 @@ namespace {
 TEST(PackedGemmInt8, QuantizesEachRowSymmetricallyToWithinHalfAStep) {
   std::mt19937 rng(11);
   std::normal_distribution<float> dist(0.0f, 3.0f);
-  for (size_t K : {1, 3, 4, 17, 768}) {
+  for (size_t K : {1, 3, 4, 17, 100, 768}) {  // 100: the 64-wide, 16-wide and scalar loops
     const size_t rows = 9, Q = (K + 3) / 4;
     std::vector<float> x(rows * K), scale(rows);
     for (auto& v : x) v = dist(rng);
