@@ -55,8 +55,8 @@ ROBERTA_VECTOR_CLONES void softmax_row(float* __restrict row, size_t n) {
 // (kQueryBlock, L) are computed, softmaxed and multiplied by V while they are in cache, so the
 // full (L, L) score matrix never exists.
 constexpr size_t kHead = 64;
-constexpr size_t kKeyPanel = 32;    // keys per panel of the packed Kᵀ
-constexpr size_t kQueryBlock = 48;  // query rows whose scores are live at once (6 and 8 divide it)
+constexpr size_t kKeyPanel = 64;    // keys per panel of the packed Kᵀ (4 zmm: one broadcast feeds 4 products)
+constexpr size_t kQueryBlock = 48;  // query rows whose scores are live at once (a multiple of 6)
 
 // row (n) = softmax(row), and row[n, padded) = 0: the same steps as softmax_row, in AVX-512
 // intrinsics (exp through vscalefps). The sum is taken in 16 float lanes, then in double.
@@ -87,7 +87,7 @@ __attribute__((target("avx512f"))) void softmax_row_avx512(float* row, size_t n,
   }
 }
 
-// kt (panels, 64, 32): panel p, row c holds K[32p .. 32p + 31][c], zero past L.
+// kt (panels, 64, 64): panel p, row c holds K[64p .. 64p + 63][c], zero past L.
 __attribute__((target("avx512f"))) void pack_keys(float* kt, const float* k, size_t ld, size_t L) {
   for (size_t p = 0; p * kKeyPanel < L; ++p) {
     float* dst = kt + p * kHead * kKeyPanel;
@@ -100,29 +100,36 @@ __attribute__((target("avx512f"))) void pack_keys(float* kt, const float* k, siz
   }
 }
 
-// s (R, padded L) = scale · q (R, 64) Kᵀ, for R query rows; columns past L come out 0.
+// s (R, padded L) = scale · q (R, 64) Kᵀ, for R <= 6 query rows; columns past L come out 0.
 template <size_t R>
 __attribute__((target("avx512f"))) void score_rows(float* s, size_t lds, const float* q, size_t ldq, const float* kt,
                                                    size_t L, float scale) {
   const __m512 vs = _mm512_set1_ps(scale);
   for (size_t p = 0; p * kKeyPanel < L; ++p) {
     const float* b = kt + p * kHead * kKeyPanel;
-    __m512 c0[R], c1[R];
+    __m512 c0[R], c1[R], c2[R], c3[R];
 #pragma GCC unroll 8
-    for (size_t r = 0; r < R; ++r) c0[r] = c1[r] = _mm512_setzero_ps();
+    for (size_t r = 0; r < R; ++r) c0[r] = c1[r] = c2[r] = c3[r] = _mm512_setzero_ps();
     for (size_t c = 0; c < kHead; ++c) {
-      const __m512 b0 = _mm512_load_ps(b + c * kKeyPanel), b1 = _mm512_load_ps(b + c * kKeyPanel + 16);
+      const float* row = b + c * kKeyPanel;
+      const __m512 b0 = _mm512_load_ps(row), b1 = _mm512_load_ps(row + 16), b2 = _mm512_load_ps(row + 32),
+                   b3 = _mm512_load_ps(row + 48);
 #pragma GCC unroll 8
       for (size_t r = 0; r < R; ++r) {
         const __m512 a = _mm512_set1_ps(q[r * ldq + c]);
         c0[r] = _mm512_fmadd_ps(a, b0, c0[r]);
         c1[r] = _mm512_fmadd_ps(a, b1, c1[r]);
+        c2[r] = _mm512_fmadd_ps(a, b2, c2[r]);
+        c3[r] = _mm512_fmadd_ps(a, b3, c3[r]);
       }
     }
 #pragma GCC unroll 8
     for (size_t r = 0; r < R; ++r) {
-      _mm512_store_ps(s + r * lds + p * kKeyPanel, _mm512_mul_ps(c0[r], vs));
-      _mm512_store_ps(s + r * lds + p * kKeyPanel + 16, _mm512_mul_ps(c1[r], vs));
+      float* out = s + r * lds + p * kKeyPanel;
+      _mm512_store_ps(out, _mm512_mul_ps(c0[r], vs));
+      _mm512_store_ps(out + 16, _mm512_mul_ps(c1[r], vs));
+      _mm512_store_ps(out + 32, _mm512_mul_ps(c2[r], vs));
+      _mm512_store_ps(out + 48, _mm512_mul_ps(c3[r], vs));
     }
   }
 }
@@ -162,8 +169,8 @@ void attention_head_avx512(float* ctx, size_t ldc, const float* q, const float* 
                            size_t L, float scale) {
   using ScoreFn = void (*)(float*, size_t, const float*, size_t, const float*, size_t, float);
   using ContextFn = void (*)(float*, size_t, const float*, size_t, const float*, size_t, size_t);
-  static constexpr ScoreFn kScore[8] = {score_rows<1>, score_rows<2>, score_rows<3>, score_rows<4>,
-                                        score_rows<5>, score_rows<6>, score_rows<7>, score_rows<8>};
+  static constexpr ScoreFn kScore[6] = {score_rows<1>, score_rows<2>, score_rows<3>,
+                                        score_rows<4>, score_rows<5>, score_rows<6>};
   static constexpr ContextFn kContext[6] = {context_rows<1>, context_rows<2>, context_rows<3>,
                                             context_rows<4>, context_rows<5>, context_rows<6>};
   const size_t panels = (L + kKeyPanel - 1) / kKeyPanel, lds = panels * kKeyPanel;
@@ -176,7 +183,8 @@ void attention_head_avx512(float* ctx, size_t ldc, const float* q, const float* 
   pack_keys(kt, k, ld, L);
   for (size_t i0 = 0; i0 < L; i0 += kQueryBlock) {
     const size_t rows = std::min(kQueryBlock, L - i0);
-    for (size_t r = 0; r < rows; r += 8) kScore[std::min<size_t>(8, rows - r) - 1](s + r * lds, lds, q + (i0 + r) * ld, ld, kt, L, scale);
+    for (size_t r = 0; r < rows; r += 6)
+      kScore[std::min<size_t>(6, rows - r) - 1](s + r * lds, lds, q + (i0 + r) * ld, ld, kt, L, scale);
     for (size_t r = 0; r < rows; ++r) softmax_row_avx512(s + r * lds, L, L);
     for (size_t r = 0; r < rows; r += 6)
       kContext[std::min<size_t>(6, rows - r) - 1](ctx + (i0 + r) * ldc, ldc, s + r * lds, lds, v, ld, L);
@@ -228,29 +236,37 @@ ROBERTA_BF16_TARGET void pack_values_bf16(uint32_t* vt, const float* v, size_t l
   }
 }
 
-// s (R, padded L) = scale · q (R rows of 32 pairs) Kᵀ.
+// s (R, padded L) = scale · q (R <= 6 rows of 32 pairs) Kᵀ.
 template <size_t R>
 ROBERTA_BF16_TARGET void score_rows_bf16(float* s, size_t lds, const uint32_t* q, const uint32_t* kt, size_t L,
                                          float scale) {
   const __m512 vs = _mm512_set1_ps(scale);
   for (size_t p = 0; p * kKeyPanel < L; ++p) {
     const uint32_t* b = kt + p * kPairs * kKeyPanel;
-    __m512 c0[R], c1[R];
+    __m512 c0[R], c1[R], c2[R], c3[R];
 #pragma GCC unroll 8
-    for (size_t r = 0; r < R; ++r) c0[r] = c1[r] = _mm512_setzero_ps();
+    for (size_t r = 0; r < R; ++r) c0[r] = c1[r] = c2[r] = c3[r] = _mm512_setzero_ps();
     for (size_t c = 0; c < kPairs; ++c) {
-      const __m512i b0 = _mm512_load_si512(b + c * kKeyPanel), b1 = _mm512_load_si512(b + c * kKeyPanel + 16);
+      const uint32_t* row = b + c * kKeyPanel;
+      const __m512i b0 = _mm512_load_si512(row), b1 = _mm512_load_si512(row + 16), b2 = _mm512_load_si512(row + 32),
+                    b3 = _mm512_load_si512(row + 48);
 #pragma GCC unroll 8
       for (size_t r = 0; r < R; ++r) {
         const __m512i a = _mm512_set1_epi32(static_cast<int>(q[r * kPairs + c]));
-        c0[r] = _mm512_dpbf16_ps(c0[r], reinterpret_cast<const __m512bh&>(a), reinterpret_cast<const __m512bh&>(b0));
-        c1[r] = _mm512_dpbf16_ps(c1[r], reinterpret_cast<const __m512bh&>(a), reinterpret_cast<const __m512bh&>(b1));
+        const __m512bh ab = reinterpret_cast<const __m512bh&>(a);
+        c0[r] = _mm512_dpbf16_ps(c0[r], ab, reinterpret_cast<const __m512bh&>(b0));
+        c1[r] = _mm512_dpbf16_ps(c1[r], ab, reinterpret_cast<const __m512bh&>(b1));
+        c2[r] = _mm512_dpbf16_ps(c2[r], ab, reinterpret_cast<const __m512bh&>(b2));
+        c3[r] = _mm512_dpbf16_ps(c3[r], ab, reinterpret_cast<const __m512bh&>(b3));
       }
     }
 #pragma GCC unroll 8
     for (size_t r = 0; r < R; ++r) {
-      _mm512_store_ps(s + r * lds + p * kKeyPanel, _mm512_mul_ps(c0[r], vs));
-      _mm512_store_ps(s + r * lds + p * kKeyPanel + 16, _mm512_mul_ps(c1[r], vs));
+      float* out = s + r * lds + p * kKeyPanel;
+      _mm512_store_ps(out, _mm512_mul_ps(c0[r], vs));
+      _mm512_store_ps(out + 16, _mm512_mul_ps(c1[r], vs));
+      _mm512_store_ps(out + 32, _mm512_mul_ps(c2[r], vs));
+      _mm512_store_ps(out + 48, _mm512_mul_ps(c3[r], vs));
     }
   }
 }
@@ -295,9 +311,8 @@ void attention_head_bf16(float* ctx, size_t ldc, const float* q, const float* k,
                          float scale) {
   using ScoreFn = void (*)(float*, size_t, const uint32_t*, const uint32_t*, size_t, float);
   using ContextFn = void (*)(float*, size_t, const uint32_t*, size_t, const uint32_t*, size_t);
-  static constexpr ScoreFn kScore[8] = {score_rows_bf16<1>, score_rows_bf16<2>, score_rows_bf16<3>,
-                                        score_rows_bf16<4>, score_rows_bf16<5>, score_rows_bf16<6>,
-                                        score_rows_bf16<7>, score_rows_bf16<8>};
+  static constexpr ScoreFn kScore[6] = {score_rows_bf16<1>, score_rows_bf16<2>, score_rows_bf16<3>,
+                                        score_rows_bf16<4>, score_rows_bf16<5>, score_rows_bf16<6>};
   static constexpr ContextFn kContext[6] = {context_rows_bf16<1>, context_rows_bf16<2>, context_rows_bf16<3>,
                                             context_rows_bf16<4>, context_rows_bf16<5>, context_rows_bf16<6>};
   const size_t panels = (L + kKeyPanel - 1) / kKeyPanel, lds = panels * kKeyPanel, pairs = (L + 1) / 2;
@@ -316,7 +331,8 @@ void attention_head_bf16(float* ctx, size_t ldc, const float* q, const float* k,
   for (size_t i0 = 0; i0 < L; i0 += kQueryBlock) {
     const size_t rows = std::min(kQueryBlock, L - i0);
     for (size_t r = 0; r < rows; ++r) to_bf16_pairs(q2 + r * kPairs, q + (i0 + r) * ld, kHead);
-    for (size_t r = 0; r < rows; r += 8) kScore[std::min<size_t>(8, rows - r) - 1](s + r * lds, lds, q2 + r * kPairs, kt, L, scale);
+    for (size_t r = 0; r < rows; r += 6)
+      kScore[std::min<size_t>(6, rows - r) - 1](s + r * lds, lds, q2 + r * kPairs, kt, L, scale);
     for (size_t r = 0; r < rows; ++r) {
       float* row = s + r * lds;
       softmax_row_avx512(row, L, lds);  // zero past L: the odd key's partner and the padding
