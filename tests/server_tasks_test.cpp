@@ -26,8 +26,13 @@ std::shared_ptr<Job> blocker(const Embedder& embedder) {
   return job;
 }
 
-const BatcherOptions kSmallPasses{.max_batch_tokens = 128, .max_batch_requests = 0,
-                                  .client_check = std::chrono::milliseconds(100), .max_batch_mask_rows = 512};
+// A budget of `tokens` per pass.
+BatcherOptions budget(size_t tokens) {
+  BatcherOptions o;
+  o.max_batch_tokens = tokens;
+  return o;
+}
+const BatcherOptions kSmallPasses = budget(128);
 
 std::shared_ptr<Job> ids_job(Job::Kind kind, const std::vector<const Encoding*>& encodings) {
   auto job = std::make_shared<Job>();
@@ -57,8 +62,9 @@ void submit_behind_a_big_request(Batcher& batcher, const std::shared_ptr<Job>& b
       EXPECT_EQ(j->last_pass, after + 1) << "requests submitted together shared one pass";
     }
   }
+  // (Had the big request's kind gone first, they would have waited for its ~10 passes.)
   ASSERT_TRUE(batcher.wait(*big, [] { return true; }));
-  EXPECT_GT(big->last_pass, after + 2);
+  EXPECT_GE(big->last_pass, 8u);
 }
 
 TEST(BatcherTasks, FillMaskRequestsSharePassesAndEqualOneAtATime) {
@@ -174,9 +180,7 @@ TEST(BatcherTasks, ManyThreadsOfEveryKindAtOnce) {
   const Embedder embedder = Embedder::load(kFixtures / "tiny");
   const FillMask fill(embedder.model(), embedder.tokenizer());
   Metrics metrics(512);
-  Batcher batcher({.embedder = &embedder, .fill_mask = &fill},
-                  {.max_batch_tokens = 256, .max_batch_requests = 0, .client_check = std::chrono::milliseconds(100)},
-                  metrics);
+  Batcher batcher({.embedder = &embedder, .fill_mask = &fill}, budget(256), metrics);
   std::vector<std::future<bool>> done;
   for (int t = 0; t < 16; ++t)
     done.push_back(std::async(std::launch::async, [&, t] {

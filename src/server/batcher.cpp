@@ -225,17 +225,28 @@ void Batcher::run_pass(std::vector<Slot>& pass, uint64_t number) {
 }
 
 void Batcher::loop() {
+  bool idle_done = true;  // on_idle ran since the last pass
   for (;;) {
     std::vector<Slot> pass;
     uint64_t number = 0;
     {
       std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      const auto work = [&] { return stop_ || !queue_.empty(); };
+      if (!idle_done && options_.on_idle && !wake_.wait_for(lock, options_.idle_after, work)) {
+        lock.unlock();
+        options_.on_idle();
+        idle_done = true;
+        continue;
+      }
+      wake_.wait(lock, work);
       if (stop_) return;
       pass = next_pass();
       number = pass.empty() ? 0 : ++passes_;
     }
-    if (!pass.empty()) run_pass(pass, number);
+    if (!pass.empty()) {
+      run_pass(pass, number);
+      idle_done = false;
+    }
   }
 }
 

@@ -98,6 +98,10 @@ struct BatcherOptions {
   // <mask> rows per kMaskLogits pass (each is a row of vocabulary size: 512 x 50265 floats is
   // 100 MB); a pass always takes its first sequence.
   size_t max_batch_mask_rows = 512;
+  // Called on the batcher thread once the queue has stayed empty for `idle_after` since the last
+  // pass (the server gives free memory back to the system there); empty: nothing.
+  std::function<void()> on_idle;
+  std::chrono::milliseconds idle_after{1000};
 };
 
 class Batcher {

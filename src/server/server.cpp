@@ -13,6 +13,7 @@
 #include <mutex>
 #include <set>
 
+#include "server/memory.h"
 #include "server/routes.h"
 
 namespace roberta::server {
@@ -286,6 +287,7 @@ void Server::load() {
   BatcherOptions batching;
   batching.max_batch_tokens = s.options.max_batch_tokens;
   batching.max_batch_requests = s.options.max_batch_requests;
+  batching.on_idle = release_free_memory;
   s.batcher = std::make_unique<Batcher>(
       Pipelines{.embedder = s.embedder.get(), .classifier = s.classifier.get(), .fill_mask = s.fill_mask.get()},
       batching, *s.metrics);
