@@ -1,5 +1,6 @@
 // The usage examples of the public headers and the README's Library section, compiled with the
 // tests so that they cannot drift from the API (never called: their model folders do not exist).
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -33,6 +34,32 @@ namespace roberta::examples {
   auto answers = qa("Where do I live?", "My name is Wolfgang and I live in Berlin");
   std::printf("%s %.3f %lld\n", answers[0].answer.c_str(), answers[0].score, static_cast<long long>(answers[0].start));
   (void)pair, (void)r, (void)s, (void)ranked;
+}
+
+// The steps of fill_mask.h, text_classifier.h and cross_encoder.h for batching across callers.
+[[maybe_unused]] void pipeline_steps() {
+  roberta::FillMask fill = roberta::FillMask::load("models/demo");
+  roberta::FillMask::Prepared a = fill.prepare("A <mask> day."), b = fill.prepare("The <mask> sat.");
+  roberta::Matrix logits = fill.run(std::vector{a, b});
+  roberta::Matrix a_rows(a.mask_positions.size(), logits.cols);
+  std::copy_n(logits.row(0), a_rows.data.size(), a_rows.data.begin());
+  auto candidates = fill.finish(a, a_rows);
+
+  roberta::TextClassifier classify = roberta::TextClassifier::load("my-sentiment-model");
+  const std::vector<roberta::TextInput> inputs_a{{"Great!", std::nullopt}}, inputs_b{{"Bad.", "Worse."}};
+  auto pa = classify.prepare(inputs_a), pb = classify.prepare(inputs_b);
+  roberta::Batch batch;
+  for (const auto& e : pa.encodings) batch.add_sequence(e.ids);
+  for (const auto& e : pb.encodings) batch.add_sequence(e.ids);
+  roberta::Matrix rows = classify.run(batch);
+
+  roberta::CrossEncoder ce = roberta::CrossEncoder::load("models/my-reranker");
+  const std::vector<std::string> documents{"Berlin is big.", "Paris."};
+  auto pr = ce.prepare_rank("How many people live in Berlin?", documents);
+  roberta::Batch pairs;
+  for (const auto& e : pr.encodings) pairs.add_sequence(e.ids);
+  auto ranked = ce.finish_rank(pr, ce.run(pairs), documents);
+  (void)candidates, (void)rows, (void)ranked;
 }
 
 [[maybe_unused]] void library_section() {

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Soak of `roberta serve` (not a test): 16 clients send a mix of requests (single sentences, batches
-# of 32, OpenAI base64, tokenize, bad JSON) for SECONDS (default 600), and the server's resident
-# memory (VmRSS) is printed at the start, every minute and at the end.
+# of 32, OpenAI base64, /embed_all, /fill_mask single and batched, tokenize, bad JSON) for SECONDS
+# (default 600), and the server's resident memory (VmRSS) is printed at the start, every minute and
+# at the end (after 3 s without requests). /fill_mask answers 424 on a model without an MLM head:
+# still a request of the mix.
 #   bash tools/soak_serve.sh [BUILD_DIR] [MODEL_DIR] [SECONDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,8 +18,11 @@ rss = lambda: next(int(l.split()[1]) for l in open(f"/proc/{server.proc.pid}/sta
 rng = random.Random(1)
 words = "the garden house river city music window morning winter road letter story friend quietly opened".split()
 text = lambda: " ".join(rng.choice(words) for _ in range(rng.randint(3, 60)))
+masked = lambda: " ".join(rng.choice(words + ["<mask>"]) for _ in range(rng.randint(3, 60))) + " <mask>"
 bodies = [("/embed", lambda: {"inputs": text()}), ("/embed", lambda: {"inputs": [text() for _ in range(32)]}),
           ("/v1/embeddings", lambda: {"input": [text(), text()], "encoding_format": "base64"}),
+          ("/embed_all", lambda: {"inputs": text()}),
+          ("/fill_mask", lambda: {"inputs": masked()}), ("/fill_mask", lambda: {"inputs": [masked() for _ in range(8)]}),
           ("/tokenize", lambda: {"inputs": text()}), ("/embed", lambda: '{"inputs": [')]
 counts, lock, deadline = {}, threading.Lock(), time.time() + seconds
 def client():
@@ -36,6 +41,7 @@ while any(t.is_alive() for t in threads):
     time.sleep(min(60, max(1, deadline - time.time())))
     print(f"{time.time() - deadline + seconds:5.0f} s: RSS {rss()} MB, answers by status {dict(sorted(counts.items()))}", flush=True)
 for t in threads: t.join()
+time.sleep(3)  # the server gives free memory back after a second without work
 end_rss = rss()
-print(f"end: RSS {end_rss} MB (start {start_rss} MB); server exit status {server.stop()}")
+print(f"end (3 s idle): RSS {end_rss} MB (start {start_rss} MB); server exit status {server.stop()}")
 PY

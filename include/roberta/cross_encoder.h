@@ -8,7 +8,16 @@
 //   auto ranked = ce.rank("How many people live in Berlin?", {"Berlin is big.", "Paris."});
 //   ranked[0].corpus_id, ranked[0].score               // best document first
 //
-// Steps for batching across requests: prepare, run (raw logits), finish (activation, softmax).
+// Steps for batching across requests: prepare, run (raw logits), finish (activation, softmax);
+// for rank, prepare_rank and finish_rank. Several callers' pairs share one forward pass through a
+// packed Batch:
+//   auto a = ce.prepare_rank(query, documents), b = ce.prepare(pairs_b);
+//   roberta::Batch batch;
+//   for (const auto* p : {&a, &b})
+//     for (const auto& e : p->encodings) batch.add_sequence(e.ids);
+//   roberta::Matrix logits = ce.run(batch);           // a's rows, then b's
+//   // each caller copies its rows into a Matrix of its own, then:
+//   auto ranked = ce.finish_rank(a, a_logits, documents);  roberta::Matrix s = ce.finish(b, b_logits);
 #include <cstddef>
 #include <filesystem>
 #include <optional>
@@ -84,6 +93,9 @@ class CrossEncoder {
 
   Prepared prepare(std::span<const TextPair> pairs, const CrossEncoderOptions& options = {}) const;
   Matrix run(const Prepared& prepared) const;  // raw logits (pairs, num_labels)
+  // The run step on a Batch the caller packed from the encodings of any number of prepare calls:
+  // raw logits (sequences, num_labels) in batch order; a row does not depend on the rest of the batch.
+  Matrix run(const Batch& batch) const;
   // Scores (pairs, num_labels): the activation, then the optional softmax.
   Matrix finish(const Prepared& prepared, const Matrix& logits, const CrossEncoderOptions& options = {}) const;
 
@@ -99,6 +111,13 @@ class CrossEncoder {
                                    const RankOptions& options = {}) const {
     return rank(query, std::span<const std::string>(documents), options);
   }
+  // rank in steps. prepare_rank: the pairs (query, documents[i]), prepared with options.scoring;
+  // Error (kInvalidModel) unless the model has one label, as rank. finish_rank: their scores
+  // (finish with options.scoring), sorted as rank_scores does.
+  Prepared prepare_rank(const std::string& query, std::span<const std::string> documents,
+                        const RankOptions& options = {}) const;
+  std::vector<RankedDocument> finish_rank(const Prepared& prepared, const Matrix& logits,
+                                          std::span<const std::string> documents, const RankOptions& options = {}) const;
   // The sorting step of rank on scores already computed (one per document).
   static std::vector<RankedDocument> rank_scores(std::span<const float> scores, std::span<const std::string> documents,
                                                  const RankOptions& options = {});
@@ -109,6 +128,7 @@ class CrossEncoder {
   const CrossEncoderConfig& config() const { return config_; }
 
  private:
+  void require_one_label() const;  // Error (kInvalidModel) unless num_labels is 1
   std::optional<Model> model_;
   Tokenizer tokenizer_;
   ModelConfig model_config_;

@@ -4,7 +4,18 @@
 //   roberta::FillMask fill = roberta::FillMask::load("models/demo");
 //   for (const auto& c : fill("She opened the <mask> and looked out.")[0])
 //     std::cout << c.token_str << " " << c.score << "\n";   // " door" 0.1758 ...
+//
+// The same in steps, so that a caller (a server) can run the texts of several requests in one
+// forward pass:
+//   roberta::FillMask::Prepared a = fill.prepare("A <mask> day."), b = fill.prepare("The <mask> sat.");
+//   roberta::Matrix logits = fill.run(std::vector{a, b});   // (2, vocab): a's mask, then b's
+//   roberta::Matrix a_rows(a.mask_positions.size(), logits.cols);
+//   std::copy_n(logits.row(0), a_rows.data.size(), a_rows.data.begin());
+//   auto candidates = fill.finish(a, a_rows);               // = fill("A <mask> day.")
+// or, with the caller's own packing, fill.run(batch) on a Batch of a.encoding.ids, b.encoding.ids:
+// the rows of every <mask> of the batch, in batch order.
 #include <filesystem>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,10 +43,30 @@ class FillMask {
   FillMask(Model model, Tokenizer tokenizer);
   static FillMask load(const std::filesystem::path& dir, const LoadOptions& options = {});
 
+  // One text tokenized, and where its masks are: the prepare step.
+  struct Prepared {
+    Encoding encoding;
+    std::vector<size_t> mask_positions;  // token indices of its <mask> tokens, in text order
+  };
+
   // One candidate list per <mask>, in text order, like Hugging Face's fill-mask pipeline.
   // Throws roberta::Error when the text has no <mask> or is longer than the model allows.
   std::vector<std::vector<FillMaskCandidate>> operator()(std::string_view text,
                                                          const FillMaskOptions& options = {}) const;
+
+  // The prepare step; throws roberta::Error (kInvalidInput) as operator() does for this text.
+  Prepared prepare(std::string_view text) const;
+  // The run step: one forward pass over the texts; the MLM logits of every <mask>, (masks of all
+  // texts, vocab), text after text.
+  Matrix run(std::span<const Prepared> texts) const;
+  // The run step on a Batch the caller packed (from the encodings of prepared texts): the logits
+  // of every <mask> token of the batch, in batch order. A row does not depend on the rest of the
+  // batch.
+  Matrix run(const Batch& batch) const;
+  // The finish step of one text: `logits` holds its rows (mask_positions.size(), vocab); the
+  // softmax over the vocabulary, the top_k (or the targets), and the filled-in sequences.
+  std::vector<std::vector<FillMaskCandidate>> finish(const Prepared& text, const Matrix& logits,
+                                                     const FillMaskOptions& options = {}) const;
 
   // Ids that `targets` resolve to, with a note for each word that was not one token.
   std::vector<int32_t> target_ids(const std::vector<std::string>& targets, std::vector<std::string>* notes) const;

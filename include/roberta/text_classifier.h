@@ -12,6 +12,12 @@
 //   auto prepared = classify.prepare(inputs, options);   // tokenize and check
 //   roberta::Matrix logits = classify.run(prepared);     // (inputs, num_labels)
 //   auto results = classify.finish(prepared, logits, options);
+// Several callers' inputs can share one forward pass: pack the ids of their encodings into one
+// Batch, run it, and give each caller its rows (in packing order) to finish:
+//   roberta::Batch batch;
+//   for (const auto& e : a.encodings) batch.add_sequence(e.ids);   // a, b: two prepare() results
+//   for (const auto& e : b.encodings) batch.add_sequence(e.ids);
+//   roberta::Matrix rows = classify.run(batch);   // a's rows first, then b's
 #include <cstddef>
 #include <filesystem>
 #include <optional>
@@ -71,6 +77,10 @@ class TextClassifier {
   // Errors (kInvalidInput) name the input: invalid UTF-8, too long without truncation.
   Prepared prepare(std::span<const TextInput> inputs, const TextClassifyOptions& options = {}) const;
   Matrix run(const Prepared& prepared) const;
+  // The run step on a Batch the caller packed from the encodings of any number of prepare calls:
+  // the raw logits (sequences, num_labels), one row per sequence in batch order. The rows do not
+  // depend on what else is in the batch.
+  Matrix run(const Batch& batch) const;
   // `logits` has one row per input and num_labels columns.
   std::vector<std::vector<LabelScore>> finish(const Prepared& prepared, const Matrix& logits,
                                               const TextClassifyOptions& options = {}) const;

@@ -109,6 +109,10 @@ Matrix CrossEncoder::run(const Prepared& prepared) const {
   return pipeline::sequence_logits(pipeline::require_model(model_, "CrossEncoder"), prepared.encodings);
 }
 
+Matrix CrossEncoder::run(const Batch& batch) const {
+  return pipeline::batch_sequence_logits(pipeline::require_model(model_, "CrossEncoder"), batch);
+}
+
 Matrix CrossEncoder::finish(const Prepared& prepared, const Matrix& logits, const CrossEncoderOptions& options) const {
   const size_t L = static_cast<size_t>(model_config_.num_labels());
   if (logits.rows != prepared.encodings.size() || logits.cols != L)
@@ -172,12 +176,32 @@ std::vector<RankedDocument> CrossEncoder::rank_scores(std::span<const float> sco
   return ranked;
 }
 
-std::vector<RankedDocument> CrossEncoder::rank(const std::string& query, std::span<const std::string> documents,
-                                               const RankOptions& options) const {
+void CrossEncoder::require_one_label() const {
   if (model_config_.num_labels() != 1)
     throw Error("CrossEncoder::rank needs a model with one label; this one has " +
                     std::to_string(model_config_.num_labels()) + " (use predict)",
                 ErrorKind::kInvalidModel);
+}
+
+CrossEncoder::Prepared CrossEncoder::prepare_rank(const std::string& query, std::span<const std::string> documents,
+                                                  const RankOptions& options) const {
+  require_one_label();
+  std::vector<TextPair> pairs;
+  for (const std::string& d : documents) pairs.emplace_back(query, d);
+  return prepare(pairs, options.scoring);
+}
+
+std::vector<RankedDocument> CrossEncoder::finish_rank(const Prepared& prepared, const Matrix& logits,
+                                                      std::span<const std::string> documents,
+                                                      const RankOptions& options) const {
+  require_one_label();
+  const Matrix scores = finish(prepared, logits, options.scoring);
+  return rank_scores(scores.data, documents, options);
+}
+
+std::vector<RankedDocument> CrossEncoder::rank(const std::string& query, std::span<const std::string> documents,
+                                               const RankOptions& options) const {
+  require_one_label();
   std::vector<TextPair> pairs;
   for (const std::string& d : documents) pairs.emplace_back(query, d);
   const Matrix scores = predict(pairs, options.scoring);

@@ -60,35 +60,62 @@ std::vector<int32_t> FillMask::target_ids(const std::vector<std::string>& target
   return ids;
 }
 
-std::vector<std::vector<FillMaskCandidate>> FillMask::operator()(std::string_view text,
-                                                                 const FillMaskOptions& options) const {
-  const Encoding enc = tokenizer_.encode(text);
+FillMask::Prepared FillMask::prepare(std::string_view text) const {
+  Prepared p;
+  p.encoding = tokenizer_.encode(text);
   const int32_t mask = *tokenizer_.mask_id();
-  std::vector<size_t> mask_rows;
-  for (size_t i = 0; i < enc.ids.size(); ++i)
-    if (enc.ids[i] == mask) mask_rows.push_back(i);
-  if (mask_rows.empty()) throw Error("no <mask> in the text");
+  for (size_t i = 0; i < p.encoding.ids.size(); ++i)
+    if (p.encoding.ids[i] == mask) p.mask_positions.push_back(i);
+  if (p.mask_positions.empty()) throw Error("no <mask> in the text");
   const int64_t max_len = model_.config().max_sequence_length();
-  if (static_cast<int64_t>(enc.size()) > max_len)
-    throw Error("the text has " + std::to_string(enc.size()) + " tokens; the model allows at most " +
+  if (static_cast<int64_t>(p.encoding.size()) > max_len)
+    throw Error("the text has " + std::to_string(p.encoding.size()) + " tokens; the model allows at most " +
                 std::to_string(max_len));
+  return p;
+}
+
+Matrix FillMask::run(std::span<const Prepared> texts) const {
   Batch batch;
-  batch.add_sequence(enc.ids);
+  for (const Prepared& p : texts) batch.add_sequence(p.encoding.ids);
+  return run(batch);
+}
+
+Matrix FillMask::run(const Batch& batch) const {
+  const int32_t mask = *tokenizer_.mask_id();
   ForwardOptions fo;
   fo.logits = true;
-  fo.logit_rows = mask_rows;
-  const Outputs out = model_.forward(batch, fo);
+  for (size_t i = 0; i < batch.ids.size(); ++i)
+    if (batch.ids[i] == mask) fo.logit_rows.push_back(i);
+  // (empty logit_rows would ask for every token's logits)
+  if (fo.logit_rows.empty()) return Matrix(0, static_cast<size_t>(model_.config().vocab_size));
+  Outputs out = model_.forward(batch, fo);
+  return std::move(out.logits);
+}
 
+std::vector<std::vector<FillMaskCandidate>> FillMask::operator()(std::string_view text,
+                                                                 const FillMaskOptions& options) const {
+  const Prepared p = prepare(text);
+  return finish(p, run(std::span(&p, 1)), options);
+}
+
+std::vector<std::vector<FillMaskCandidate>> FillMask::finish(const Prepared& text, const Matrix& logits_rows,
+                                                             const FillMaskOptions& options) const {
+  const std::vector<size_t>& mask_rows = text.mask_positions;
+  const Encoding& enc = text.encoding;
+  if (logits_rows.rows != mask_rows.size() || logits_rows.cols != static_cast<size_t>(model_.config().vocab_size))
+    throw Error("FillMask::finish: logits are " + std::to_string(logits_rows.rows) + "x" +
+                std::to_string(logits_rows.cols) + ", expected " + std::to_string(mask_rows.size()) + "x" +
+                std::to_string(model_.config().vocab_size));
   std::vector<int32_t> allowed;
   if (!options.targets.empty()) {
     allowed = target_ids(options.targets, nullptr);
     if (allowed.empty()) throw Error("none of the targets is a token of the vocabulary");
   }
   const bool single_mask = mask_rows.size() == 1;
-  const size_t V = out.logits.cols;
+  const size_t V = logits_rows.cols;
   std::vector<std::vector<FillMaskCandidate>> results;
   for (size_t m = 0; m < mask_rows.size(); ++m) {
-    const float* logits = out.logits.row(m);
+    const float* logits = logits_rows.row(m);
     // softmax over the whole vocabulary, in double for the normaliser
     const float max = *std::max_element(logits, logits + V);
     double sum = 0;

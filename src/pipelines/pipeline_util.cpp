@@ -66,10 +66,13 @@ size_t model_max_length(const ModelConfig& config) {
 }
 
 Matrix sequence_logits(const Model& model, std::span<const Encoding> encodings) {
-  const size_t labels = static_cast<size_t>(model.config().num_labels());
-  if (encodings.empty()) return Matrix(0, labels);
   Batch batch;
   for (const Encoding& e : encodings) batch.add_sequence(e.ids);
+  return batch_sequence_logits(model, batch);
+}
+
+Matrix batch_sequence_logits(const Model& model, const Batch& batch) {
+  if (batch.num_sequences() == 0) return Matrix(0, static_cast<size_t>(model.config().num_labels()));
   ForwardOptions fo;
   fo.sequence_logits = true;
   Outputs out = model.forward(batch, fo);

@@ -51,6 +51,8 @@ size_t model_max_length(const ModelConfig& config);
 
 // Every encoding through the model as one Batch; the classifier's logits (encodings, num_labels).
 Matrix sequence_logits(const Model& model, std::span<const Encoding> encodings);
+// The same on a Batch already packed: (batch.num_sequences(), num_labels).
+Matrix batch_sequence_logits(const Model& model, const Batch& batch);
 
 // Python's str.strip() (str.isspace characters at both ends).
 std::string python_strip(std::string_view text);

@@ -67,6 +67,10 @@ Matrix TextClassifier::run(const Prepared& prepared) const {
   return pipeline::sequence_logits(pipeline::require_model(model_, "TextClassifier"), prepared.encodings);
 }
 
+Matrix TextClassifier::run(const Batch& batch) const {
+  return pipeline::batch_sequence_logits(pipeline::require_model(model_, "TextClassifier"), batch);
+}
+
 std::vector<std::vector<LabelScore>> TextClassifier::finish(const Prepared& prepared, const Matrix& logits,
                                                             const TextClassifyOptions& options) const {
   const size_t L = static_cast<size_t>(config_.num_labels());

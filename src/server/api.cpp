@@ -96,12 +96,13 @@ std::optional<std::string> get_string(const json& body, const char* field) {
   return v->get<std::string>();
 }
 
-size_t Input::chars() const {
-  if (is_ids) return ids.size();
+size_t code_points(std::string_view text) {
   size_t n = 0;
   for (unsigned char c : text) n += (c & 0xC0) != 0x80;
   return n;
 }
+
+size_t Input::chars() const { return is_ids ? ids.size() : code_points(text); }
 
 namespace {
 bool is_id_list(const json& v) {

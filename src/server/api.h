@@ -10,6 +10,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "roberta/error.h"
@@ -47,6 +48,9 @@ json parse_body(const std::string& body);  // a JSON object, else ApiError 400
 bool get_bool(const json& body, const char* field, bool fallback);
 std::optional<size_t> get_size(const json& body, const char* field);
 std::optional<std::string> get_string(const json& body, const char* field);
+
+// Code points of a UTF-8 text (TEI's x-compute-characters counts them).
+size_t code_points(std::string_view text);
 
 // One input: a text, or token ids (OpenAI's [int] / [[int]]).
 struct Input {

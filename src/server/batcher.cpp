@@ -1,13 +1,15 @@
 #include "server/batcher.h"
 
+#include <algorithm>
+
 namespace roberta::server {
 
 namespace {
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 }  // namespace
 
-Batcher::Batcher(const Embedder& embedder, BatcherOptions options, Metrics& metrics)
-    : embedder_(embedder), options_(options), metrics_(metrics), thread_([this] { loop(); }) {}
+Batcher::Batcher(Pipelines pipelines, BatcherOptions options, Metrics& metrics)
+    : pipelines_(pipelines), options_(options), metrics_(metrics), thread_([this] { loop(); }) {}
 
 Batcher::~Batcher() { stop(); }
 
@@ -31,17 +33,38 @@ void Batcher::submit(const std::shared_ptr<Job>& job) {
   {
     std::lock_guard lock(mutex_);
     job->enqueued_ = Clock::now();
-    if (job->kind == Job::Kind::kPooled)
-      job->pooled = Matrix(job->texts.size(), embedder_.dimension());
-    else
-      job->tokens.resize(job->texts.size());
+    const size_t n = job->size();
+    switch (job->kind) {
+      case Job::Kind::kPooled:
+      case Job::Kind::kTokens:
+        if (!pipelines_.embedder)
+          job->error = Error("the server has no embedding pipeline", ErrorKind::kInvalidModel);
+        else if (job->kind == Job::Kind::kPooled)
+          job->pooled = Matrix(n, pipelines_.embedder->dimension());
+        else
+          job->tokens.resize(n);
+        break;
+      case Job::Kind::kSequenceLogits:
+        if (!pipelines_.classifier)
+          job->error = Error("the model has no sequence classification head", ErrorKind::kInvalidModel);
+        else
+          job->logits = Matrix(n, static_cast<size_t>(pipelines_.classifier->config().num_labels()));
+        break;
+      case Job::Kind::kMaskLogits:
+        if (!pipelines_.fill_mask)
+          job->error = Error("the model has no MLM head (lm_head.*) or no <mask> token", ErrorKind::kInvalidModel);
+        else
+          job->mask_logits.resize(n);
+        break;
+    }
+    if (job->error) return;
     if (stop_) {
       job->error = Error("the server is shutting down", ErrorKind::kIo);
       return;
     }
-    if (job->texts.empty()) return;
+    if (n == 0) return;
     queue_.push_back(job);
-    queued_sequences_ += job->texts.size();
+    queued_sequences_ += n;
     metrics_.set_gauge("te_queue_size", static_cast<double>(queued_sequences_));
   }
   wake_.notify_one();
@@ -67,11 +90,21 @@ size_t Batcher::queued_sequences() const {
   return queued_sequences_;
 }
 
+uint64_t Batcher::passes() const {
+  std::lock_guard lock(mutex_);
+  return passes_;
+}
+
+size_t Batcher::mask_rows(const std::vector<int32_t>& ids) const {
+  const int32_t mask = pipelines_.fill_mask->tokenizer().mask_id().value_or(-1);
+  return static_cast<size_t>(std::count(ids.begin(), ids.end(), mask));
+}
+
 std::vector<Batcher::Slot> Batcher::next_pass() {
   // Requests whose client has gone away leave the queue.
   for (auto it = queue_.begin(); it != queue_.end();) {
     if ((*it)->cancelled_) {
-      queued_sequences_ -= (*it)->texts.size() - (*it)->scheduled_;  // the handler counts it as dropped
+      queued_sequences_ -= (*it)->size() - (*it)->scheduled_;  // the handler counts it as dropped
       it = queue_.erase(it);
     } else {
       ++it;
@@ -79,18 +112,29 @@ std::vector<Batcher::Slot> Batcher::next_pass() {
   }
   std::vector<Slot> pass;
   if (queue_.empty()) return pass;
-  // One kind per pass (pooled rows or token rows); the oldest request decides which.
-  const Job::Kind kind = queue_.front()->kind;
+  // One kind per pass: that of the oldest request not in the previous pass (number passes_), else
+  // of the oldest request. So the kinds take turns.
+  const Job* first = queue_.front().get();
+  for (const auto& job : queue_)
+    if (job->in_pass_ != passes_) {
+      first = job.get();
+      break;
+    }
+  const Job::Kind kind = first->kind;
   const size_t max_sequences = options_.max_batch_requests ? options_.max_batch_requests : SIZE_MAX;
-  size_t tokens = 0;
+  size_t tokens = 0, masks = 0;
   const auto take = [&](const std::shared_ptr<Job>& job) {
-    if (job->kind != kind || job->scheduled_ == job->texts.size() || pass.size() >= max_sequences) return false;
-    const size_t n = job->texts[job->scheduled_].ids.size();
+    if (job->kind != kind || job->scheduled_ == job->size() || pass.size() >= max_sequences) return false;
+    const size_t n = job->length(job->scheduled_);
+    const size_t m = kind == Job::Kind::kMaskLogits ? mask_rows(job->sequences[job->scheduled_]) : 0;
     // The budget counts real tokens; a pass always takes its first sequence, however long.
-    if (!pass.empty() && tokens + n > options_.max_batch_tokens) return false;
+    if (!pass.empty() && (tokens + n > options_.max_batch_tokens || masks + m > options_.max_batch_mask_rows))
+      return false;
     if (job->scheduled_ == 0) job->queue_seconds = seconds_since(job->enqueued_);
+    job->in_pass_ = passes_ + 1;
     pass.push_back({job, job->scheduled_++});
     tokens += n;
+    masks += m;
     return true;
   };
   for (const auto& job : queue_) take(job);  // round 1: one sequence of every request
@@ -99,7 +143,7 @@ std::vector<Batcher::Slot> Batcher::next_pass() {
     }
   queued_sequences_ -= pass.size();
   for (auto it = queue_.begin(); it != queue_.end();)
-    it = (*it)->scheduled_ == (*it)->texts.size() ? queue_.erase(it) : it + 1;
+    it = (*it)->scheduled_ == (*it)->size() ? queue_.erase(it) : it + 1;
   metrics_.set_gauge("te_queue_size", static_cast<double>(queued_sequences_));
   metrics_.observe("te_batch_next_size", static_cast<double>(pass.size()));
   metrics_.observe("te_batch_next_tokens", static_cast<double>(tokens));
@@ -107,22 +151,49 @@ std::vector<Batcher::Slot> Batcher::next_pass() {
 }
 
 void Batcher::run_pass(std::vector<Slot>& pass, uint64_t number) {
-  std::vector<PreparedText> texts(pass.size());
+  const Job::Kind kind = pass[0].job->kind;
+  std::vector<PreparedText> texts;
+  Batch batch;
+  std::vector<size_t> masks;  // kMaskLogits: <mask> rows of each sequence
   {
     std::lock_guard lock(mutex_);  // the ids move out of the jobs: nothing else reads them now
-    for (size_t i = 0; i < pass.size(); ++i) texts[i] = std::move(pass[i].job->texts[pass[i].index]);
+    for (const Slot& slot : pass) {
+      if (kind == Job::Kind::kPooled || kind == Job::Kind::kTokens) {
+        texts.push_back(std::move(slot.job->texts[slot.index]));
+        continue;
+      }
+      const std::vector<int32_t>& ids = slot.job->sequences[slot.index];
+      batch.add_sequence(ids);
+      if (kind == Job::Kind::kMaskLogits) masks.push_back(mask_rows(ids));
+      std::vector<int32_t>().swap(slot.job->sequences[slot.index]);  // not needed any more
+    }
   }
   const auto started = Clock::now();
   std::optional<Error> error;
-  Matrix pooled;
-  std::vector<Matrix> tokens;
+  Matrix rows;                   // kPooled, kSequenceLogits: one row per sequence
+  std::vector<Matrix> matrices;  // kTokens, kMaskLogits: one matrix per sequence
   try {
-    if (pass[0].job->kind == Job::Kind::kPooled) {
-      EmbedOptions options;
-      options.normalize = false;  // each request normalises (and cuts `dimensions`) its own rows
-      pooled = embedder_.run(texts, options);
-    } else {
-      tokens = embedder_.run_tokens(texts);
+    switch (kind) {
+      case Job::Kind::kPooled: {
+        EmbedOptions options;
+        options.normalize = false;  // each request normalises (and cuts `dimensions`) its own rows
+        rows = pipelines_.embedder->run(texts, options);
+        break;
+      }
+      case Job::Kind::kTokens: matrices = pipelines_.embedder->run_tokens(texts); break;
+      case Job::Kind::kSequenceLogits: rows = pipelines_.classifier->run(batch); break;
+      case Job::Kind::kMaskLogits: {
+        const Matrix all = pipelines_.fill_mask->run(batch);  // every <mask> of the pass, in order
+        size_t r = 0;
+        for (const size_t m : masks) {
+          if (r + m > all.rows)
+            throw Error("the pass gave " + std::to_string(all.rows) + " <mask> rows, expected more", ErrorKind::kIo);
+          Matrix& mine = matrices.emplace_back(m, all.cols);
+          std::copy_n(all.row(r), m * all.cols, mine.data.begin());
+          r += m;
+        }
+        break;
+      }
     }
   } catch (const Error& e) {
     error = e;
@@ -135,12 +206,17 @@ void Batcher::run_pass(std::vector<Slot>& pass, uint64_t number) {
     Job& job = *pass[i].job;
     if (job.cancelled_) continue;
     job.inference_seconds += secs;  // per row, as TEI sums it (the handler averages)
+    const size_t at = pass[i].index;
     if (error) {
       if (!job.error) job.error = error;
-    } else if (job.kind == Job::Kind::kPooled) {
-      std::copy_n(pooled.row(i), pooled.cols, job.pooled.row(pass[i].index));
+    } else if (kind == Job::Kind::kPooled) {
+      std::copy_n(rows.row(i), rows.cols, job.pooled.row(at));
+    } else if (kind == Job::Kind::kSequenceLogits) {
+      std::copy_n(rows.row(i), rows.cols, job.logits.row(at));
+    } else if (kind == Job::Kind::kTokens) {
+      job.tokens[at] = std::move(matrices[i]);
     } else {
-      job.tokens[pass[i].index] = std::move(tokens[i]);
+      job.mask_logits[at] = std::move(matrices[i]);
     }
     ++job.finished_;
     job.last_pass = number;
@@ -149,17 +225,28 @@ void Batcher::run_pass(std::vector<Slot>& pass, uint64_t number) {
 }
 
 void Batcher::loop() {
+  bool idle_done = true;  // on_idle ran since the last pass
   for (;;) {
     std::vector<Slot> pass;
     uint64_t number = 0;
     {
       std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      const auto work = [&] { return stop_ || !queue_.empty(); };
+      if (!idle_done && options_.on_idle && !wake_.wait_for(lock, options_.idle_after, work)) {
+        lock.unlock();
+        options_.on_idle();
+        idle_done = true;
+        continue;
+      }
+      wake_.wait(lock, work);
       if (stop_) return;
       pass = next_pass();
       number = pass.empty() ? 0 : ++passes_;
     }
-    if (!pass.empty()) run_pass(pass, number);
+    if (!pass.empty()) {
+      run_pass(pass, number);
+      idle_done = false;
+    }
   }
 }
 

@@ -1,22 +1,48 @@
-// The route handlers: TEI's /embed, /embed_all, /tokenize, /decode, /info, /health, /metrics,
-// OpenAI's /v1/embeddings and /v1/models, our /fill_mask, and /predict and /rerank over the
-// classification pipelines (TextClassifier, CrossEncoder).
+// The route handlers of TEI's /embed, /embed_all, /tokenize, /decode, /info, /health, /metrics and
+// OpenAI's /v1/embeddings and /v1/models, and the table of every route (/predict, /rerank and
+// /fill_mask are in task_routes.cpp).
 #include <algorithm>
 #include <thread>
 
-#include "server/routes.h"
+#include "server/handlers.h"
 
 #ifndef ROBERTA_VERSION
 #define ROBERTA_VERSION "0.0.0"
 #endif
 
 namespace roberta::server {
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+std::string ms(double secs) { return std::to_string(static_cast<long long>(secs * 1000)); }
+
+void run_queued(State& s, const Call& call, Queued& q) {
+  s.batcher->submit(q.job);
+  if (!s.batcher->wait(*q.job, [&] { return s.connections->client_alive(call.peer); }))
+    throw ApiError(499, ErrorType::kBackend, "the client closed the connection before the answer", "dropped");
+  if (q.job->error) throw api_error(*q.job->error);
+}
+
+void timing_headers(State& s, const Call& call, const Queued& q, Reply& r) {
+  const size_t n = std::max<size_t>(1, q.job->size());
+  const double total = seconds(Clock::now() - call.start);
+  const double inference = q.job->inference_seconds / static_cast<double>(n);
+  r.headers = {{"x-compute-type", "cpu"},
+               {"x-compute-time", ms(total)},
+               {"x-compute-characters", std::to_string(q.chars)},
+               {"x-compute-tokens", std::to_string(q.tokens)},
+               {"x-total-time", ms(total)},
+               {"x-tokenization-time", ms(q.tokenization)},
+               {"x-queue-time", ms(q.job->queue_seconds)},
+               {"x-inference-time", ms(inference)}};
+  s.metrics->observe("te_request_duration", total);
+  s.metrics->observe("te_request_tokenization_duration", q.tokenization);
+  s.metrics->observe("te_request_queue_duration", q.job->queue_seconds);
+  s.metrics->observe("te_request_inference_duration", inference);
+}
+
 namespace {
 
 using ordered_json = nlohmann::ordered_json;
-
-double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-std::string ms(double s) { return std::to_string(static_cast<long long>(s * 1000)); }
 
 Embedder& embedder(State& s) { return *s.embedder; }
 
@@ -29,18 +55,12 @@ struct EmbedRequest {
   std::optional<size_t> dimensions;
 };
 
-struct Embedded {
-  std::shared_ptr<Job> job;
-  size_t tokens = 0, chars = 0;
-  double tokenization = 0;
-};
-
 // Prepares every input on this thread, queues them as one Job and waits for its rows.
-Embedded run_job(State& s, const Call& call, const EmbedRequest& req, Job::Kind kind) {
+Queued run_job(State& s, const Call& call, const EmbedRequest& req, Job::Kind kind) {
   const auto t0 = Clock::now();
-  Embedded out;
-  out.job = std::make_shared<Job>();
+  Queued out;
   out.job->kind = kind;
+  out.job->texts.reserve(req.inputs.items.size());
   for (size_t i = 0; i < req.inputs.items.size(); ++i) {
     const Input& in = req.inputs.items[i];
     try {
@@ -56,30 +76,8 @@ Embedded run_job(State& s, const Call& call, const EmbedRequest& req, Job::Kind 
     s.metrics->observe("te_request_input_length", static_cast<double>(n));
   }
   out.tokenization = seconds(Clock::now() - t0);
-  s.batcher->submit(out.job);
-  if (!s.batcher->wait(*out.job, [&] { return s.connections->client_alive(call.peer); }))
-    throw ApiError(499, ErrorType::kBackend, "the client closed the connection before the answer", "dropped");
-  if (out.job->error) throw api_error(*out.job->error);
+  run_queued(s, call, out);
   return out;
-}
-
-// TEI's timing headers (milliseconds; per-input times averaged as TEI does) and metrics.
-void finish(State& s, const Call& call, const Embedded& e, Reply& r) {
-  const size_t n = std::max<size_t>(1, e.job->texts.size());
-  const double total = seconds(Clock::now() - call.start);
-  const double inference = e.job->inference_seconds / static_cast<double>(n);
-  r.headers = {{"x-compute-type", "cpu"},
-               {"x-compute-time", ms(total)},
-               {"x-compute-characters", std::to_string(e.chars)},
-               {"x-compute-tokens", std::to_string(e.tokens)},
-               {"x-total-time", ms(total)},
-               {"x-tokenization-time", ms(e.tokenization)},
-               {"x-queue-time", ms(e.job->queue_seconds)},
-               {"x-inference-time", ms(inference)}};
-  s.metrics->observe("te_request_duration", total);
-  s.metrics->observe("te_request_tokenization_duration", e.tokenization);
-  s.metrics->observe("te_request_queue_duration", e.job->queue_seconds);
-  s.metrics->observe("te_request_inference_duration", inference);
 }
 
 const char* method_label(const Inputs& in) { return in.batch ? "batch" : "single"; }
@@ -125,7 +123,7 @@ Reply embed(State& s, const Call& call) {
                    get_bool(body, "normalize", true), get_size(body, "dimensions")};
   s.metrics->count("te_request_count", "method", method_label(req.inputs));
   check_dimensions(s, req);
-  Embedded e = run_job(s, call, req, Job::Kind::kPooled);
+  Queued e = run_job(s, call, req, Job::Kind::kPooled);
   Reply r;
   r.body = "[";
   for (const auto& row : finished_rows(req, *e.job)) {
@@ -133,7 +131,7 @@ Reply embed(State& s, const Call& call) {
     append_floats(r.body, row.data(), row.size());
   }
   r.body += "]";
-  finish(s, call, e, r);
+  timing_headers(s, call, e, r);
   s.metrics->count("te_request_success", "method", method_label(req.inputs));
   return r;
 }
@@ -142,7 +140,7 @@ Reply embed_all(State& s, const Call& call) {
   const json body = parse_body(call.body);
   EmbedRequest req{parse_inputs(body, "inputs", s.options.max_client_batch_size), embed_options(s, body), false, {}};
   s.metrics->count("te_request_count", "method", method_label(req.inputs));
-  Embedded e = run_job(s, call, req, Job::Kind::kTokens);
+  Queued e = run_job(s, call, req, Job::Kind::kTokens);
   Reply r;
   r.body = "[";
   for (size_t i = 0; i < e.job->tokens.size(); ++i) {
@@ -155,7 +153,7 @@ Reply embed_all(State& s, const Call& call) {
     r.body += "]";
   }
   r.body += "]";
-  finish(s, call, e, r);
+  timing_headers(s, call, e, r);
   s.metrics->count("te_request_success", "method", method_label(req.inputs));
   return r;
 }
@@ -171,7 +169,7 @@ Reply openai_embeddings(State& s, const Call& call) {
   get_string(body, "user");
   s.metrics->count("te_request_count", "method", method_label(req.inputs));
   check_dimensions(s, req);
-  Embedded e = run_job(s, call, req, Job::Kind::kPooled);
+  Queued e = run_job(s, call, req, Job::Kind::kPooled);
   Reply r;
   r.body = "{\"object\":\"list\",\"data\":[";
   const auto rows = finished_rows(req, *e.job);
@@ -187,7 +185,7 @@ Reply openai_embeddings(State& s, const Call& call) {
   const std::string tokens = std::to_string(e.tokens);
   r.body += "],\"model\":" + json_string(s.options.served_model_name) + ",\"usage\":{\"prompt_tokens\":" + tokens +
             ",\"total_tokens\":" + tokens + "}}";
-  finish(s, call, e, r);
+  timing_headers(s, call, e, r);
   s.metrics->count("te_request_success", "method", method_label(req.inputs));
   return r;
 }
@@ -201,56 +199,7 @@ Reply openai_models(State& s, const Call&) {
   return r;
 }
 
-// ---------------------------------------------------------------- fill-mask, tokenizer
-
-Reply fill_mask(State& s, const Call& call) {
-  const json body = parse_body(call.body);
-  const Inputs in = parse_inputs(body, "inputs", s.options.max_client_batch_size, /*allow_ids=*/false);
-  if (!s.fill_mask)
-    throw ApiError(424, ErrorType::kBackend, "the model has no MLM head (lm_head.*) or no <mask> token", "model_type");
-  FillMaskOptions o;
-  if (auto k = get_size(body, "top_k")) {
-    if (*k == 0) throw ApiError(422, ErrorType::kValidation, "`top_k` should be positive");
-    o.top_k = *k;
-  }
-  if (const auto it = body.find("targets"); it != body.end() && !it->is_null()) {
-    if (it->is_string()) {
-      o.targets.push_back(it->get<std::string>());
-    } else if (it->is_array() && std::all_of(it->begin(), it->end(), [](const json& t) { return t.is_string(); })) {
-      for (const auto& t : *it) o.targets.push_back(t.get<std::string>());
-    } else {
-      throw ApiError(400, ErrorType::kValidation, "`targets` must be a string or a list of strings");
-    }
-  }
-  s.metrics->count("te_request_count", "method", method_label(in));
-  ordered_json answers = ordered_json::array();
-  size_t tokens = 0;
-  for (size_t i = 0; i < in.items.size(); ++i) {
-    std::vector<std::vector<FillMaskCandidate>> results;
-    try {
-      results = (*s.fill_mask)(in.items[i].text, o);
-      tokens += s.fill_mask->tokenizer().encode(in.items[i].text).size();
-    } catch (const Error& e) {
-      ApiError err = api_error(e);
-      throw ApiError(err.status, err.type, (in.batch ? "input " + std::to_string(i) + ": " : "") + e.what(), err.metric);
-    }
-    // As `roberta fill-mask --json`: one mask gives a flat list, several a list per mask.
-    ordered_json lists = ordered_json::array();
-    for (const auto& list : results) {
-      ordered_json items = ordered_json::array();
-      for (const auto& c : list)
-        items.push_back({{"score", c.score}, {"token", c.token}, {"token_str", c.token_str}, {"sequence", c.sequence}});
-      lists.push_back(items);
-    }
-    answers.push_back(results.size() == 1 ? lists[0] : lists);
-  }
-  Reply r;
-  r.body = (in.batch ? answers : answers[0]).dump(-1, ' ', false, ordered_json::error_handler_t::replace);
-  r.headers = {{"x-compute-tokens", std::to_string(tokens)},
-               {"x-total-time", ms(seconds(Clock::now() - call.start))}};
-  s.metrics->count("te_request_success", "method", method_label(in));
-  return r;
-}
+// ---------------------------------------------------------------- tokenizer
 
 Reply tokenize(State& s, const Call& call) {
   const json body = parse_body(call.body);
@@ -327,124 +276,6 @@ Reply decode(State& s, const Call& call) {
   }
   Reply r;
   r.body = out.dump(-1, ' ', false, json::error_handler_t::replace);
-  return r;
-}
-
-// ---------------------------------------------------------------- classification
-
-// Runs on the handler thread, one forward pass per request (not packed with other requests).
-const TextClassifier& classifier(State& s) {
-  if (!s.classifier)
-    throw ApiError(424, ErrorType::kBackend, "the model has no sequence classification head", "model_type");
-  return *s.classifier;
-}
-
-// TEI's PredictInput: "text" | ["text", "pair"] (one pair) | a list of those ([["a"], ["a", "b"], "c"]).
-std::pair<std::vector<TextInput>, bool> parse_predict_inputs(const json& body, size_t max_batch) {
-  const auto it = body.find("inputs");
-  if (it == body.end()) throw ApiError(400, ErrorType::kValidation, "missing field `inputs`");
-  const auto one = [](const json& v) -> std::optional<TextInput> {
-    if (v.is_string()) return TextInput{v.get<std::string>(), std::nullopt};
-    if (v.is_array() && v.size() == 1 && v[0].is_string()) return TextInput{v[0].get<std::string>(), std::nullopt};
-    if (v.is_array() && v.size() == 2 && v[0].is_string() && v[1].is_string())
-      return TextInput{v[0].get<std::string>(), v[1].get<std::string>()};
-    return std::nullopt;
-  };
-  if (auto single = one(*it)) return {{*single}, false};
-  if (!it->is_array() || it->empty())
-    throw ApiError(400, ErrorType::kValidation, "`inputs` must be a text, a [text, pair] or a non-empty list of those");
-  if (it->size() > max_batch)
-    throw ApiError(413, ErrorType::kValidation, "batch size " + std::to_string(it->size()) +
-                                                    " > maximum allowed batch size " + std::to_string(max_batch));
-  std::vector<TextInput> inputs;
-  for (size_t i = 0; i < it->size(); ++i) {
-    auto item = one((*it)[i]);
-    if (!item) throw ApiError(400, ErrorType::kValidation, "inputs[" + std::to_string(i) + "] is not a text or a [text, pair]");
-    inputs.push_back(std::move(*item));
-  }
-  return {inputs, true};
-}
-
-Reply predict(State& s, const Call& call) {
-  const json body = parse_body(call.body);
-  const TextClassifier& c = classifier(s);
-  const auto [inputs, batch] = parse_predict_inputs(body, s.options.max_client_batch_size);
-  TextClassifyOptions o;
-  o.top_k = std::nullopt;  // every label, best first, as TEI answers
-  if (get_bool(body, "raw_scores", false)) o.function_to_apply = ClassificationFunction::kNone;
-  o.truncation = get_bool(body, "truncate", s.options.auto_truncate);
-  s.metrics->count("te_request_count", "method", batch ? "batch" : "single");
-  std::vector<std::vector<LabelScore>> results;
-  size_t tokens = 0;
-  try {
-    const TextClassifier::Prepared prepared = c.prepare(inputs, o);
-    for (const auto& e : prepared.encodings) tokens += e.size();
-    results = c.finish(prepared, c.run(prepared), o);
-  } catch (const Error& e) {
-    throw api_error(e);
-  }
-  ordered_json answers = ordered_json::array();
-  for (const auto& list : results) {
-    ordered_json items = ordered_json::array();
-    for (const auto& l : list) items.push_back({{"score", l.score}, {"label", l.label}});
-    answers.push_back(items);
-  }
-  Reply r;
-  r.body = (batch ? answers : answers[0]).dump(-1, ' ', false, ordered_json::error_handler_t::replace);
-  r.headers = {{"x-compute-tokens", std::to_string(tokens)},
-               {"x-total-time", ms(seconds(Clock::now() - call.start))}};
-  s.metrics->count("te_request_success", "method", batch ? "batch" : "single");
-  return r;
-}
-
-// TEI's /rerank: {"query", "texts", "return_text", "raw_scores", "truncate"} -> [{"index", "score", "text"?}],
-// best first. Scores use the model's activation (sentence-transformers' CrossEncoder: sigmoid for
-// one label); raw_scores gives the logits.
-Reply rerank(State& s, const Call& call) {
-  const json body = parse_body(call.body);
-  classifier(s);
-  const auto query = get_string(body, "query");
-  if (!query) throw ApiError(400, ErrorType::kValidation, "missing field `query` (a string)");
-  const auto texts = body.find("texts");
-  if (texts == body.end() || !texts->is_array() ||
-      !std::all_of(texts->begin(), texts->end(), [](const json& t) { return t.is_string(); }))
-    throw ApiError(400, ErrorType::kValidation, "`texts` must be a list of strings");
-  if (texts->empty()) throw ApiError(400, ErrorType::kEmpty, "`texts` cannot be empty");
-  if (texts->size() > s.options.max_client_batch_size)
-    throw ApiError(413, ErrorType::kValidation, "batch size " + std::to_string(texts->size()) +
-                                                    " > maximum allowed batch size " +
-                                                    std::to_string(s.options.max_client_batch_size));
-  const std::vector<std::string> documents = texts->get<std::vector<std::string>>();
-  RankOptions o;
-  o.return_documents = get_bool(body, "return_text", false);
-  if (get_bool(body, "raw_scores", false)) o.scoring.activation = CrossEncoderActivation::kIdentity;
-  if (!get_bool(body, "truncate", s.options.auto_truncate)) {
-    const size_t max_len = static_cast<size_t>(s.embedder->model().config().max_sequence_length());
-    for (size_t i = 0; i < documents.size(); ++i) {
-      const size_t n = s.embedder->tokenizer().encode_pair(*query, documents[i]).size();
-      if (n > max_len)
-        throw ApiError(422, ErrorType::kValidation, "texts[" + std::to_string(i) + "]: the pair has " +
-                                                        std::to_string(n) + " tokens, more than the " +
-                                                        std::to_string(max_len) + " allowed");
-    }
-  }
-  s.metrics->count("te_request_count", "method", "batch");
-  std::vector<RankedDocument> ranked;
-  try {
-    ranked = s.cross_encoder->rank(*query, documents, o);
-  } catch (const Error& e) {
-    throw api_error(e);
-  }
-  ordered_json out = ordered_json::array();
-  for (const auto& d : ranked) {
-    ordered_json item = {{"index", d.corpus_id}, {"score", d.score}};
-    if (d.text) item["text"] = *d.text;
-    out.push_back(item);
-  }
-  Reply r;
-  r.body = out.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
-  r.headers = {{"x-total-time", ms(seconds(Clock::now() - call.start))}};
-  s.metrics->count("te_request_success", "method", "batch");
   return r;
 }
 

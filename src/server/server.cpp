@@ -13,6 +13,7 @@
 #include <mutex>
 #include <set>
 
+#include "server/memory.h"
 #include "server/routes.h"
 
 namespace roberta::server {
@@ -283,8 +284,13 @@ void Server::load() {
                   : s.options.load.weights == WeightType::kInt8 ? "int8"
                                                                 : "float32";
   s.metrics = std::make_unique<Metrics>(max_input);
-  s.batcher = std::make_unique<Batcher>(*s.embedder, BatcherOptions{s.options.max_batch_tokens, s.options.max_batch_requests, std::chrono::milliseconds(100)},
-                                        *s.metrics);
+  BatcherOptions batching;
+  batching.max_batch_tokens = s.options.max_batch_tokens;
+  batching.max_batch_requests = s.options.max_batch_requests;
+  batching.on_idle = release_free_memory;
+  s.batcher = std::make_unique<Batcher>(
+      Pipelines{.embedder = s.embedder.get(), .classifier = s.classifier.get(), .fill_mask = s.fill_mask.get()},
+      batching, *s.metrics);
   s.ready = true;
 }
 

@@ -1,8 +1,9 @@
 #pragma once
 // `roberta serve`: an HTTP server for the encoder with the routes of Hugging Face's Text Embeddings
-// Inference (/embed, /embed_all, /tokenize, /decode, /info, /health, /metrics), OpenAI's
-// embeddings API (/v1/embeddings, /v1/models) and /fill_mask, batching the sequences of
-// concurrent requests into shared forward passes (see batcher.h).
+// Inference (/embed, /embed_all, /tokenize, /decode, /info, /health, /metrics, and /predict and
+// /rerank on a classification model), OpenAI's embeddings API (/v1/embeddings, /v1/models) and
+// /fill_mask, batching the sequences of concurrent requests into shared forward passes (see
+// batcher.h).
 //
 //   roberta::server::Server server({.model_dir = "models/demo", .port = 0});
 //   int port = server.bind();          // answers 503 from here on until load() is done

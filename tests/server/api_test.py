@@ -8,10 +8,32 @@ import json
 import struct
 import subprocess
 import sys
+import threading
 
 from serve_util import Checks, Server, cli_embed, max_diff, post_json, request
 
 binary, model, texts_file = sys.argv[1:4]
+
+
+def concurrent_equals_sequential(server, route, bodies, threads=16):
+    """Every body sent once alone, then all at once from `threads` clients: the same bytes back.
+    Returns (ok, passes the concurrent round took, requests)."""
+    alone = [request(server, "POST", route, b) for b in bodies]
+    def passes():
+        m = request(server, "GET", "/metrics")[2].decode()
+        return int(next(l.split()[1] for l in m.splitlines() if l.startswith("te_batch_next_size_count")))
+    before = passes()
+    out = [None] * len(bodies)
+    def client(k):
+        for i in range(k, len(bodies), threads):
+            out[i] = request(server, "POST", route, bodies[i])
+    ts = [threading.Thread(target=client, args=(k,)) for k in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    ok = all(a[0] == 200 and o is not None and o[0] == 200 and o[2] == a[2] for a, o in zip(alone, out))
+    return ok, passes() - before, len(bodies)
 texts = [l.rstrip("\n") for l in open(texts_file, encoding="utf-8") if l.strip()]
 c = Checks()
 
@@ -115,6 +137,9 @@ try:
     c.check(status == 200 and out == json.loads(cli), "/fill_mask = roberta fill-mask --json")
     status, _, out = post_json(server, "/fill_mask", {"inputs": [text, text], "top_k": 2})
     c.check(status == 200 and len(out) == 2 and len(out[0]) == 2, "/fill_mask batch: one answer per input")
+    bodies = [{"inputs": t.replace(" ", " <mask> ", 1) if "<mask>" not in t else t, "top_k": 3} for t in texts] * 4
+    ok, n_passes, n = concurrent_equals_sequential(server, "/fill_mask", bodies)
+    c.check(ok, f"/fill_mask: {n} concurrent requests = each alone, byte for byte ({n_passes} passes)")
     status, _, out = post_json(server, "/fill_mask", {"inputs": "no mask here"})
     c.check(status == 422 and out["error_type"] == "Validation", f"/fill_mask without <mask>: 422 {out}")
 
@@ -173,6 +198,9 @@ try:
     c.check(status == 200 and close(out, pair[0]), "/predict [a, b] is one pair, = classify on the pair")
     status, _, out = post_json(server, "/predict", {"inputs": [[texts[0], texts[1]], [texts[0]]]})
     c.check(status == 200 and len(out) == 2 and close(out[0], pair[0]) and close(out[1], want[0]), "/predict list of pairs and texts")
+    bodies = [{"inputs": t} for t in texts] + [{"inputs": [[a, b]]} for a, b in zip(texts, texts[1:])]
+    ok, n_passes, n = concurrent_equals_sequential(server, "/predict", bodies * 3)
+    c.check(ok, f"/predict: {n} concurrent requests = each alone, byte for byte ({n_passes} passes)")
     status, _, out = post_json(server, "/predict", {"inputs": [1, 2, 3]})
     c.check(status == 400, f"/predict wrong types: 400 ({status})")
 finally:
@@ -185,6 +213,9 @@ try:
     c.check(status == 200 and [o["index"] for o in out] == [w["corpus_id"] for w in want]
             and all(abs(o["score"] - w["score"]) <= 1e-5 and o["text"] == w["text"] for o, w in zip(out, want)),
             f"/rerank = roberta rerank (best first, with texts)")
+    bodies = [{"query": q, "texts": texts, "return_text": True} for q in texts] * 3
+    ok, n_passes, n = concurrent_equals_sequential(server, "/rerank", bodies)
+    c.check(ok, f"/rerank: {n} concurrent requests = each alone, byte for byte ({n_passes} passes)")
     status, _, out = post_json(server, "/rerank", {"query": texts[0], "texts": []})
     c.check(status == 400, f"/rerank no texts: 400 ({status})")
 finally:

@@ -169,12 +169,13 @@ const Command kCommands[] = {
                  {"batch-size", "sequences per forward pass (default 16)"}, {"agreement"}},
      .run = run_eval_mlm},
     {.name = "serve",
-     .summary = "an HTTP server: TEI's and OpenAI's embedding APIs, fill-mask",
+     .summary = "an HTTP server: TEI's and OpenAI's embedding APIs, fill-mask, classification, rerank",
      .usage = "[options]",
      .description = "Serves the model over HTTP with the routes of Hugging Face's Text Embeddings Inference (POST /embed,\n"
                     "/embed_all, /tokenize, /decode; GET /health, /info, /metrics), OpenAI's embeddings API (POST\n"
-                    "/v1/embeddings, GET /v1/models) and POST /fill_mask. Concurrent requests are packed into shared\n"
-                    "forward passes by a budget of real tokens. Prints `listening on http://HOST:PORT` on stderr when\n"
+                    "/v1/embeddings, GET /v1/models), POST /fill_mask, and TEI's /predict and /rerank on a model with a\n"
+                    "classification head. Concurrent requests of every route are packed into shared forward passes by\n"
+                    "a budget of real tokens. Prints `listening on http://HOST:PORT` on stderr when\n"
                     "ready, then one line per request. SIGTERM or SIGINT: stops accepting, finishes the requests in\n"
                     "flight, exits 0.",
      .options = {{"dtype"}, {"host"}, {"port"}, {"max-batch-tokens"}, {"max-batch-requests"},

@@ -1,0 +1,33 @@
+#pragma once
+// The route handlers (internal to the server): routes.cpp holds the embedding, tokenizer and
+// service routes and the table of every route; task_routes.cpp /predict, /rerank and /fill_mask.
+// Every handler that runs the model prepares on its own thread, queues a Job on the batcher, and
+// finishes its rows with the pipeline's finish step.
+#include <memory>
+
+#include "server/routes.h"
+
+namespace roberta::server {
+
+// A job queued by a handler, with what TEI reports of it.
+struct Queued {
+  std::shared_ptr<Job> job = std::make_shared<Job>();
+  size_t tokens = 0, chars = 0;
+  double tokenization = 0;  // seconds of the prepare step
+};
+
+// Submits q.job and waits for it: ApiError 499 when the client goes away first, the job's error
+// (as api_error) when its pass failed.
+void run_queued(State& s, const Call& call, Queued& q);
+// TEI's timing headers (x-compute-time, x-queue-time, x-inference-time, ... in milliseconds;
+// per-input times averaged as TEI does) and the request-duration metrics.
+void timing_headers(State& s, const Call& call, const Queued& q, Reply& r);
+
+double seconds(Clock::duration d);
+std::string ms(double seconds);  // whole milliseconds, as TEI's headers give them
+
+Reply predict(State& s, const Call& call);
+Reply rerank(State& s, const Call& call);
+Reply fill_mask(State& s, const Call& call);
+
+}  // namespace roberta::server

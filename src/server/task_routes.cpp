@@ -1,0 +1,233 @@
+// The route handlers of the task pipelines: TEI's /predict (TextClassifier) and /rerank
+// (CrossEncoder), and our /fill_mask (FillMask). Each prepares its inputs on the handler thread,
+// queues their token ids on the batcher (kSequenceLogits: /predict and /rerank share passes;
+// kMaskLogits), and finishes its own rows with the pipeline's finish step.
+#include <algorithm>
+#include <functional>
+
+#include "server/handlers.h"
+
+namespace roberta::server {
+namespace {
+
+using ordered_json = nlohmann::ordered_json;
+
+const char* method_label(bool batch) { return batch ? "batch" : "single"; }
+
+// The model routes' errors of one input among several name it: "input 2: ...".
+ApiError input_error(const Error& e, bool batch, size_t i) {
+  const ApiError a = api_error(e);
+  return ApiError(a.status, a.type, (batch ? "input " + std::to_string(i) + ": " : "") + e.what(), a.metric);
+}
+
+// Queues the ids of `encodings` as a job of `kind` and waits for its rows.
+template <class Encodings>
+void run_encodings(State& s, const Call& call, Queued& q, Job::Kind kind, const Encodings& encodings,
+                   Clock::time_point prepare_start) {
+  q.job->kind = kind;
+  q.job->sequences.reserve(encodings.size());
+  for (const Encoding& e : encodings) {
+    q.job->sequences.push_back(e.ids);
+    q.tokens += e.size();
+    s.metrics->observe("te_request_input_length", static_cast<double>(e.size()));
+  }
+  q.tokenization = seconds(Clock::now() - prepare_start);
+  run_queued(s, call, q);
+}
+
+Reply json_reply(const ordered_json& body) {
+  Reply r;
+  r.body = body.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+  return r;
+}
+
+// ---------------------------------------------------------------- /fill_mask
+
+FillMaskOptions fill_mask_options(const json& body) {
+  FillMaskOptions o;
+  if (auto k = get_size(body, "top_k")) {
+    if (*k == 0) throw ApiError(422, ErrorType::kValidation, "`top_k` should be positive");
+    o.top_k = *k;
+  }
+  if (const auto it = body.find("targets"); it != body.end() && !it->is_null()) {
+    if (it->is_string()) {
+      o.targets.push_back(it->get<std::string>());
+    } else if (it->is_array() && std::all_of(it->begin(), it->end(), [](const json& t) { return t.is_string(); })) {
+      for (const auto& t : *it) o.targets.push_back(t.get<std::string>());
+    } else {
+      throw ApiError(400, ErrorType::kValidation, "`targets` must be a string or a list of strings");
+    }
+  }
+  return o;
+}
+
+// TEI's /predict input: "text" | ["text", "pair"] (one pair) | a list of those ([["a"], ["a", "b"], "c"]).
+std::pair<std::vector<TextInput>, bool> parse_predict_inputs(const json& body, size_t max_batch) {
+  const auto it = body.find("inputs");
+  if (it == body.end()) throw ApiError(400, ErrorType::kValidation, "missing field `inputs`");
+  const auto one = [](const json& v) -> std::optional<TextInput> {
+    if (v.is_string()) return TextInput{v.get<std::string>(), std::nullopt};
+    if (v.is_array() && v.size() == 1 && v[0].is_string()) return TextInput{v[0].get<std::string>(), std::nullopt};
+    if (v.is_array() && v.size() == 2 && v[0].is_string() && v[1].is_string())
+      return TextInput{v[0].get<std::string>(), v[1].get<std::string>()};
+    return std::nullopt;
+  };
+  if (auto single = one(*it)) return {{*single}, false};
+  if (!it->is_array() || it->empty())
+    throw ApiError(400, ErrorType::kValidation, "`inputs` must be a text, a [text, pair] or a non-empty list of those");
+  if (it->size() > max_batch)
+    throw ApiError(413, ErrorType::kValidation, "batch size " + std::to_string(it->size()) +
+                                                    " > maximum allowed batch size " + std::to_string(max_batch));
+  std::vector<TextInput> inputs;
+  for (size_t i = 0; i < it->size(); ++i) {
+    auto item = one((*it)[i]);
+    if (!item) throw ApiError(400, ErrorType::kValidation, "inputs[" + std::to_string(i) + "] is not a text or a [text, pair]");
+    inputs.push_back(std::move(*item));
+  }
+  return {inputs, true};
+}
+
+}  // namespace
+
+Reply fill_mask(State& s, const Call& call) {
+  const json body = parse_body(call.body);
+  const Inputs in = parse_inputs(body, "inputs", s.options.max_client_batch_size, /*allow_ids=*/false);
+  if (!s.fill_mask)
+    throw ApiError(424, ErrorType::kBackend, "the model has no MLM head (lm_head.*) or no <mask> token", "model_type");
+  const FillMask& fill = *s.fill_mask;
+  const FillMaskOptions o = fill_mask_options(body);
+  s.metrics->count("te_request_count", "method", method_label(in.batch));
+  const auto t0 = Clock::now();
+  Queued q;
+  std::vector<FillMask::Prepared> prepared;
+  prepared.reserve(in.items.size());
+  for (size_t i = 0; i < in.items.size(); ++i) {
+    try {
+      prepared.push_back(fill.prepare(in.items[i].text));
+    } catch (const Error& e) {
+      throw input_error(e, in.batch, i);
+    }
+    q.chars += in.items[i].chars();
+  }
+  std::vector<std::reference_wrapper<const Encoding>> encodings;
+  for (const auto& p : prepared) encodings.push_back(p.encoding);
+  run_encodings(s, call, q, Job::Kind::kMaskLogits, encodings, t0);
+  // As `roberta fill-mask --json`: one mask gives a flat list, several a list per mask.
+  ordered_json answers = ordered_json::array();
+  for (size_t i = 0; i < prepared.size(); ++i) {
+    std::vector<std::vector<FillMaskCandidate>> results;
+    try {
+      results = fill.finish(prepared[i], q.job->mask_logits[i], o);
+    } catch (const Error& e) {
+      throw input_error(e, in.batch, i);
+    }
+    ordered_json lists = ordered_json::array();
+    for (const auto& list : results) {
+      ordered_json items = ordered_json::array();
+      for (const auto& c : list)
+        items.push_back({{"score", c.score}, {"token", c.token}, {"token_str", c.token_str}, {"sequence", c.sequence}});
+      lists.push_back(items);
+    }
+    answers.push_back(results.size() == 1 ? lists[0] : lists);
+  }
+  Reply r = json_reply(in.batch ? answers : answers[0]);
+  timing_headers(s, call, q, r);
+  s.metrics->count("te_request_success", "method", method_label(in.batch));
+  return r;
+}
+
+// ---------------------------------------------------------------- /predict, /rerank
+
+Reply predict(State& s, const Call& call) {
+  const json body = parse_body(call.body);
+  if (!s.classifier)
+    throw ApiError(424, ErrorType::kBackend, "the model has no sequence classification head", "model_type");
+  const TextClassifier& c = *s.classifier;
+  const auto [inputs, batch] = parse_predict_inputs(body, s.options.max_client_batch_size);
+  TextClassifyOptions o;
+  o.top_k = std::nullopt;  // every label, best first, as TEI answers
+  if (get_bool(body, "raw_scores", false)) o.function_to_apply = ClassificationFunction::kNone;
+  o.truncation = get_bool(body, "truncate", s.options.auto_truncate);
+  s.metrics->count("te_request_count", "method", method_label(batch));
+  const auto t0 = Clock::now();
+  Queued q;
+  std::vector<std::vector<LabelScore>> results;
+  try {
+    const TextClassifier::Prepared prepared = c.prepare(inputs, o);
+    for (const TextInput& in : inputs) q.chars += code_points(in.text) + (in.text_pair ? code_points(*in.text_pair) : 0);
+    run_encodings(s, call, q, Job::Kind::kSequenceLogits, prepared.encodings, t0);
+    results = c.finish(prepared, q.job->logits, o);
+  } catch (const Error& e) {
+    throw api_error(e);
+  }
+  ordered_json answers = ordered_json::array();
+  for (const auto& list : results) {
+    ordered_json items = ordered_json::array();
+    for (const auto& l : list) items.push_back({{"score", l.score}, {"label", l.label}});
+    answers.push_back(items);
+  }
+  Reply r = json_reply(batch ? answers : answers[0]);
+  timing_headers(s, call, q, r);
+  s.metrics->count("te_request_success", "method", method_label(batch));
+  return r;
+}
+
+// TEI's /rerank: {"query", "texts", "return_text", "raw_scores", "truncate"} -> [{"index", "score", "text"?}],
+// best first. Scores use the model's activation (sentence-transformers' CrossEncoder: sigmoid for
+// one label); raw_scores gives the logits.
+Reply rerank(State& s, const Call& call) {
+  const json body = parse_body(call.body);
+  if (!s.cross_encoder)
+    throw ApiError(424, ErrorType::kBackend, "the model has no sequence classification head", "model_type");
+  const CrossEncoder& ce = *s.cross_encoder;
+  const auto query = get_string(body, "query");
+  if (!query) throw ApiError(400, ErrorType::kValidation, "missing field `query` (a string)");
+  const auto texts = body.find("texts");
+  if (texts == body.end() || !texts->is_array() ||
+      !std::all_of(texts->begin(), texts->end(), [](const json& t) { return t.is_string(); }))
+    throw ApiError(400, ErrorType::kValidation, "`texts` must be a list of strings");
+  if (texts->empty()) throw ApiError(400, ErrorType::kEmpty, "`texts` cannot be empty");
+  if (texts->size() > s.options.max_client_batch_size)
+    throw ApiError(413, ErrorType::kValidation, "batch size " + std::to_string(texts->size()) +
+                                                    " > maximum allowed batch size " +
+                                                    std::to_string(s.options.max_client_batch_size));
+  const std::vector<std::string> documents = texts->get<std::vector<std::string>>();
+  RankOptions o;
+  o.return_documents = get_bool(body, "return_text", false);
+  if (get_bool(body, "raw_scores", false)) o.scoring.activation = CrossEncoderActivation::kIdentity;
+  const auto t0 = Clock::now();
+  if (!get_bool(body, "truncate", s.options.auto_truncate)) {
+    const size_t max_len = static_cast<size_t>(ce.model_config().max_sequence_length());
+    for (size_t i = 0; i < documents.size(); ++i) {
+      const size_t n = s.embedder->tokenizer().encode_pair(*query, documents[i]).size();
+      if (n > max_len)
+        throw ApiError(422, ErrorType::kValidation, "texts[" + std::to_string(i) + "]: the pair has " +
+                                                        std::to_string(n) + " tokens, more than the " +
+                                                        std::to_string(max_len) + " allowed");
+    }
+  }
+  s.metrics->count("te_request_count", "method", "batch");
+  Queued q;
+  std::vector<RankedDocument> ranked;
+  try {
+    const CrossEncoder::Prepared prepared = ce.prepare_rank(*query, documents, o);
+    q.chars = documents.size() * code_points(*query);
+    for (const std::string& d : documents) q.chars += code_points(d);
+    run_encodings(s, call, q, Job::Kind::kSequenceLogits, prepared.encodings, t0);
+    ranked = ce.finish_rank(prepared, q.job->logits, documents, o);
+  } catch (const Error& e) {
+    throw api_error(e);
+  }
+  ordered_json out = ordered_json::array();
+  for (const auto& d : ranked) {
+    ordered_json item = {{"index", d.corpus_id}, {"score", d.score}};
+    if (d.text) item["text"] = *d.text;
+    out.push_back(item);
+  }
+  Reply r = json_reply(out);
+  timing_headers(s, call, q, r);
+  s.metrics->count("te_request_success", "method", "batch");
+  return r;
+}
+
+}  // namespace roberta::server
