@@ -4,12 +4,6 @@
 
 namespace roberta::server {
 
-void configure_malloc() {
-#ifdef M_MMAP_THRESHOLD
-  mallopt(M_MMAP_THRESHOLD, 256 * 1024);
-#endif
-}
-
 void release_free_memory() {
 #ifdef __GLIBC__
   malloc_trim(0);

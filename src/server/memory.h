@@ -1,20 +1,26 @@
 #pragma once
-// How the server process holds memory from glibc's malloc.
+// Giving the server's free memory back to the system when it has nothing to do.
 //
 // A pass allocates and frees buffers of up to ~100 MB (activations of 16384 tokens, MLM logits).
-// glibc's default raises its mmap threshold to the size of every mapped buffer freed (up to 32
-// MiB); from then on buffers of that size come from the per-thread arenas instead, and their
-// memory stays with the process after it is freed. A 10-minute soak went 66 -> 192 MB that way and
-// stayed there when idle; with the threshold fixed it ended at 85 MB.
+// glibc raises its mmap threshold to the size of every mapped buffer freed (up to 32 MiB), so
+// after the first passes such buffers come from the malloc arenas, are reused from there without
+// page faults, and stay with the process once freed: RSS rises to the working set of the largest
+// passes and stays there (a 10-minute soak on the demo model: 66 -> 192 MB, also when idle).
+// That RSS is flat, not a leak. Fixing the threshold low (mallopt(M_MMAP_THRESHOLD, 256 KiB)) kept
+// it lower under load (100-145 MB), but made every large pass map and fault in its buffers again
+// (~8,000 page faults for a pass of 1,300 roberta-base tokens): about 7% fewer requests/s in
+// serve_load's batched phase on a quiet machine. So the arenas keep their memory while there is
+// work, and release_free_memory() gives what is free back once there is none (the soak: 197 MB
+// from minute 3 to 10 under load, 101 MB a few seconds after it).
 //
-//   configure_malloc();     // once, at start: large buffers are mapped, and unmapped when freed
-//   release_free_memory();  // when idle: free memory of every arena back to the system
+// What stays is mostly the forward pass's per-thread scratch buffers (up to 8 MiB each,
+// util/scratch.h) and memory still in use in partly used pages.
+//
+//   batcher_options.on_idle = release_free_memory;   // the batcher calls it after 1 s without work
 namespace roberta::server {
 
-// mallopt(M_MMAP_THRESHOLD, 256 KiB), which also turns the dynamic threshold off. Process-wide:
-// `roberta serve` calls it before loading the model.
-void configure_malloc();
-// malloc_trim(0). The batcher calls it after a second without work (BatcherOptions::on_idle).
+// malloc_trim(0): the free memory of every arena, at the top of its heap or in whole free pages
+// inside it, back to the system.
 void release_free_memory();
 
 }  // namespace roberta::server

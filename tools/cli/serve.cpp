@@ -8,7 +8,6 @@
 #include <thread>
 
 #include "common.h"
-#include "server/memory.h"
 #include "server/server.h"
 
 namespace roberta::cli {
@@ -57,7 +56,6 @@ int run_serve(const Args& args) {
   ::sigaction(SIGINT, &sa, nullptr);
   ::signal(SIGPIPE, SIG_IGN);  // a client gone mid-answer is a failed write, not the end of the server
 
-  server::configure_malloc();  // before the model's buffers: large ones are unmapped when freed
   server::Server server(o);
   const int port = server.bind();  // answers 503 while the model loads
   std::thread http([&] { server.serve(); });
