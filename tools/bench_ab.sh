@@ -3,8 +3,11 @@
 # per-round medians, and B's speed relative to A's: for checking that a change is not slower.
 # Usage: bash tools/bench_ab.sh BIN_A BIN_B MODEL [ROUNDS=3] [THREADS=2]
 #   W1 batch 1 x 16, W3 batch 8 x 128, W5 batch 32 with lengths uniform 8..128 (seed 0)
+# Environment: DTYPE (--dtype of both, default fp32); A_ENV, B_ENV: variables for one side, e.g.
+#   DTYPE=bf16 A_ENV=ROBERTA_GEMM=own B_ENV=ROBERTA_GEMM=onednn bash tools/bench_ab.sh build/roberta build/roberta MODEL
 set -euo pipefail
 a=$1 b=$2 model=$3 rounds=${4:-3} threads=${5:-2}
+dtype=${DTYPE:-fp32}
 declare -A args=([W1]="--batch 1 --seq 16 --runs 20" [W3]="--batch 8 --seq 128 --runs 5"
                  [W5]="--batch 32 --lengths uniform:8:128 --seed 0 --runs 5")
 lscpu | sed -n 's/^Model name: *//p'
@@ -14,8 +17,10 @@ for r in $(seq "$rounds"); do
   for w in W1 W3 W5; do
     for side in a b; do
       bin=${!side}
+      side_env=A_ENV
+      [ "$side" = b ] && side_env=B_ENV
       # shellcheck disable=SC2086
-      "$bin" bench --model "$model" --threads "$threads" ${args[$w]} --json |
+      env ${!side_env:-} "$bin" bench --model "$model" --threads "$threads" --dtype "$dtype" ${args[$w]} --json |
         /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["median_ms"])' >> "$tmp/$w.$side"
     done
   done

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/attention.h"
+#include "kernels/onednn_gemm.h"
 #include "kernels/packed_gemm.h"
 #include "kernels/packed_gemm_int8.h"
 #include "util/thread_pool.h"
@@ -55,13 +56,13 @@ void BM_PackedLinear(benchmark::State& state) {
 }
 
 // The same product with bf16 and int8 weights (x converted or quantized per call, as the model does).
-template <class Packed>
-void BM_PackedLinearLowPrecision(benchmark::State& state) {
+template <class Packed, class... Extra>
+void BM_PackedLinearLowPrecision(benchmark::State& state, Extra... extra) {
   const size_t M = state.range(0), N = state.range(1), K = state.range(2);
   const size_t copies = std::max<size_t>(1, (256u << 20) / (N * K * 4));
   const std::vector<float> w = random_vector(N * K, 0.02f), x = random_vector(M * K), b = random_vector(N);
   std::vector<Packed> packed;
-  for (size_t i = 0; i < copies; ++i) packed.emplace_back(w.data(), N, K);
+  for (size_t i = 0; i < copies; ++i) packed.emplace_back(w.data(), N, K, extra...);
   std::vector<float> y(M * N);
   size_t i = 0;
   for (auto _ : state) {
@@ -70,6 +71,14 @@ void BM_PackedLinearLowPrecision(benchmark::State& state) {
   }
   set_flops(state, 2.0 * M * N * K);
 }
+// The same products through oneDNN's matmul (src/kernels/onednn_gemm.h), where the build has it.
+void BM_OneDnnLinear(benchmark::State& state, roberta::kernels::Precision precision) {
+  if (!roberta::kernels::onednn_built()) return state.SkipWithError("this build has no oneDNN");
+  BM_PackedLinearLowPrecision<roberta::kernels::OneDnnWeight>(state, precision);
+}
+void BM_OneDnnLinearF32(benchmark::State& state) { BM_OneDnnLinear(state, roberta::kernels::Precision::kF32); }
+void BM_OneDnnLinearBf16(benchmark::State& state) { BM_OneDnnLinear(state, roberta::kernels::Precision::kBF16); }
+void BM_OneDnnLinearInt8(benchmark::State& state) { BM_OneDnnLinear(state, roberta::kernels::Precision::kInt8); }
 void BM_PackedLinearBf16(benchmark::State& state) { BM_PackedLinearLowPrecision<roberta::kernels::PackedWeightBf16>(state); }
 void BM_PackedLinearInt8(benchmark::State& state) { BM_PackedLinearLowPrecision<roberta::kernels::PackedWeightInt8>(state); }
 
@@ -143,6 +152,18 @@ BENCHMARK(BM_PackedLinearBf16)->Apply([](benchmark::internal::Benchmark* b) {
   for (const auto& s : kShapes) b->Args(s);
 })->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_PackedLinearInt8)->Apply([](benchmark::internal::Benchmark* b) {
+  b->ArgNames({"M", "N", "K"});
+  for (const auto& s : kShapes) b->Args(s);
+})->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_OneDnnLinearF32)->Apply([](benchmark::internal::Benchmark* b) {
+  b->ArgNames({"M", "N", "K"});
+  for (const auto& s : kShapes) b->Args(s);
+})->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_OneDnnLinearBf16)->Apply([](benchmark::internal::Benchmark* b) {
+  b->ArgNames({"M", "N", "K"});
+  for (const auto& s : kShapes) b->Args(s);
+})->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_OneDnnLinearInt8)->Apply([](benchmark::internal::Benchmark* b) {
   b->ArgNames({"M", "N", "K"});
   for (const auto& s : kShapes) b->Args(s);
 })->Unit(benchmark::kMicrosecond)->UseRealTime();

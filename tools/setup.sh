@@ -10,7 +10,8 @@
 #                                server tests' clients)
 set -euo pipefail
 # libcpp-httplib-dev: the HTTP layer of `roberta serve` (cpp-httplib, as llama.cpp's server uses)
-packages=(cmake g++ make pkg-config libopenblas-dev nlohmann-json3-dev libcpp-httplib-dev)
+# libdnnl-dev: oneDNN's matmul for the matrix products (faster than ours; AMX where the CPU has it)
+packages=(cmake g++ make pkg-config libopenblas-dev nlohmann-json3-dev libcpp-httplib-dev libdnnl-dev)
 python=(python3-dev python3-pybind11 python3-setuptools python3-wheel python3-numpy)
 case "${1:-}" in
   "") ;;

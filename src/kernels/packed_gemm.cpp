@@ -359,6 +359,11 @@ bool has_bf16_instructions() {
 #endif
 }
 
+void to_bf16_pairs(const float* x, size_t rows, size_t k, uint32_t* pairs) {
+  static const Bf16Kernel kern = pick_bf16_kernel();
+  kern.convert(x, rows, k, pairs);
+}
+
 void packed_linear(float* y, size_t ldy, const float* x, const PackedWeightBf16& w, const float* bias, size_t M,
                    Activation act) {
   const size_t K = w.k(), N = w.n(), Q = w.k_pairs();

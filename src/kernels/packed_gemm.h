@@ -65,6 +65,9 @@ class PackedWeightBf16 {
 
 // fp32 -> bfloat16 with round to nearest even (NaN stays NaN), as torch and OpenBLAS convert.
 uint16_t to_bf16(float f);
+// x (rows, k) rounded as to_bf16 does, into pairs (rows, (k + 1) / 2): the element 2i in the low
+// half of pair i, k padded with a zero to an even count. Vectorised where the CPU allows.
+void to_bf16_pairs(const float* x, size_t rows, size_t k, uint32_t* pairs);
 
 // y (M, N) with row stride ldy = act(x (M, K) · Wᵀ (+ bias[N] when bias is not null)); the
 // activation is applied to each tile while it is still in cache.

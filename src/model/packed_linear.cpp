@@ -21,7 +21,12 @@ PackedLinear PackedLinear::join(const std::vector<LinearWeights>& parts, WeightT
     w = joined.data();
   }
   for (const LinearWeights& l : parts) p.bias_.insert(p.bias_.end(), l.bias, l.bias + l.out);
-  if (type == WeightType::kBF16)
+  const kernels::Precision precision = type == WeightType::kBF16   ? kernels::Precision::kBF16
+                                       : type == WeightType::kInt8 ? kernels::Precision::kInt8
+                                                                   : kernels::Precision::kF32;
+  if (kernels::use_onednn(precision))
+    p.weight_.emplace<kernels::OneDnnWeight>(w, out, in, precision);
+  else if (type == WeightType::kBF16)
     p.weight_.emplace<kernels::PackedWeightBf16>(w, out, in);
   else if (type == WeightType::kInt8)
     p.weight_.emplace<kernels::PackedWeightInt8>(w, out, in);

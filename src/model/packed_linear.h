@@ -1,8 +1,8 @@
 #pragma once
-// A linear layer whose weight is repacked once at load for the packed GEMM, in fp32 or bf16
-// panels (the bias stays fp32). Several layers with the same input (Q, K, V) can be joined into
+// A linear layer whose weight is repacked once at load, in fp32, bf16 or int8, for our packed GEMM
+// or for oneDNN's matmul (kernels::use_onednn decides; the bias stays fp32). Several layers with the same input (Q, K, V) can be joined into
 // one product.
-// (Int8: see kernels/packed_gemm_int8.h.)
+// (Int8: see kernels/packed_gemm_int8.h; oneDNN: kernels/onednn_gemm.h.)
 //
 //   PackedLinear qkv = PackedLinear::join({q, k, v}, WeightType::kF32);   // (3H, H)
 //   qkv.apply(y, 3 * H, x, T);                                           // y (T, 3H) = x · Wᵀ + b
@@ -12,6 +12,7 @@
 
 #include "kernels/activation.h"
 #include "kernels/packed_gemm.h"
+#include "kernels/onednn_gemm.h"
 #include "kernels/packed_gemm_int8.h"
 #include "roberta/model.h"
 
@@ -41,7 +42,9 @@ class PackedLinear {
   template <class F, class R>
   R visit(F&& f, R empty) const;
 
-  std::variant<std::monostate, kernels::PackedWeight, kernels::PackedWeightBf16, kernels::PackedWeightInt8> weight_;
+  std::variant<std::monostate, kernels::PackedWeight, kernels::PackedWeightBf16, kernels::PackedWeightInt8,
+               kernels::OneDnnWeight>
+      weight_;
   std::vector<float> bias_;  // (out)
 };
 

@@ -1,6 +1,13 @@
 """Load test of `roberta serve` on loopback: single sentences sent one at a time, then by many
-concurrent clients. No errors, every answer equal to the sequential one, and batching must give at
-least --min-ratio times the sequential throughput.
+concurrent clients. No errors, every answer equal to the sequential one, the concurrent requests
+batched (the server's te_batch_next_size histogram: at least --min-batch requests per forward pass on
+average) and batching at least --min-ratio times the sequential throughput.
+
+The throughput floor is low on purpose: this is a functional test, not a benchmark
+(tools/bench_serve.sh is). On a 2-core CPU in fp32 a pass of ~1,000 tokens runs the GEMMs only ~1.3x
+more efficiently per token than a pass of ~20 (roberta-kernel-bench, Zen 4), and the 64 Python
+clients share the 2 cores with the server, so the ratio sits near 1.4-1.6 there (1.37-1.51 in six
+runs on 2026-11-24) and a 1.5 floor failed on noise alone.
 
 Usage: load_test.py ROBERTA_BINARY MODEL_DIR [--seconds 30] [--clients 64] [--min-ratio 1.5]
 """
@@ -19,8 +26,10 @@ p.add_argument("binary")
 p.add_argument("model")
 p.add_argument("--seconds", type=float, default=30, help="duration of each phase")
 p.add_argument("--clients", type=int, default=64)
-p.add_argument("--min-ratio", type=float, default=float(os.environ.get("ROBERTA_SERVE_MIN_RATIO", 1.5)),
-               help="default 1.5, or $ROBERTA_SERVE_MIN_RATIO (the sanitizer runs set 0)")
+p.add_argument("--min-ratio", type=float, default=float(os.environ.get("ROBERTA_SERVE_MIN_RATIO", 1.2)),
+               help="default 1.2, or $ROBERTA_SERVE_MIN_RATIO (the sanitizer runs set 0)")
+p.add_argument("--min-batch", type=float, default=8.0,
+               help="requests per forward pass, on average over the concurrent phase (default 8)")
 p.add_argument("--threads", default=None, help="--threads of the server")
 p.add_argument("--words", default="6:30", help="words per sentence, MIN:MAX")
 a = p.parse_args()
@@ -102,6 +111,16 @@ try:
             counts[k] += 1
         conn.close()
 
+    def batch_sizes():
+        """(sum, count) of the server's te_batch_next_size histogram: requests per forward pass."""
+        conn = http.client.HTTPConnection(server.host, server.port, timeout=60)
+        conn.request("GET", "/metrics")
+        text = conn.getresponse().read().decode()
+        conn.close()
+        values = dict(line.split()[:2] for line in text.splitlines() if line.startswith("te_batch_next_size_"))
+        return float(values["te_batch_next_size_sum"]), float(values["te_batch_next_size_count"])
+
+    before = batch_sizes()
     threads = [threading.Thread(target=client, args=(k,)) for k in range(a.clients)]
     start = time.time()
     deadline[0] = start + a.seconds
@@ -111,13 +130,17 @@ try:
         th.join()
     conc_secs = time.time() - start
     n_conc = sum(counts)
+    after = batch_sizes()
+    passes = after[1] - before[1]
+    per_pass = (after[0] - before[0]) / passes if passes else 0.0
 
     seq_rate, conc_rate = n_seq / seq_secs, n_conc / conc_secs
     print(f"sequential: {n_seq} requests in {seq_secs:.1f} s = {seq_rate:.1f} requests/s")
     print(f"{a.clients} concurrent clients: {n_conc} requests in {conc_secs:.1f} s = {conc_rate:.1f} requests/s")
-    print(f"ratio {conc_rate / seq_rate:.2f}")
+    print(f"ratio {conc_rate / seq_rate:.2f}; {per_pass:.1f} requests per forward pass on average ({passes:.0f} passes)")
     c.check(errors == 0 and not bad, f"no errors ({errors} sequential, {len(bad)} concurrent: {bad[:3]})")
     c.check(differ[0] == 0, f"every concurrent answer is byte for byte the sequential one ({differ[0]} differ)")
+    c.check(per_pass >= a.min_batch, f"concurrent requests batched: {per_pass:.1f} per pass (>= {a.min_batch})")
     c.check(conc_rate >= a.min_ratio * seq_rate, f"batched throughput {conc_rate / seq_rate:.2f}x sequential (>= {a.min_ratio})")
 finally:
     code = server.stop()

@@ -3,9 +3,32 @@
 #include <iostream>
 
 #include "common.h"
+#include "kernels/onednn_gemm.h"
+#include "kernels/packed_gemm.h"
+#include "kernels/packed_gemm_int8.h"
 
 namespace roberta::cli {
 namespace {
+
+// "fp32: own kernels (avx512); bf16: oneDNN (avx512_core_bf16); int8: ...": which code runs the
+// matrix products of each precision here (kernels::use_onednn, ROBERTA_GEMM, ROBERTA_ISA).
+std::string gemm_paths() {
+  using kernels::Precision;
+  std::string out;
+  for (const auto& [p, name] : {std::pair{Precision::kF32, "fp32"}, {Precision::kBF16, "bf16"}, {Precision::kInt8, "int8"}}) {
+    std::string path;
+    if (kernels::use_onednn(p))
+      path = "oneDNN (" + kernels::onednn_isa() + (kernels::cpu_has_amx(p) ? ", AMX" : "") + ")";
+    else if (p == Precision::kF32)
+      path = std::string("own (") + kernels::packed_gemm_isa() + ")";
+    else if (p == Precision::kBF16)
+      path = kernels::has_bf16_instructions() ? "own (AVX512-BF16)" : "own (emulated bf16, slow)";
+    else
+      path = kernels::has_vnni_instructions() ? "own (AVX512-VNNI)" : "own (portable int8)";
+    out += (out.empty() ? "" : "; ") + std::string(name) + ": " + path;
+  }
+  return out;
+}
 
 // "MLM head, pooler" ...: the heads the checkpoint has.
 std::string heads(const Model& model) {
@@ -46,7 +69,8 @@ int run_info(const Args& args) {
   std::cout << "default dtype     "
             << (recommended_weight_type() == WeightType::kBF16 ? "bf16 (this CPU multiplies bf16 natively)"
                                                                 : "fp32 (no native bf16 products here, or ROBERTA_ISA below avx512bf16)")
-            << " for fill-mask, embed, the task commands and serve (--dtype auto)\n";
+            << " for fill-mask, embed, the task commands and serve (--dtype auto)\n"
+            << "matrix products   " << gemm_paths() << "\n";
   for (const auto& f : model.files())
     std::cout << "file              " << f << " (" << std::filesystem::file_size(f) << " bytes)\n";
   try {

@@ -1,0 +1,82 @@
+#pragma once
+// The engine's product y (M, N) = act(x (M, K) · Wᵀ + bias) through oneDNN's matmul (Debian's
+// libdnnl), in fp32, bf16 or int8, with the same rounding as our own kernels:
+// - bf16: x and W rounded to bf16 (nearest even) by our code, products summed in fp32;
+// - int8: W per output channel and x per row, symmetric, as packed_gemm_int8.h describes (x offset
+//   by 128 to unsigned bytes, the offset removed in our epilogue).
+//
+// Why: oneDNN's brgemm kernels are faster than ours on bf16 (Zen 4, 2 threads, 1024 rows: ~410
+// GFLOP/s against our ~360-380; a bf16 forward pass 3-14% faster), and on CPUs with AMX it runs
+// bf16 and int8 on the AMX tiles, which our kernels do not use (see the README's speed section).
+//
+// How: W is split into parts of kPartColumns output columns, each packed once at load in the layout
+// oneDNN's matmul picks on this CPU, the full parts one after the other in one buffer. A call splits
+// y into (group of consecutive parts x band of rows) tasks over the engine's thread pool: where
+// oneDNN's layout keeps the columns outermost (checked on its layout description), consecutive
+// parts are one valid packed matrix, so a task can take several of them in one call: about one task
+// per thread on few rows, where the cost per call matters (a 16-token sentence: 2 calls per product
+// on 2 threads instead of 6-24), more on many rows. Each task runs one single-threaded oneDNN matmul
+// into a dense per-thread tile (oneDNN's fast kernels need a dense output), then our epilogue adds
+// the bias (dequantizes int8), applies the activation and writes the tile into y while it is in
+// cache. oneDNN's own OpenMP threads are never used: the engine's threads run it with one OpenMP
+// thread each, because two thread pools spinning on the same cores slow each other down 2-3x.
+//
+// Which products go through oneDNN: use_onednn() (ROBERTA_GEMM=own|onednn overrides).
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "activation.h"
+
+namespace roberta::kernels {
+
+enum class Precision { kF32, kBF16, kInt8 };
+
+// Whether this build links oneDNN.
+bool onednn_built();
+// Whether products of precision p go through oneDNN here: ROBERTA_GEMM=onednn (an error in a build
+// without oneDNN), ROBERTA_GEMM=own, else the default, from measurements: in a build with oneDNN
+// and without a ROBERTA_ISA cap (the caps test our own lower paths), bf16 always, int8 on CPUs
+// with AMX-INT8, fp32 never. Throws roberta::Error for another ROBERTA_GEMM value.
+bool use_onednn(Precision p);
+// Whether the CPU has AMX tiles for products of precision p (cpuid; bf16: AMX-BF16, int8: AMX-INT8).
+bool cpu_has_amx(Precision p);
+// oneDNN's instruction set on this CPU ("avx512_core_amx", "avx512_core_bf16", ...), or "" in a
+// build without oneDNN.
+std::string onednn_isa();
+
+class OneDnnWeight {
+ public:
+  static constexpr size_t kPartColumns = 128;
+
+  OneDnnWeight() = default;
+  // w is (n, k) row-major. Throws roberta::Error in a build without oneDNN.
+  OneDnnWeight(const float* w, size_t n, size_t k, Precision precision);
+
+  size_t n() const { return n_; }
+  size_t k() const { return k_; }
+  Precision precision() const { return precision_; }
+  size_t bytes() const;
+  // The weight (n, k) as the product sees it (bf16-rounded, or q[n][k] · scale[n] for int8), read
+  // back from oneDNN's packed layout: for tests.
+  std::vector<float> dequantized() const;
+
+  struct Impl;
+  const Impl& impl() const { return *impl_; }
+
+ private:
+  size_t n_ = 0, k_ = 0;
+  Precision precision_ = Precision::kF32;
+  std::shared_ptr<const Impl> impl_;
+};
+
+// y (M, N) with row stride ldy = act(x (M, K) · Wᵀ (+ bias[N] when bias is not null)).
+void packed_linear(float* y, size_t ldy, const float* x, const OneDnnWeight& w, const float* bias, size_t M,
+                   Activation act = Activation::kLinear);
+
+// The implementation oneDNN picked for a band of `rows` rows of this weight's first part (e.g.
+// "brg:avx512_core_bf16"), for tests and `roberta info`.
+std::string onednn_implementation(const OneDnnWeight& w, size_t rows);
+
+}  // namespace roberta::kernels

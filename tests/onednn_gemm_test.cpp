@@ -1,0 +1,197 @@
+// The products through oneDNN's matmul (src/kernels/onednn_gemm.h) against float64 references of
+// their rounded inputs, over shapes that hit every edge: rows around the 256-row band (one band,
+// equal bands, a band of 1), columns not a multiple of the 128-column part or of 16, odd k (bf16
+// pairs and int8 quads padded), a strided output, with and without bias, the fused activation,
+// and two threads using one weight at once. Skipped (visibly) in a build without oneDNN.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "kernels/activations.h"
+#include "kernels/onednn_gemm.h"
+#include "kernels/packed_gemm.h"
+#include "kernels/packed_gemm_int8.h"
+#include "roberta/error.h"
+
+namespace {
+
+using roberta::kernels::OneDnnWeight;
+using roberta::kernels::Precision;
+
+float round_bf16(float f) {
+  const uint32_t bits = uint32_t{roberta::kernels::to_bf16(f)} << 16;
+  float out;
+  std::memcpy(&out, &bits, 4);
+  return out;
+}
+
+const char* name(Precision p) { return p == Precision::kF32 ? "fp32" : p == Precision::kBF16 ? "bf16" : "int8"; }
+
+class OneDnnGemm : public ::testing::TestWithParam<Precision> {
+ protected:
+  void SetUp() override {
+    if (!roberta::kernels::onednn_built()) GTEST_SKIP() << "this build has no oneDNN (libdnnl-dev)";
+  }
+};
+
+TEST_P(OneDnnGemm, MatchesFloat64ReferenceOfRoundedInputs) {
+  const Precision p = GetParam();
+  std::mt19937 rng(17);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::printf("  oneDNN on this CPU: %s\n", roberta::kernels::onednn_isa().c_str());
+  for (size_t M : {1, 5, 16, 255, 256, 257, 600}) {
+    for (size_t N : {1, 45, 128, 200, 768}) {
+      for (size_t K : {1, 3, 64, 301, 768}) {
+        if (M * N * K > 15'000'000) continue;
+        std::vector<float> x(M * K), w(N * K), bias(N);
+        for (auto& v : x) v = dist(rng);
+        for (auto& v : w) v = dist(rng);
+        for (auto& v : bias) v = dist(rng);
+        const OneDnnWeight packed(w.data(), N, K, p);
+        // The weight as oneDNN holds it, read back through oneDNN, is the rounding our own kernels use.
+        const std::vector<float> wd = packed.dequantized();
+        const roberta::kernels::PackedWeightInt8 own_int8(w.data(), N, K);
+        for (size_t n = 0; n < N; ++n)
+          for (size_t k = 0; k < K; ++k) {
+            const float want = p == Precision::kF32    ? w[n * K + k]
+                               : p == Precision::kBF16 ? round_bf16(w[n * K + k])
+                                                       : own_int8.dequantized(n, k);
+            ASSERT_EQ(wd[n * K + k], want) << name(p) << " n=" << n << " k=" << k;
+          }
+        std::vector<uint32_t> quads(M * ((K + 3) / 4));
+        std::vector<float> xs(M);
+        if (p == Precision::kInt8) roberta::kernels::quantize_rows(x.data(), M, K, quads.data(), xs.data());
+        for (const bool with_bias : {false, true}) {
+          const size_t ldy = N + 3;
+          std::vector<float> y(M * ldy, -7.0f);
+          roberta::kernels::packed_linear(y.data(), ldy, x.data(), packed, with_bias ? bias.data() : nullptr, M);
+          double max_err = 0;
+          for (size_t m = 0; m < M; ++m) {
+            const auto* bytes = reinterpret_cast<const uint8_t*>(quads.data() + m * ((K + 3) / 4));
+            for (size_t n = 0; n < N; ++n) {
+              double want = with_bias ? bias[n] : 0.0, scale = 0;
+              for (size_t k = 0; k < K; ++k) {
+                const double wk = wd[n * K + k];
+                if (p == Precision::kInt8) {
+                  want += (static_cast<double>(bytes[k]) - 128.0) * xs[m] * wk;
+                  scale += std::abs((static_cast<double>(bytes[k]) - 128.0) * xs[m] * wk);
+                } else {
+                  const double xk = p == Precision::kBF16 ? round_bf16(x[m * K + k]) : x[m * K + k];
+                  want += xk * wk;
+                }
+              }
+              // fp32 / bf16: summed in fp32, ~sqrt(K) roundings of unit terms; int8: exact int32
+              // sums, one float rounding of the dequantized value.
+              const double err = p == Precision::kInt8 ? std::abs(want - y[m * ldy + n]) / (1.0 + std::abs(want))
+                                                       : std::abs(want - y[m * ldy + n]) / std::sqrt(static_cast<double>(K));
+              max_err = std::max(max_err, err);
+            }
+            for (size_t n = N; n < ldy; ++n) ASSERT_EQ(y[m * ldy + n], -7.0f) << "wrote past N";
+          }
+          EXPECT_LT(max_err, 1e-5) << name(p) << " M=" << M << " N=" << N << " K=" << K << " bias=" << with_bias;
+        }
+      }
+    }
+  }
+}
+
+// The activation applied in the epilogue equals the activation applied afterwards.
+TEST_P(OneDnnGemm, FusedActivationEqualsSeparatePass) {
+  const Precision p = GetParam();
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  const size_t M = 300, N = 300, K = 64, ldy = N + 2;
+  std::vector<float> x(M * K), w(N * K), bias(N);
+  for (auto& v : x) v = dist(rng);
+  for (auto& v : w) v = dist(rng);
+  for (auto& v : bias) v = dist(rng);
+  const OneDnnWeight packed(w.data(), N, K, p);
+  for (const auto act : {roberta::kernels::Activation::kGelu, roberta::kernels::Activation::kTanh}) {
+    std::vector<float> plain(M * ldy, -7.0f), fused(M * ldy, -7.0f);
+    roberta::kernels::packed_linear(plain.data(), ldy, x.data(), packed, bias.data(), M);
+    roberta::kernels::packed_linear(fused.data(), ldy, x.data(), packed, bias.data(), M, act);
+    std::vector<float> separate = plain;
+    roberta::kernels::bias_activation(separate.data(), nullptr, M, ldy, act);
+    for (size_t m = 0; m < M; ++m) {
+      for (size_t n = 0; n < N; ++n) {
+        ASSERT_EQ(fused[m * ldy + n], separate[m * ldy + n]) << m << "," << n;
+        ASSERT_NEAR(fused[m * ldy + n], roberta::kernels::activate(act, plain[m * ldy + n]), 1e-6);
+      }
+      ASSERT_EQ(fused[m * ldy + N], -7.0f) << "wrote past N";
+    }
+  }
+}
+
+// Two threads multiplying with one weight at once (the server's and the library's case): both get
+// the single-threaded answer.
+TEST_P(OneDnnGemm, TwoThreadsAtOnceGetTheSameAnswer) {
+  const Precision p = GetParam();
+  std::mt19937 rng(9);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  const size_t N = 384, K = 256;
+  std::vector<float> w(N * K), bias(N);
+  for (auto& v : w) v = dist(rng);
+  for (auto& v : bias) v = dist(rng);
+  const OneDnnWeight packed(w.data(), N, K, p);
+  std::vector<std::vector<float>> xs, want;
+  for (size_t M : {7, 300}) {
+    xs.emplace_back(M * K);
+    for (auto& v : xs.back()) v = dist(rng);
+    want.emplace_back(M * N);
+    roberta::kernels::packed_linear(want.back().data(), N, xs.back().data(), packed, bias.data(), M);
+  }
+  std::vector<std::vector<float>> got(2);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < 2; ++t)
+    threads.emplace_back([&, t] {
+      got[t].resize(want[t].size());
+      for (int round = 0; round < 20; ++round)
+        roberta::kernels::packed_linear(got[t].data(), N, xs[t].data(), packed, bias.data(), xs[t].size() / K);
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(got[0], want[0]);
+  EXPECT_EQ(got[1], want[1]);
+}
+
+// oneDNN's reference (slow, generic) code never runs these products: every band height gets an
+// optimised implementation on this CPU.
+TEST_P(OneDnnGemm, UsesAnOptimisedImplementationForEveryBandHeight) {
+  std::mt19937 rng(1);
+  std::normal_distribution<float> dist(0.0f, 0.05f);
+  const size_t N = 768, K = 768;
+  std::vector<float> w(N * K);
+  for (auto& v : w) v = dist(rng);
+  const OneDnnWeight packed(w.data(), N, K, GetParam());
+  for (size_t rows : {1, 16, 100, 256}) {
+    const std::string impl = roberta::kernels::onednn_implementation(packed, rows);
+    std::printf("  %s, %zu rows: %s\n", name(GetParam()), rows, impl.c_str());
+    EXPECT_EQ(impl.find("ref"), std::string::npos) << impl;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Precisions, OneDnnGemm, ::testing::Values(Precision::kF32, Precision::kBF16, Precision::kInt8),
+                         [](const auto& info) { return std::string(name(info.param)); });
+
+TEST(OneDnnGemmChoice, RobertaGemmIsReadAndCheckedOnEveryChoice) {
+  const char* before = std::getenv("ROBERTA_GEMM");  // kept for the tests after this one
+  const std::string saved = before ? before : "";
+  ::setenv("ROBERTA_GEMM", "own", 1);
+  EXPECT_FALSE(roberta::kernels::use_onednn(Precision::kBF16));
+  ::setenv("ROBERTA_GEMM", "fastest", 1);
+  EXPECT_THROW(roberta::kernels::use_onednn(Precision::kBF16), roberta::Error);
+  ::setenv("ROBERTA_GEMM", "onednn", 1);
+  if (roberta::kernels::onednn_built())
+    EXPECT_TRUE(roberta::kernels::use_onednn(Precision::kF32));
+  else
+    EXPECT_THROW(roberta::kernels::use_onednn(Precision::kF32), roberta::Error);
+  if (before)
+    ::setenv("ROBERTA_GEMM", saved.c_str(), 1);
+  else
+    ::unsetenv("ROBERTA_GEMM");
+}
+
+}  // namespace
