@@ -5,8 +5,8 @@
 // - int8: W per output channel and x per row, symmetric, as packed_gemm_int8.h describes (x offset
 //   by 128 to unsigned bytes, the offset removed in our epilogue).
 //
-// Why: oneDNN's brgemm kernels are faster than ours on bf16 (Zen 4, 2 threads, 1024 rows: ~410
-// GFLOP/s against our ~360-380; a bf16 forward pass 3-14% faster), and on CPUs with AMX it runs
+// Why: oneDNN's brgemm kernels are faster than ours on bf16 (Zen 4, 2 threads, 1024 rows: ~405-411
+// GFLOP/s against our ~378-400; a bf16 forward pass 3-14% faster), and on CPUs with AMX it runs
 // bf16 and int8 on the AMX tiles, which our kernels do not use (see the README's speed section).
 //
 // How: W is split into parts of kPartColumns output columns, each packed once at load in the layout
