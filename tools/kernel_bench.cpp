@@ -141,36 +141,21 @@ void BM_ReadBandwidth(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * n * sizeof(float)));
 }
 
+// Every GEMM benchmark runs on kShapes.
+void roberta_shapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"M", "N", "K"});
+  for (const auto& s : kShapes) b->Args(s);
+}
+
 }  // namespace
 
-BENCHMARK(BM_PackedLinear)->Apply([](benchmark::internal::Benchmark* b) {
-  b->ArgNames({"M", "N", "K"});
-  for (const auto& s : kShapes) b->Args(s);
-})->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_PackedLinearBf16)->Apply([](benchmark::internal::Benchmark* b) {
-  b->ArgNames({"M", "N", "K"});
-  for (const auto& s : kShapes) b->Args(s);
-})->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_PackedLinearInt8)->Apply([](benchmark::internal::Benchmark* b) {
-  b->ArgNames({"M", "N", "K"});
-  for (const auto& s : kShapes) b->Args(s);
-})->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_OneDnnLinearF32)->Apply([](benchmark::internal::Benchmark* b) {
-  b->ArgNames({"M", "N", "K"});
-  for (const auto& s : kShapes) b->Args(s);
-})->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_OneDnnLinearBf16)->Apply([](benchmark::internal::Benchmark* b) {
-  b->ArgNames({"M", "N", "K"});
-  for (const auto& s : kShapes) b->Args(s);
-})->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_OneDnnLinearInt8)->Apply([](benchmark::internal::Benchmark* b) {
-  b->ArgNames({"M", "N", "K"});
-  for (const auto& s : kShapes) b->Args(s);
-})->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_OpenBlasSgemm)->Apply([](benchmark::internal::Benchmark* b) {
-  b->ArgNames({"M", "N", "K"});
-  for (const auto& s : kShapes) b->Args(s);
-})->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_PackedLinear)->Apply(roberta_shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_PackedLinearBf16)->Apply(roberta_shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_PackedLinearInt8)->Apply(roberta_shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_OneDnnLinearF32)->Apply(roberta_shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_OneDnnLinearBf16)->Apply(roberta_shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_OneDnnLinearInt8)->Apply(roberta_shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_OpenBlasSgemm)->Apply(roberta_shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_SelfAttention)->ArgName("L")->Arg(16)->Arg(128)->Arg(512)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_SelfAttentionBf16)->ArgName("L")->Arg(16)->Arg(128)->Arg(512)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_ReadBandwidth)->Unit(benchmark::kMillisecond)->UseRealTime();

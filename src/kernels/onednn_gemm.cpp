@@ -295,17 +295,10 @@ OneDnnWeight::OneDnnWeight(const float* w, size_t n, size_t k, Precision precisi
       plain = bf16.data();
     } else if (precision == Precision::kInt8) {
       for (size_t j = 0; j < cols; ++j) {
-        const float* src = src_rows + j * k;
-        float amax = 0;
-        for (size_t kk = 0; kk < k; ++kk) amax = std::max(amax, std::abs(src[kk]));
-        const float scale = amax > 0 ? amax / 127.0f : 1.0f;
+        int8_t* row = q.data() + j * k;
+        impl->scales[c0 + j] = quantize_weight_row(src_rows + j * k, k, row);
         int32_t sum = 0;
-        for (size_t kk = 0; kk < k; ++kk) {
-          const auto v = static_cast<int8_t>(std::clamp(std::nearbyint(src[kk] / scale), -127.0f, 127.0f));
-          q.data()[j * k + kk] = v;
-          sum += v;
-        }
-        impl->scales[c0 + j] = scale;
+        for (size_t kk = 0; kk < k; ++kk) sum += row[kk];
         impl->offsets[c0 + j] = 128 * sum;
       }
       plain = q.data();

@@ -27,21 +27,25 @@ PackedWeightInt8::PackedWeightInt8(const float* w, size_t n, size_t k)
   ThreadPool::global()->parallel_for(panels(), [&](size_t p) {
     int8_t* dst = data_.get() + p * Q * kPanel * 4;
     std::memset(dst, 0, Q * kPanel * 4);
+    std::vector<int8_t> q(k);
     for (size_t j = 0; j < kPanel && p * kPanel + j < n; ++j) {
       const size_t row = p * kPanel + j;
-      const float* src = w + row * k;
-      float amax = 0;
-      for (size_t kk = 0; kk < k; ++kk) amax = std::max(amax, std::abs(src[kk]));
-      const float scale = amax > 0 ? amax / 127.0f : 1.0f;
-      scales_[row] = scale;
+      scales_[row] = quantize_weight_row(w + row * k, k, q.data());
       for (size_t kk = 0; kk < k; ++kk) {
-        const float q = std::nearbyint(src[kk] / scale);
-        const auto v = static_cast<int8_t>(std::clamp(q, -127.0f, 127.0f));
+        const int8_t v = q[kk];
         dst[(kk / 4) * kPanel * 4 + j * 4 + kk % 4] = v;
         offsets_[((kk / 4 / kSliceQuads) * panels() + p) * kPanel + j] += 128 * v;
       }
     }
   });
+}
+
+float quantize_weight_row(const float* w, size_t k, int8_t* q) {
+  float amax = 0;
+  for (size_t i = 0; i < k; ++i) amax = std::max(amax, std::abs(w[i]));
+  const float scale = amax > 0 ? amax / 127.0f : 1.0f;
+  for (size_t i = 0; i < k; ++i) q[i] = static_cast<int8_t>(std::clamp(std::nearbyint(w[i] / scale), -127.0f, 127.0f));
+  return scale;
 }
 
 float PackedWeightInt8::dequantized(size_t n, size_t k) const {

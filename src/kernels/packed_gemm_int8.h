@@ -52,6 +52,11 @@ class PackedWeightInt8 {
   std::vector<int32_t> offsets_;
 };
 
+// One weight row (an output channel) quantized: q[i] = round(w[i] / scale) in [-127, 127] with
+// scale = max |w| / 127 (1 for an all-zero row); returns the scale. Every int8 path (ours, oneDNN's)
+// quantizes weights with this.
+float quantize_weight_row(const float* w, size_t k, int8_t* q);
+
 // x (rows, k) quantized per row: quads (rows, k_quads) of unsigned bytes q + 128, and scale[rows].
 void quantize_rows(const float* x, size_t rows, size_t k, uint32_t* quads, float* scale);
 
