@@ -85,8 +85,8 @@ bool use_onednn(Precision p) {
     case GemmChoice::kDefault: break;
   }
   // Measured on an AMD EPYC Zen 4 (README, "Speed"): oneDNN's bf16 products make a forward pass
-  // 3-14% faster than ours; its int8 ones 3-7% faster at 128+ tokens but 7-8% slower on a 16-token
-  // sentence, and its fp32 ones are no faster than ours (slower on few rows). On CPUs with AMX it
+  // 3-14% faster than ours; its int8 ones are within the noise of ours (0.93-1.17x on 16 tokens,
+  // 1.02-1.12x on 8 x 128), and its fp32 ones no faster (0.84x on 16 tokens). On CPUs with AMX it
   // is the only path that uses the AMX tiles, for bf16 and int8.
   if (!onednn_built() || usable_isa() != detected_isa()) return false;
   return p == Precision::kBF16 || cpu_has_amx(p);
