@@ -35,6 +35,9 @@ class OneDnnGemm : public ::testing::TestWithParam<Precision> {
  protected:
   void SetUp() override {
     if (!roberta::kernels::onednn_built()) GTEST_SKIP() << "this build has no oneDNN (libdnnl-dev)";
+    if (!roberta::kernels::onednn_supports(GetParam()))
+      GTEST_SKIP() << "oneDNN cannot do " << name(GetParam()) << " correctly here (" << roberta::kernels::onednn_isa()
+                   << "); the engine uses its own kernels for it";
   }
 };
 
@@ -175,6 +178,28 @@ TEST_P(OneDnnGemm, UsesAnOptimisedImplementationForEveryBandHeight) {
 
 INSTANTIATE_TEST_SUITE_P(Precisions, OneDnnGemm, ::testing::Values(Precision::kF32, Precision::kBF16, Precision::kInt8),
                          [](const auto& info) { return std::string(name(info.param)); });
+
+// Where oneDNN cannot do a precision correctly, nothing sends it there, not even ROBERTA_GEMM=onednn,
+// and a weight for it is refused with an error rather than computed wrongly.
+TEST(OneDnnGemmChoice, APrecisionOneDnnCannotDoStaysOnOurKernels) {
+  if (!roberta::kernels::onednn_built()) GTEST_SKIP() << "this build has no oneDNN (libdnnl-dev)";
+  const char* before = std::getenv("ROBERTA_GEMM");
+  const std::string saved = before ? before : "";
+  ::setenv("ROBERTA_GEMM", "onednn", 1);
+  std::printf("  oneDNN on this CPU: %s\n", roberta::kernels::onednn_isa().c_str());
+  const std::vector<float> w(64 * 64, 0.5f);
+  for (const Precision p : {Precision::kF32, Precision::kBF16, Precision::kInt8}) {
+    std::printf("  %s: %s\n", name(p), roberta::kernels::onednn_supports(p) ? "oneDNN" : "ours");
+    EXPECT_EQ(roberta::kernels::use_onednn(p), roberta::kernels::onednn_supports(p)) << name(p);
+    if (!roberta::kernels::onednn_supports(p))
+      EXPECT_THROW(OneDnnWeight(w.data(), 64, 64, p), roberta::Error) << name(p);
+  }
+  EXPECT_TRUE(roberta::kernels::onednn_supports(Precision::kF32));
+  if (before)
+    ::setenv("ROBERTA_GEMM", saved.c_str(), 1);
+  else
+    ::unsetenv("ROBERTA_GEMM");
+}
 
 TEST(OneDnnGemmChoice, RobertaGemmIsReadAndCheckedOnEveryChoice) {
   const char* before = std::getenv("ROBERTA_GEMM");  // kept for the tests after this one

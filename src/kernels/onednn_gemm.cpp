@@ -76,25 +76,28 @@ bool cpu_has_amx(Precision p) {
 }
 
 bool use_onednn(Precision p) {
-  switch (gemm_choice()) {
-    case GemmChoice::kOwn: return false;
-    case GemmChoice::kOneDnn:
-      if (!onednn_built())
-        throw Error("ROBERTA_GEMM=onednn, but this build has no oneDNN (install libdnnl-dev and rebuild)");
-      return true;
-    case GemmChoice::kDefault: break;
-  }
+  const GemmChoice choice = gemm_choice();
+  if (choice == GemmChoice::kOwn) return false;
+  if (choice == GemmChoice::kOneDnn && !onednn_built())
+    throw Error("ROBERTA_GEMM=onednn, but this build has no oneDNN (install libdnnl-dev and rebuild)");
+  // Where oneDNN cannot do a precision correctly, ours does it even when oneDNN is asked for.
+  if (!onednn_supports(p)) return false;
+  if (choice == GemmChoice::kOneDnn) return true;
   // Measured on an AMD EPYC Zen 4 (README, "Speed"): oneDNN's bf16 products make a forward pass
   // 3-14% faster than ours; its int8 ones are within the noise of ours (0.93-1.17x on 16 tokens,
   // 1.02-1.12x on 8 x 128), and its fp32 ones no faster (0.84x on 16 tokens). On CPUs with AMX it
-  // is the only path that uses the AMX tiles, for bf16 and int8.
-  if (!onednn_built() || usable_isa() != detected_isa()) return false;
-  return p == Precision::kBF16 || cpu_has_amx(p);
+  // is the only path that uses the AMX tiles, for bf16 and int8. bf16 only where oneDNN multiplies
+  // it natively (elsewhere it emulates it, unmeasured).
+  if (usable_isa() != detected_isa()) return false;
+  const std::string isa = onednn_isa();
+  if (p == Precision::kBF16) return isa == "avx512_core_bf16" || isa == "avx512_core_amx";
+  return p == Precision::kInt8 && isa == "avx512_core_amx" && cpu_has_amx(p);
 }
 
 #if !defined(ROBERTA_WITH_ONEDNN)
 
 std::string onednn_isa() { return ""; }
+bool onednn_supports(Precision) { return false; }
 
 struct OneDnnWeight::Impl {};
 
@@ -266,6 +269,11 @@ struct OneDnnWeight::Impl {
 
 OneDnnWeight::OneDnnWeight(const float* w, size_t n, size_t k, Precision precision)
     : n_(n), k_(k), precision_(precision) {
+  if (!onednn_supports(precision))
+    throw Error(std::string("oneDNN cannot multiply ") + (precision == Precision::kInt8 ? "int8" : "bf16") +
+                " correctly on this CPU (" + onednn_isa() +
+                (precision == Precision::kInt8 ? ": without VNNI its u8 x s8 products saturate in 16 bits)"
+                                               : ": no bf16 matmul below AVX-512)"));
   auto impl = std::make_shared<Impl>();
   const size_t parts = (n + kPartColumns - 1) / kPartColumns;
   impl->parts.resize(parts);
@@ -349,6 +357,19 @@ std::string onednn_implementation(const OneDnnWeight& w, size_t rows) {
                      : w.precision() == Precision::kBF16 ? (w.k() + 1) / 2 * 2
                                                           : w.k();
   return primitive(w.precision(), rows, cols, w.k(), ldx).implementation;
+}
+
+bool onednn_supports(Precision p) {
+  const std::string isa = onednn_isa();
+  const bool vnni = isa == "avx512_core_vnni" || isa == "avx512_core_bf16" || isa == "avx512_core_amx" ||
+                    isa == "avx2_vnni";
+  const bool avx512 = vnni && isa != "avx2_vnni";
+  switch (p) {
+    case Precision::kF32: return true;
+    case Precision::kBF16: return avx512 || isa == "avx512_core";
+    case Precision::kInt8: return vnni;
+  }
+  return false;
 }
 
 std::string onednn_isa() {

@@ -35,11 +35,18 @@ enum class Precision { kF32, kBF16, kInt8 };
 
 // Whether this build links oneDNN.
 bool onednn_built();
-// Whether products of precision p go through oneDNN here: ROBERTA_GEMM=onednn (an error in a build
-// without oneDNN), ROBERTA_GEMM=own, else the default, from measurements: in a build with oneDNN
-// and without a ROBERTA_ISA cap (the caps test our own lower paths), bf16 always, int8 on CPUs
-// with AMX-INT8, fp32 never. Throws roberta::Error for another ROBERTA_GEMM value.
+// Whether products of precision p go through oneDNN here: never with ROBERTA_GEMM=own, or where
+// oneDNN cannot do p correctly (onednn_supports); with ROBERTA_GEMM=onednn, always otherwise (an
+// error in a build without oneDNN); else the default, from measurements: in a build with oneDNN
+// and without a ROBERTA_ISA cap (the caps test our own lower paths), bf16 where oneDNN multiplies
+// it natively (AVX512-BF16, AMX), int8 on CPUs with AMX-INT8, fp32 never. Throws roberta::Error
+// for another ROBERTA_GEMM value.
 bool use_onednn(Precision p);
+// Whether oneDNN computes products of precision p correctly on this CPU (always false in a build
+// without it): fp32 always; bf16 from AVX-512 up (it has no bf16 matmul below); int8 only with
+// VNNI (AVX512-VNNI, AVX-VNNI or AMX): without it, u8 x s8 pairs are summed in 16 bits and saturate
+// on our inputs. (DNNL_MAX_CPU_ISA lowers what oneDNN uses, and so what it supports here.)
+bool onednn_supports(Precision p);
 // Whether the CPU has AMX tiles for products of precision p (cpuid; bf16: AMX-BF16, int8: AMX-INT8).
 bool cpu_has_amx(Precision p);
 // oneDNN's instruction set on this CPU ("avx512_core_amx", "avx512_core_bf16", ...), or "" in a
@@ -51,7 +58,8 @@ class OneDnnWeight {
   static constexpr size_t kPartColumns = 128;
 
   OneDnnWeight() = default;
-  // w is (n, k) row-major. Throws roberta::Error in a build without oneDNN.
+  // w is (n, k) row-major. Throws roberta::Error in a build without oneDNN, or where
+  // !onednn_supports(precision).
   OneDnnWeight(const float* w, size_t n, size_t k, Precision precision);
 
   size_t n() const { return n_; }
