@@ -1,7 +1,7 @@
 #pragma once
 // A linear layer whose weight is repacked once at load, in fp32, bf16 or int8, for our packed GEMM
-// or for oneDNN's matmul (kernels::use_onednn decides; the bias stays fp32). Several layers with the same input (Q, K, V) can be joined into
-// one product.
+// or for oneDNN's matmul (kernels::use_onednn decides; the bias stays fp32). Several layers with
+// the same input (Q, K, V) can be joined into one product.
 // (Int8: see kernels/packed_gemm_int8.h; oneDNN: kernels/onednn_gemm.h.)
 //
 //   PackedLinear qkv = PackedLinear::join({q, k, v}, WeightType::kF32);   // (3H, H)

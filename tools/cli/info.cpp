@@ -10,7 +10,7 @@
 namespace roberta::cli {
 namespace {
 
-// "fp32: own kernels (avx512); bf16: oneDNN (avx512_core_bf16); int8: ...": which code runs the
+// "fp32: own (avx512); bf16: oneDNN (avx512_core_bf16); int8: own (AVX512-VNNI)": which code runs the
 // matrix products of each precision here (kernels::use_onednn, ROBERTA_GEMM, ROBERTA_ISA).
 std::string gemm_paths() {
   using kernels::Precision;
@@ -18,7 +18,8 @@ std::string gemm_paths() {
   for (const auto& [p, name] : {std::pair{Precision::kF32, "fp32"}, {Precision::kBF16, "bf16"}, {Precision::kInt8, "int8"}}) {
     std::string path;
     if (kernels::use_onednn(p))
-      path = "oneDNN (" + kernels::onednn_isa() + (kernels::cpu_has_amx(p) ? ", AMX" : "") + ")";
+      path = "oneDNN (" + kernels::onednn_isa() +
+             (kernels::onednn_isa() == "avx512_core_amx" && kernels::cpu_has_amx(p) ? ", AMX" : "") + ")";
     else if (p == Precision::kF32)
       path = std::string("own (") + kernels::packed_gemm_isa() + ")";
     else if (p == Precision::kBF16)
