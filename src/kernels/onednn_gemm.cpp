@@ -171,6 +171,12 @@ memory::desc packed_weight_desc(Precision p, size_t cols, size_t k) {
   return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, dst), cpu_engine()).weights_desc();
 }
 
+// Elements per row of x as oneDNN reads it: k padded to int8 quads / bf16 pairs, as our
+// quantize_rows / to_bf16_pairs write it.
+size_t source_stride(Precision p, size_t k) {
+  return p == Precision::kInt8 ? (k + 3) / 4 * 4 : p == Precision::kBF16 ? (k + 1) / 2 * 2 : k;
+}
+
 struct Primitive {
   dnnl::matmul matmul;
   memory::desc src, weights, dst, scratchpad;
@@ -353,9 +359,7 @@ std::vector<float> OneDnnWeight::dequantized() const {
 std::string onednn_implementation(const OneDnnWeight& w, size_t rows) {
   single_threaded_onednn();
   const size_t cols = std::min(OneDnnWeight::kPartColumns, w.n());
-  const size_t ldx = w.precision() == Precision::kInt8 ? (w.k() + 3) / 4 * 4
-                     : w.precision() == Precision::kBF16 ? (w.k() + 1) / 2 * 2
-                                                          : w.k();
+  const size_t ldx = source_stride(w.precision(), w.k());
   return primitive(w.precision(), rows, cols, w.k(), ldx).implementation;
 }
 
@@ -449,7 +453,7 @@ void packed_linear(float* y, size_t ldy, const float* x, const OneDnnWeight& w, 
   // x in the product's precision, once per call: bf16 pairs or int8 quads (+ per-row scales).
   thread_local std::vector<uint32_t> converted_buffer;
   thread_local std::vector<float> scale_buffer;
-  const size_t ldx = p == Precision::kInt8 ? (K + 3) / 4 * 4 : p == Precision::kBF16 ? (K + 1) / 2 * 2 : K;
+  const size_t ldx = source_stride(p, K);
   const util::Scratch<uint32_t> converted(converted_buffer, p == Precision::kF32 ? 0 : M * ldx / (p == Precision::kInt8 ? 4 : 2));
   const util::Scratch<float> scales(scale_buffer, p == Precision::kInt8 ? M : 0);
   uint32_t* xc = converted.data();
