@@ -4,11 +4,13 @@
 // output, and the fused activation.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <random>
 
 #include "kernels/activations.h"
+#include "kernels/block_loop.h"
 #include "kernels/packed_gemm.h"
 #include "kernels/packed_gemm_int8.h"
 
@@ -200,3 +202,73 @@ TEST(PackedGemmInt8, MatchesFloat64ReferenceOfQuantizedInputs) {
 }
 
 }  // namespace
+
+// The split of a product over the pool: every task the same number of panels, bands that differ by
+// at most one row block, a task count that is a multiple of the threads where the shape allows it,
+// and no row split for products of one row chunk (their weights are then read once).
+TEST(BlockSplit, EqualTasksAMultipleOfTheThreads) {
+  using roberta::kernels::split_blocks;
+  for (size_t threads : {1, 2, 3, 4, 8})
+    for (size_t panels : {1, 2, 3, 7, 12, 24, 36, 37, 48, 72, 96})
+      for (size_t blocks : {1, 3, 16, 17, 100, 171, 1000}) {
+        const auto s = split_blocks(panels, blocks, 16, threads);
+        SCOPED_TRACE(::testing::Message() << threads << " threads, " << panels << " panels, " << blocks << " blocks");
+        const size_t chunks = (blocks + 15) / 16;
+        ASSERT_GE(s.groups, 1u);
+        ASSERT_GE(s.bands, 1u);
+        EXPECT_EQ(panels % s.groups, 0u);
+        EXPECT_LE(s.bands, chunks);
+        if (threads == 1 || chunks == 1) {
+          EXPECT_EQ(s.bands, 1u);
+        }
+        if (threads == 1) {
+          EXPECT_EQ(s.groups, 1u);
+        }
+        // Where some divisor of the panels is a multiple of the threads, the tasks divide evenly.
+        bool divisible = false;
+        for (size_t d = threads; d <= panels; d += threads) divisible |= panels % d == 0;
+        if (threads > 1 && divisible) {
+          EXPECT_EQ(s.groups * s.bands % threads, 0u);
+        }
+        if (threads > 1 && divisible && chunks > 1) {
+          EXPECT_GE(s.groups * s.bands, 2 * threads);
+        }
+      }
+  // The shapes of roberta-base at 1024 tokens on two threads (int8 panels of 64 columns, 6-row blocks).
+  EXPECT_EQ(split_blocks(12, 171, 16, 2).groups, 6u);   // N = 768
+  EXPECT_EQ(split_blocks(36, 171, 16, 2).groups, 6u);   // N = 2304
+  EXPECT_EQ(split_blocks(48, 171, 16, 2).groups, 8u);   // N = 3072
+}
+
+// for_each_block visits each (row block, panel, k slice) once, in k order within a tile, and
+// finishes each (row chunk, panel group) tile once after its last slice, whatever the pool size.
+TEST(BlockSplit, ForEachBlockCoversEveryBlockOnce) {
+  for (size_t M : {1, 5, 6, 95, 96, 97, 600, 1024})
+    for (size_t N : {64, 100, 768}) {
+      const size_t K = 500, slice = 192, rows = 6, cols = 64;
+      const size_t P = (N + cols - 1) / cols, S = (K + slice - 1) / slice;
+      std::vector<std::atomic<int>> seen(M * P * S);
+      std::vector<std::atomic<int>> finished(M * N);
+      roberta::kernels::for_each_block(
+          M, N, K, slice, rows,
+          [&](size_t r, size_t n, size_t p, size_t k0, size_t k1) {
+            EXPECT_EQ(k1, std::min(K, k0 + slice));
+            for (size_t m = r; m < r + n; ++m) {
+              if (k0 > 0) {
+                EXPECT_EQ(seen[(m * P + p) * S + k0 / slice - 1].load(), 1);
+              }
+              seen[(m * P + p) * S + k0 / slice]++;
+            }
+          },
+          [&](size_t m0, size_t m1, size_t c0, size_t c1) {
+            for (size_t m = m0; m < m1; ++m)
+              for (size_t c = c0; c < c1; ++c) {
+                EXPECT_EQ(seen[(m * P + c / cols) * S + S - 1].load(), 1);
+                finished[m * N + c]++;
+              }
+          },
+          cols);
+      for (size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i].load(), 1) << "M " << M << " N " << N << " at " << i;
+      for (size_t i = 0; i < finished.size(); ++i) ASSERT_EQ(finished[i].load(), 1) << "M " << M << " N " << N;
+    }
+}
