@@ -10,6 +10,7 @@
 #include <cstring>
 #include <random>
 #include <thread>
+#include <utility>
 
 #include "kernels/activations.h"
 #include "kernels/onednn_gemm.h"
@@ -68,35 +69,40 @@ TEST_P(OneDnnGemm, MatchesFloat64ReferenceOfRoundedInputs) {
         std::vector<uint32_t> quads(M * ((K + 3) / 4));
         std::vector<float> xs(M);
         if (p == Precision::kInt8) roberta::kernels::quantize_rows(x.data(), M, K, quads.data(), xs.data());
-        for (const bool with_bias : {false, true}) {
-          const size_t ldy = N + 3;
-          std::vector<float> y(M * ldy, -7.0f);
-          roberta::kernels::packed_linear(y.data(), ldy, x.data(), packed, with_bias ? bias.data() : nullptr, M);
-          double max_err = 0;
-          for (size_t m = 0; m < M; ++m) {
-            const auto* bytes = reinterpret_cast<const uint8_t*>(quads.data() + m * ((K + 3) / 4));
-            for (size_t n = 0; n < N; ++n) {
-              double want = with_bias ? bias[n] : 0.0, scale = 0;
-              for (size_t k = 0; k < K; ++k) {
-                const double wk = wd[n * K + k];
-                if (p == Precision::kInt8) {
-                  want += (static_cast<double>(bytes[k]) - 128.0) * xs[m] * wk;
-                  scale += std::abs((static_cast<double>(bytes[k]) - 128.0) * xs[m] * wk);
-                } else {
-                  const double xk = p == Precision::kBF16 ? round_bf16(x[m * K + k]) : x[m * K + k];
-                  want += xk * wk;
+        // A dense y (ldy = N) with enough rows takes oneDNN's whole-row path (the product written
+        // straight into y); a strided one goes through the per-task tile.
+        for (const bool with_bias : {false, true})
+          for (const bool dense : {false, true}) {
+            const size_t ldy = dense ? N : N + 3;
+            std::vector<float> y(M * ldy, -7.0f);
+            roberta::kernels::packed_linear(y.data(), ldy, x.data(), packed, with_bias ? bias.data() : nullptr, M);
+            double max_err = 0;
+            for (size_t m = 0; m < M; ++m) {
+              const auto* bytes = reinterpret_cast<const uint8_t*>(quads.data() + m * ((K + 3) / 4));
+              for (size_t n = 0; n < N; ++n) {
+                double want = with_bias ? bias[n] : 0.0, scale = 0;
+                for (size_t k = 0; k < K; ++k) {
+                  const double wk = wd[n * K + k];
+                  if (p == Precision::kInt8) {
+                    want += (static_cast<double>(bytes[k]) - 128.0) * xs[m] * wk;
+                    scale += std::abs((static_cast<double>(bytes[k]) - 128.0) * xs[m] * wk);
+                  } else {
+                    const double xk = p == Precision::kBF16 ? round_bf16(x[m * K + k]) : x[m * K + k];
+                    want += xk * wk;
+                  }
                 }
+                // fp32 / bf16: summed in fp32, ~sqrt(K) roundings of unit terms; int8: exact int32
+                // sums, one float rounding of the dequantized value.
+                const double err = p == Precision::kInt8
+                                       ? std::abs(want - y[m * ldy + n]) / (1.0 + std::abs(want))
+                                       : std::abs(want - y[m * ldy + n]) / std::sqrt(static_cast<double>(K));
+                max_err = std::max(max_err, err);
               }
-              // fp32 / bf16: summed in fp32, ~sqrt(K) roundings of unit terms; int8: exact int32
-              // sums, one float rounding of the dequantized value.
-              const double err = p == Precision::kInt8 ? std::abs(want - y[m * ldy + n]) / (1.0 + std::abs(want))
-                                                       : std::abs(want - y[m * ldy + n]) / std::sqrt(static_cast<double>(K));
-              max_err = std::max(max_err, err);
+              for (size_t n = N; n < ldy; ++n) ASSERT_EQ(y[m * ldy + n], -7.0f) << "wrote past N";
             }
-            for (size_t n = N; n < ldy; ++n) ASSERT_EQ(y[m * ldy + n], -7.0f) << "wrote past N";
+            EXPECT_LT(max_err, 1e-5) << name(p) << " M=" << M << " N=" << N << " K=" << K << " bias=" << with_bias
+                                     << " dense=" << dense;
           }
-          EXPECT_LT(max_err, 1e-5) << name(p) << " M=" << M << " N=" << N << " K=" << K << " bias=" << with_bias;
-        }
       }
     }
   }
@@ -107,24 +113,29 @@ TEST_P(OneDnnGemm, FusedActivationEqualsSeparatePass) {
   const Precision p = GetParam();
   std::mt19937 rng(3);
   std::normal_distribution<float> dist(0.0f, 1.0f);
-  const size_t M = 300, N = 300, K = 64, ldy = N + 2;
-  std::vector<float> x(M * K), w(N * K), bias(N);
-  for (auto& v : x) v = dist(rng);
-  for (auto& v : w) v = dist(rng);
-  for (auto& v : bias) v = dist(rng);
-  const OneDnnWeight packed(w.data(), N, K, p);
-  for (const auto act : {roberta::kernels::Activation::kGelu, roberta::kernels::Activation::kTanh}) {
-    std::vector<float> plain(M * ldy, -7.0f), fused(M * ldy, -7.0f);
-    roberta::kernels::packed_linear(plain.data(), ldy, x.data(), packed, bias.data(), M);
-    roberta::kernels::packed_linear(fused.data(), ldy, x.data(), packed, bias.data(), M, act);
-    std::vector<float> separate = plain;
-    roberta::kernels::bias_activation(separate.data(), nullptr, M, ldy, act);
-    for (size_t m = 0; m < M; ++m) {
-      for (size_t n = 0; n < N; ++n) {
-        ASSERT_EQ(fused[m * ldy + n], separate[m * ldy + n]) << m << "," << n;
-        ASSERT_NEAR(fused[m * ldy + n], roberta::kernels::activate(act, plain[m * ldy + n]), 1e-6);
+  // N = 300 with a strided y: the per-task tile; N = 256 dense: the whole-row path.
+  for (const auto& [N, ldy] : {std::pair<size_t, size_t>{300, 302}, {256, 256}}) {
+    const size_t M = 300, K = 64;
+    std::vector<float> x(M * K), w(N * K), bias(N);
+    for (auto& v : x) v = dist(rng);
+    for (auto& v : w) v = dist(rng);
+    for (auto& v : bias) v = dist(rng);
+    const OneDnnWeight packed(w.data(), N, K, p);
+    for (const auto act : {roberta::kernels::Activation::kGelu, roberta::kernels::Activation::kTanh}) {
+      std::vector<float> plain(M * ldy, -7.0f), fused(M * ldy, -7.0f);
+      roberta::kernels::packed_linear(plain.data(), ldy, x.data(), packed, bias.data(), M);
+      roberta::kernels::packed_linear(fused.data(), ldy, x.data(), packed, bias.data(), M, act);
+      std::vector<float> separate = plain;
+      roberta::kernels::bias_activation(separate.data(), nullptr, M, ldy, act);
+      for (size_t m = 0; m < M; ++m) {
+        for (size_t n = 0; n < N; ++n) {
+          ASSERT_EQ(fused[m * ldy + n], separate[m * ldy + n]) << m << "," << n;
+          ASSERT_NEAR(fused[m * ldy + n], roberta::kernels::activate(act, plain[m * ldy + n]), 1e-6);
+        }
+        if (ldy > N) {
+          ASSERT_EQ(fused[m * ldy + N], -7.0f) << "wrote past N";
+        }
       }
-      ASSERT_EQ(fused[m * ldy + N], -7.0f) << "wrote past N";
     }
   }
 }
@@ -191,8 +202,9 @@ TEST(OneDnnGemmChoice, APrecisionOneDnnCannotDoStaysOnOurKernels) {
   for (const Precision p : {Precision::kF32, Precision::kBF16, Precision::kInt8}) {
     std::printf("  %s: %s\n", name(p), roberta::kernels::onednn_supports(p) ? "oneDNN" : "ours");
     EXPECT_EQ(roberta::kernels::use_onednn(p), roberta::kernels::onednn_supports(p)) << name(p);
-    if (!roberta::kernels::onednn_supports(p))
+    if (!roberta::kernels::onednn_supports(p)) {
       EXPECT_THROW(OneDnnWeight(w.data(), 64, 64, p), roberta::Error) << name(p);
+    }
   }
   EXPECT_TRUE(roberta::kernels::onednn_supports(Precision::kF32));
   if (before)

@@ -58,9 +58,9 @@ constexpr size_t kHead = 64;
 constexpr size_t kKeyPanel = 64;    // keys per panel of the packed Kᵀ (4 zmm: one broadcast feeds 4 products)
 constexpr size_t kQueryBlock = 48;  // query rows whose scores are live at once (a multiple of 6)
 
-// row (n) = softmax(row), and row[n, padded) = 0: the same steps as softmax_row, in AVX-512
-// intrinsics (exp through vscalefps). The sum is taken in 16 float lanes, then in double.
-__attribute__((target("avx512f"))) void softmax_row_avx512(float* row, size_t n, size_t padded) {
+// row[0, n) = exp(row - max(row)), the first steps of softmax_row in AVX-512 intrinsics (exp
+// through vscalefps); returns 1 / the sum, taken in 16 float lanes, then in double.
+__attribute__((target("avx512f"))) float softmax_exp_avx512(float* row, size_t n) {
   __m512 vmax = _mm512_set1_ps(-INFINITY);
   for (size_t c = 0; c < n; c += 16) {
     const __mmask16 m = n - c >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (n - c)) - 1);
@@ -78,24 +78,69 @@ __attribute__((target("avx512f"))) void softmax_row_avx512(float* row, size_t n,
   _mm512_store_ps(lanes, acc);
   double sum = 0;
   for (float v : lanes) sum += v;
-  const __m512 inv = _mm512_set1_ps(static_cast<float>(1.0 / sum));
+  return static_cast<float>(1.0 / sum);
+}
+
+// row[c, c + 16) · inv, zero from column n on.
+__attribute__((target("avx512f"), always_inline)) inline __m512 scaled_probabilities(const float* row, size_t c,
+                                                                                    size_t n, __m512 inv) {
+  const __mmask16 m = n <= c ? 0 : n - c >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (n - c)) - 1);
+  return _mm512_maskz_mul_ps(m, _mm512_maskz_loadu_ps(m, row + c), inv);
+}
+
+// row (n) = softmax(row), and row[n, padded) = 0: the same steps as softmax_row.
+__attribute__((target("avx512f"))) void softmax_row_avx512(float* row, size_t n, size_t padded) {
+  const __m512 inv = _mm512_set1_ps(softmax_exp_avx512(row, n));
   for (size_t c = 0; c < padded; c += 16) {
-    const __mmask16 m = n <= c ? 0 : n - c >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (n - c)) - 1);
     const size_t left = padded - c;
     const __mmask16 store = left >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << left) - 1);
-    _mm512_mask_storeu_ps(row + c, store, _mm512_maskz_mul_ps(m, _mm512_maskz_loadu_ps(m, row + c), inv));
+    _mm512_mask_storeu_ps(row + c, store, scaled_probabilities(row, c, n, inv));
   }
+}
+
+// The 16 x 16 block of 32-bit elements in r, transposed in registers (r[i] becomes column i).
+__attribute__((target("avx512f"), always_inline)) inline void transpose16(__m512i (&r)[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+    r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+    r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+    r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  for (int h = 0; h < 16; h += 8)
+    for (int j = 0; j < 4; ++j) {
+      t[h + j] = _mm512_shuffle_i32x4(r[h + j], r[h + j + 4], 0x88);
+      t[h + j + 4] = _mm512_shuffle_i32x4(r[h + j], r[h + j + 4], 0xdd);
+    }
+  for (int j = 0; j < 8; ++j) {
+    r[j] = _mm512_shuffle_i32x4(t[j], t[j + 8], 0x88);
+    r[j + 8] = _mm512_shuffle_i32x4(t[j], t[j + 8], 0xdd);
+  }
+}
+
+// dst[i * ld_dst + j] = r[j]'s element i: the 16 x 16 block transposed, one row of it per store.
+__attribute__((target("avx512f"), always_inline)) inline void store_transposed16(uint32_t* dst, size_t ld_dst,
+                                                                                __m512i (&r)[16]) {
+  transpose16(r);
+  for (size_t i = 0; i < 16; ++i) _mm512_store_si512(dst + i * ld_dst, r[i]);
 }
 
 // kt (panels, 64, 64): panel p, row c holds K[64p .. 64p + 63][c], zero past L.
 __attribute__((target("avx512f"))) void pack_keys(float* kt, const float* k, size_t ld, size_t L) {
   for (size_t p = 0; p * kKeyPanel < L; ++p) {
-    float* dst = kt + p * kHead * kKeyPanel;
-    const size_t n = std::min(kKeyPanel, L - p * kKeyPanel);
-    if (n < kKeyPanel) std::fill(dst, dst + kHead * kKeyPanel, 0.0f);
-    for (size_t j = 0; j < n; ++j) {
-      const float* row = k + (p * kKeyPanel + j) * ld;
-      for (size_t c = 0; c < kHead; ++c) dst[c * kKeyPanel + j] = row[c];
+    auto* dst = reinterpret_cast<uint32_t*>(kt + p * kHead * kKeyPanel);
+    for (size_t j0 = 0; j0 < kKeyPanel; j0 += 16) {
+      const size_t key0 = p * kKeyPanel + j0;
+      for (size_t c0 = 0; c0 < kHead; c0 += 16) {
+        __m512i r[16];
+        for (size_t j = 0; j < 16; ++j)
+          r[j] = key0 + j < L ? _mm512_castps_si512(_mm512_loadu_ps(k + (key0 + j) * ld + c0)) : _mm512_setzero_si512();
+        store_transposed16(dst + c0 * kKeyPanel + j0, kKeyPanel, r);
+      }
     }
   }
 }
@@ -208,17 +253,38 @@ ROBERTA_BF16_TARGET inline void to_bf16_pairs(uint32_t* dst, const float* src, s
   }
 }
 
-// kt (panels, 32 pairs, 32 keys): panel p, pair c, key j = (K[32p + j][2c], K[32p + j][2c + 1]).
+// kt (panels, 32 pairs, 64 keys): panel p, pair c, key j = (K[64p + j][2c], K[64p + j][2c + 1]),
+// zero past L.
 ROBERTA_BF16_TARGET void pack_keys_bf16(uint32_t* kt, const float* k, size_t ld, size_t L) {
-  alignas(64) uint32_t row[kPairs];
   for (size_t p = 0; p * kKeyPanel < L; ++p) {
     uint32_t* dst = kt + p * kPairs * kKeyPanel;
-    const size_t n = std::min(kKeyPanel, L - p * kKeyPanel);
-    if (n < kKeyPanel) std::fill(dst, dst + kPairs * kKeyPanel, 0u);
-    for (size_t j = 0; j < n; ++j) {
-      to_bf16_pairs(row, k + (p * kKeyPanel + j) * ld, kHead);
-      for (size_t c = 0; c < kPairs; ++c) dst[c * kKeyPanel + j] = row[c];
+    for (size_t j0 = 0; j0 < kKeyPanel; j0 += 16) {
+      const size_t key0 = p * kKeyPanel + j0;
+      for (size_t c0 = 0; c0 < kPairs; c0 += 16) {
+        __m512i r[16];  // r[j]: pairs c0 .. c0 + 15 of key key0 + j, 32 floats rounded to bf16
+        for (size_t j = 0; j < 16; ++j) {
+          if (key0 + j >= L) {
+            r[j] = _mm512_setzero_si512();
+            continue;
+          }
+          const float* src = k + (key0 + j) * ld + 2 * c0;
+          const __m512bh h = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + 16), _mm512_loadu_ps(src));
+          r[j] = reinterpret_cast<const __m512i&>(h);
+        }
+        store_transposed16(dst + c0 * kKeyPanel + j0, kKeyPanel, r);
+      }
     }
+  }
+}
+
+// softmax of row[0, n) as softmax_row_avx512 computes it, rounded to bf16 pairs into p[0, padded / 2)
+// (zero from column n on) without writing the fp32 probabilities back; padded is a multiple of 32.
+ROBERTA_BF16_TARGET void softmax_row_bf16(float* row, size_t n, size_t padded, uint32_t* p) {
+  const __m512 inv = _mm512_set1_ps(softmax_exp_avx512(row, n));
+  for (size_t c = 0; c < padded; c += 32) {
+    const __m512bh h =
+        _mm512_cvtne2ps_pbh(scaled_probabilities(row, c + 16, n, inv), scaled_probabilities(row, c, n, inv));
+    _mm512_store_si512(p + c / 2, reinterpret_cast<const __m512i&>(h));
   }
 }
 
@@ -333,11 +399,8 @@ void attention_head_bf16(float* ctx, size_t ldc, const float* q, const float* k,
     for (size_t r = 0; r < rows; ++r) to_bf16_pairs(q2 + r * kPairs, q + (i0 + r) * ld, kHead);
     for (size_t r = 0; r < rows; r += 6)
       kScore[std::min<size_t>(6, rows - r) - 1](s + r * lds, lds, q2 + r * kPairs, kt, L, scale);
-    for (size_t r = 0; r < rows; ++r) {
-      float* row = s + r * lds;
-      softmax_row_avx512(row, L, lds);  // zero past L: the odd key's partner and the padding
-      to_bf16_pairs(p2 + r * lds / 2, row, lds);
-    }
+    for (size_t r = 0; r < rows; ++r)  // zero past L: the odd key's partner and the padding
+      softmax_row_bf16(s + r * lds, L, lds, p2 + r * lds / 2);
     for (size_t r = 0; r < rows; r += 6)
       kContext[std::min<size_t>(6, rows - r) - 1](ctx + (i0 + r) * ldc, ldc, p2 + r * lds / 2, lds / 2, vt, pairs);
   }
