@@ -174,6 +174,32 @@ TEST(Attention, Bf16MatchesFloat64OfItsRoundedInputs) {
   }
 }
 
+// Which attention the bf16 and int8 encoders ask for: ROBERTA_ATTENTION when set (a typo is an
+// error), else bf16 only where the CPU has AVX512-BF16 and is an AMD one (vdpbf16ps twice the fp32
+// FMA rate there, half of it on Intel's Xeons).
+TEST(Attention, Bf16OnlyWhereItPaysOrWhereForced) {
+  const char* old = std::getenv("ROBERTA_ATTENTION");
+  const std::string saved = old ? old : "";
+  const bool has_bf16 = roberta::kernels::usable_isa() >= Isa::kAvx512Bf16;
+  ::unsetenv("ROBERTA_ATTENTION");
+  __builtin_cpu_init();
+  EXPECT_EQ(roberta::kernels::bf16_attention_pays(), has_bf16 && __builtin_cpu_is("amd"));
+  std::printf("  default here: %s\n", roberta::kernels::attention_path().c_str());
+  ::setenv("ROBERTA_ATTENTION", "fp32", 1);
+  EXPECT_FALSE(roberta::kernels::bf16_attention_pays());
+  EXPECT_NE(roberta::kernels::attention_path().find("fp32"), std::string::npos);
+  ::setenv("ROBERTA_ATTENTION", "bf16", 1);
+  EXPECT_EQ(roberta::kernels::bf16_attention_pays(), has_bf16);
+  for (const char* bad : {"BF16", "fp16", "int8"}) {
+    ::setenv("ROBERTA_ATTENTION", bad, 1);
+    roberta::test::expect_error([] { roberta::kernels::bf16_attention_pays(); }, {"ROBERTA_ATTENTION", bad, "bf16", "fp32"});
+  }
+  if (old)
+    ::setenv("ROBERTA_ATTENTION", saved.c_str(), 1);
+  else
+    ::unsetenv("ROBERTA_ATTENTION");
+}
+
 TEST(Isa, UnknownRobertaIsaValueIsAnErrorNamingTheAcceptedOnes) {
   for (const char* bad : {"avx512x", "AVX2", "sse", ""})
     roberta::test::expect_error([&] { roberta::kernels::parse_isa(bad); },

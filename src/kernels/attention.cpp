@@ -8,12 +8,15 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "avx512_math.h"
 #include "isa.h"
 
+#include "roberta/error.h"
 #include "util/scratch.h"
 #include "util/thread_pool.h"
 #include "vector_math.h"
@@ -408,6 +411,40 @@ void attention_head_bf16(float* ctx, size_t ldc, const float* q, const float* k,
 #undef ROBERTA_BF16_TARGET
 #endif
 }  // namespace
+
+namespace {
+// ROBERTA_ATTENTION: unset or empty (the CPU decides), "bf16" or "fp32".
+std::string attention_env() {
+  const char* env = std::getenv("ROBERTA_ATTENTION");
+  const std::string v = env ? env : "";
+  if (!v.empty() && v != "bf16" && v != "fp32")
+    throw Error("ROBERTA_ATTENTION=\"" + v + "\" is not one of bf16, fp32 (unset: bf16 where the CPU's bf16 dot product is faster than its fp32 FMAs)");
+  return v;
+}
+
+bool bf16_dot_beats_fma() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  return __builtin_cpu_is("amd");
+#else
+  return false;
+#endif
+}
+}  // namespace
+
+bool bf16_attention_pays() {
+  const std::string env = attention_env();
+  if (usable_isa() < Isa::kAvx512Bf16) return false;
+  return env.empty() ? bf16_dot_beats_fma() : env == "bf16";
+}
+
+std::string attention_path() {
+  const std::string env = attention_env();
+  if (bf16_attention_pays())
+    return std::string("bf16 (AVX512-BF16") + (env.empty() ? ", faster than fp32 FMAs on this CPU)" : ", ROBERTA_ATTENTION)");
+  if (usable_isa() < Isa::kAvx512Bf16) return "fp32 (no AVX512-BF16 here, or ROBERTA_ISA below avx512bf16)";
+  return env.empty() ? "fp32 (this CPU's bf16 dot product is no faster than its fp32 FMAs)" : "fp32 (ROBERTA_ATTENTION)";
+}
 
 void self_attention(float* ctx, const float* qkv, const size_t* offsets, size_t num_sequences, size_t heads,
                     size_t head_size, const RelativePositions& relative, AttentionPrecision precision) {

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstddef>
+#include <string>
 
 namespace roberta::kernels {
 
@@ -24,5 +25,16 @@ enum class AttentionPrecision { kFp32, kBf16 };
 void self_attention(float* ctx, const float* qkv, const size_t* offsets, size_t num_sequences, size_t heads,
                     size_t head_size, const RelativePositions& relative = {},
                     AttentionPrecision precision = AttentionPrecision::kFp32);
+
+// Whether the bf16 and int8 encoders ask for kBf16 attention on this CPU. ROBERTA_ATTENTION=bf16 or
+// fp32 decides when set (another value is a roberta::Error naming the accepted ones). Unset: bf16
+// where the CPU has AVX512-BF16 (and ROBERTA_ISA allows it) and its vdpbf16ps does more products
+// per cycle than fp32 FMAs: AMD's Zen 4 (twice the FMA rate; bf16 attention measured 2x faster
+// there). Not on Intel's Xeons: their vdpbf16ps runs at half the fp32 FMA rate (measured peaks:
+// 240 against 479 GFLOP/s with 2 threads, ../shared/NOTES.md), so fp32 attention is both faster
+// and exact there.
+bool bf16_attention_pays();
+// "bf16 (AVX512-BF16)" or "fp32 (...)" and why, for `roberta info`.
+std::string attention_path();
 
 }  // namespace roberta::kernels

@@ -8,7 +8,8 @@ EncoderLayer load_encoder_layer(const WeightScope& s, const ModelConfig& c) {
   const auto H = static_cast<size_t>(c.hidden_size), I = static_cast<size_t>(c.intermediate_size);
   EncoderLayer L;
   L.pre_layer_norm = c.model_type == "roberta-prelayernorm";
-  if (s.type() != WeightType::kF32) L.attention_precision = kernels::AttentionPrecision::kBf16;
+  if (s.type() != WeightType::kF32 && kernels::bf16_attention_pays())
+    L.attention_precision = kernels::AttentionPrecision::kBf16;
   L.qkv = s.packed_joined({"attention.self.query", "attention.self.key", "attention.self.value"}, H, H);
   L.attn_out = s.packed("attention.output.dense", H, H);
   L.attn_norm = s.layer_norm(L.pre_layer_norm ? "attention.LayerNorm" : "attention.output.LayerNorm", H);

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "common.h"
+#include "kernels/attention.h"
 #include "kernels/onednn_gemm.h"
 #include "kernels/packed_gemm.h"
 #include "kernels/packed_gemm_int8.h"
@@ -71,7 +72,8 @@ int run_info(const Args& args) {
             << (recommended_weight_type() == WeightType::kBF16 ? "bf16 (this CPU multiplies bf16 natively)"
                                                                 : "fp32 (no native bf16 products here, or ROBERTA_ISA below avx512bf16)")
             << " for fill-mask, embed, the task commands and serve (--dtype auto)\n"
-            << "matrix products   " << gemm_paths() << "\n";
+            << "matrix products   " << gemm_paths() << "\n"
+            << "attention         " << kernels::attention_path() << " for bf16 and int8 weights; fp32 for fp32\n";
   for (const auto& f : model.files())
     std::cout << "file              " << f << " (" << std::filesystem::file_size(f) << " bytes)\n";
   try {
