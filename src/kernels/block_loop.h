@@ -40,12 +40,14 @@ inline BlockSplit split_blocks(size_t panels, size_t blocks, size_t chunk_blocks
   return {groups, bands};
 }
 
-// Runs block(r, rows, p, k0, k1) over every (row block, panel, k slice) of y (M, N), split over the
+// Runs block(r, rows, p, k0, k1) over every (row chunk, panel, k slice) of y (M, N), split over the
 // thread pool as tasks of (a group of consecutive panels) x (a band of row blocks) (split_blocks),
 // then finish(m0, m1, col0, col1) on each finished tile.
-// Rows go in chunks of 16 blocks; within a chunk each panel is walked from start to end, so a
-// thread streams its weights in one sequential pass while the chunk of x stays in cache, and each
-// k slice of the panel is reused by all the chunk's blocks.
+// Rows go in chunks of 16 blocks of block_rows; `block` gets a whole chunk (rows <= 16 blocks, a
+// multiple of block_rows except at the end of M) and walks its register blocks itself. Within a
+// chunk each panel is walked from start to end, so a thread streams its weights in one sequential
+// pass while the chunk of x stays in cache, and each k slice of the panel is reused by all the
+// chunk's blocks.
 // `panel_columns`: the width of a panel (32 for fp32 and bf16, 64 for int8).
 template <typename Block, typename Finish>
 void for_each_block(size_t M, size_t N, size_t depth, size_t slice, size_t block_rows, const Block& block,
@@ -65,7 +67,7 @@ void for_each_block(size_t M, size_t N, size_t depth, size_t slice, size_t block
       for (size_t p = p0; p < p1; ++p)
         for (size_t k0 = 0; k0 < depth; k0 += slice) {
           const size_t k1 = std::min(depth, k0 + slice);
-          for (size_t r = m0; r < m1; r += block_rows) block(r, std::min(block_rows, m1 - r), p, k0, k1);
+          block(m0, m1 - m0, p, k0, k1);
         }
       finish(m0, m1, p0 * panel_columns, std::min(N, p1 * panel_columns));
     }
