@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Every per-CPU choice of the engine checked on this machine in one run: what runs here, the tests of
+# the kernels it picks (oneDNN's products, attention, the GEMMs), the held-out accuracy of bf16 and
+# int8 on the paths chosen here, then interleaved A/B runs of each choice against its alternative and
+# the comparison with ONNX Runtime. Meant for the first session on a new kind of CPU (an Intel Xeon
+# with AMX has never run this code: see README "Measured"). Not part of CI; takes ~30-40 minutes.
+# Usage: bash tools/cpu_paths_check.sh [BUILD_DIR=build] [MODEL_DIR=/tmp/roberta-bench/base]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+model=${2:-${TMPDIR:-/tmp}/roberta-bench/base}
+roberta=$build/roberta
+section() { printf '\n== %s\n' "$*"; }
+section "CPU"
+lscpu | sed -n 's/^Model name: *//p'
+grep -o -w -E 'avx512f|avx512_bf16|avx512_vnni|avx512_fp16|amx_tile|amx_bf16|amx_int8' /proc/cpuinfo | sort -u | tr '\n' ' '
+echo
+uptime
+[ -f "$model/config.json" ] || /usr/bin/python3 tools/make_test_model.py --out "$model" --preset base --seed 0 --no-lm-head > /dev/null
+section "what runs here (roberta info)"
+"$roberta" info --model "$model" | grep -E 'default dtype|matrix products|attention'
+section "kernel tests on this CPU (oneDNN products, attention, GEMMs, fixture parity)"
+"$build/tests/engine_tests" --gtest_brief=1 \
+  --gtest_filter='OneDnnGemm*:Precisions/OneDnnGemm.*:Attention.*:PackedGemm*:BlockSplit.*:FixtureParity.*'
+section "held-out accuracy of bf16 and int8 on the paths chosen here"
+(cd "$build" && ctest --output-on-failure -R 'demo_heldout')
+for f in "$build"/demo-heldout*/bf16.json "$build"/demo-heldout*/int8.json; do
+  echo "$f: $(/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("top-1 agreement %.2f%%, last-hidden cosine mean %.5f" % (100*d["top1_agreement_with_fp32"], d["last_hidden_cosine_mean"]))' "$f")"
+done
+section "A/B: each choice against its alternative (B's speed relative to A's)"
+for dtype in bf16 int8; do
+  echo "-- $dtype: own kernels (A) vs oneDNN (B)"
+  DTYPE=$dtype A_ENV=ROBERTA_GEMM=own B_ENV=ROBERTA_GEMM=onednn bash tools/bench_ab.sh "$roberta" "$roberta" "$model" 3 2 | tail -4
+  echo "-- $dtype: oneDNN held below AMX (A, DNNL_MAX_CPU_ISA=AVX512_CORE_BF16) vs oneDNN unrestricted (B)"
+  DTYPE=$dtype A_ENV="ROBERTA_GEMM=onednn DNNL_MAX_CPU_ISA=AVX512_CORE_BF16" B_ENV=ROBERTA_GEMM=onednn \
+    bash tools/bench_ab.sh "$roberta" "$roberta" "$model" 3 2 | tail -4
+  echo "-- $dtype: attention in fp32 (A) vs bf16 (B)"
+  DTYPE=$dtype A_ENV=ROBERTA_ATTENTION=fp32 B_ENV=ROBERTA_ATTENTION=bf16 bash tools/bench_ab.sh "$roberta" "$roberta" "$model" 3 2 | tail -4
+done
+section "against ONNX Runtime and PyTorch"
+bash tools/bench_compare.sh "$model" 2 5 3
