@@ -227,10 +227,24 @@ struct KeyHash {
 // (oneDNN compiles a kernel, ~1 ms) and kept. The cache holds at most a few hundred entries: bands
 // have at most kBandRows rows. `bias`: oneDNN adds an fp32 bias (1, cols) to the fp32 sums, as
 // our epilogue would (fp32 and bf16 only).
+// Held while a oneDNN primitive is created: one creation at a time. Two threads creating
+// primitives at once (the same matmul for two bands, reorders of two weight parts) raced inside
+// oneDNN 2.6's own primitive cache as ThreadSanitizer sees it; creation happens once per shape
+// (~1 ms), running them stays parallel.
+std::mutex& creation_mutex() {
+  static std::mutex m;
+  return m;
+}
+
 const Primitive& primitive(Precision p, size_t rows, size_t cols, size_t k, size_t ldx, bool bias = false) {
   static std::shared_mutex mutex;
   static std::unordered_map<Key, std::unique_ptr<const Primitive>, KeyHash> cache;
   const Key key{p, rows, cols, k, ldx, bias};
+  {
+    const std::shared_lock lock(mutex);
+    if (auto it = cache.find(key); it != cache.end()) return *it->second;
+  }
+  const std::lock_guard one_at_a_time(creation_mutex());
   {
     const std::shared_lock lock(mutex);
     if (auto it = cache.find(key); it != cache.end()) return *it->second;
@@ -329,7 +343,11 @@ OneDnnWeight::OneDnnWeight(const float* w, size_t n, size_t k, Precision precisi
     memory src(src_desc, cpu_engine(), const_cast<void*>(plain));
     memory dst = part < full_parts ? memory(packed, cpu_engine(), impl->storage.get() + part * impl->part_bytes)
                                    : memory(packed, cpu_engine());
-    dnnl::reorder(src, dst).execute(thread_stream(), src, dst);
+    const dnnl::reorder reorder = [&] {
+      const std::lock_guard one_at_a_time(creation_mutex());
+      return dnnl::reorder(src, dst);
+    }();
+    reorder.execute(thread_stream(), src, dst);
     thread_stream().wait();
     part_bytes[part] = packed.get_size();
     impl->parts[part] = std::move(dst);
@@ -351,7 +369,11 @@ std::vector<float> OneDnnWeight::dequantized() const {
     const memory::desc plain_desc({static_cast<memory::dim>(k_), static_cast<memory::dim>(cols)}, Dt::f32,
                                   {1, static_cast<memory::dim>(k_)});
     memory plain(plain_desc, cpu_engine(), out.data() + c0 * k_);
-    dnnl::reorder(packed, plain).execute(thread_stream(), const_cast<memory&>(packed), plain);
+    const dnnl::reorder reorder = [&] {
+      const std::lock_guard one_at_a_time(creation_mutex());
+      return dnnl::reorder(packed, plain);
+    }();
+    reorder.execute(thread_stream(), const_cast<memory&>(packed), plain);
     thread_stream().wait();
   }
   if (precision_ == Precision::kInt8)
