@@ -418,7 +418,9 @@ std::string attention_env() {
   const char* env = std::getenv("ROBERTA_ATTENTION");
   const std::string v = env ? env : "";
   if (!v.empty() && v != "bf16" && v != "fp32")
-    throw Error("ROBERTA_ATTENTION=\"" + v + "\" is not one of bf16, fp32 (unset: bf16 where the CPU's bf16 dot product is faster than its fp32 FMAs)");
+    throw Error(
+        "ROBERTA_ATTENTION=\"" + v +
+        "\" is not one of bf16, fp32 (unset: bf16 where the CPU's bf16 dot product is faster than its fp32 FMAs)");
   return v;
 }
 
@@ -441,9 +443,11 @@ bool bf16_attention_pays() {
 std::string attention_path() {
   const std::string env = attention_env();
   if (bf16_attention_pays())
-    return std::string("bf16 (AVX512-BF16") + (env.empty() ? ", faster than fp32 FMAs on this CPU)" : ", ROBERTA_ATTENTION)");
+    return std::string("bf16 (AVX512-BF16") +
+           (env.empty() ? ", faster than fp32 FMAs on this CPU)" : ", ROBERTA_ATTENTION)");
   if (usable_isa() < Isa::kAvx512Bf16) return "fp32 (no AVX512-BF16 here, or ROBERTA_ISA below avx512bf16)";
-  return env.empty() ? "fp32 (this CPU's bf16 dot product is no faster than its fp32 FMAs)" : "fp32 (ROBERTA_ATTENTION)";
+  return env.empty() ? "fp32 (this CPU's bf16 dot product is no faster than its fp32 FMAs)"
+                     : "fp32 (ROBERTA_ATTENTION)";
 }
 
 void self_attention(float* ctx, const float* qkv, const size_t* offsets, size_t num_sequences, size_t heads,
