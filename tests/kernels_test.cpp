@@ -182,8 +182,13 @@ TEST(Attention, Bf16OnlyWhereItPaysOrWhereForced) {
   const std::string saved = old ? old : "";
   const bool has_bf16 = roberta::kernels::usable_isa() >= Isa::kAvx512Bf16;
   ::unsetenv("ROBERTA_ATTENTION");
+#if defined(__x86_64__)
   __builtin_cpu_init();
-  EXPECT_EQ(roberta::kernels::bf16_attention_pays(), has_bf16 && __builtin_cpu_is("amd"));
+  const bool amd = __builtin_cpu_is("amd");
+#else
+  const bool amd = false;
+#endif
+  EXPECT_EQ(roberta::kernels::bf16_attention_pays(), has_bf16 && amd);
   std::printf("  default here: %s\n", roberta::kernels::attention_path().c_str());
   ::setenv("ROBERTA_ATTENTION", "fp32", 1);
   EXPECT_FALSE(roberta::kernels::bf16_attention_pays());
