@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <numeric>
 #include <stdexcept>
 #include <thread>
@@ -43,7 +44,10 @@ TEST(ThreadPool, SetNumThreadsWhileOtherThreadsUseThePool) {
         ++loops;
       }
     });
-  for (int i = 0; i < 1000; ++i) {
+  // At least 1000 resizes, and on until the users have finished a few loops among them (on a busy
+  // machine the 1000 resizes alone took 3 ms, before any user had finished one loop); at most 60 s.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (int i = 0; (i < 1000 || loops.load() < 8) && std::chrono::steady_clock::now() < deadline; ++i) {
     roberta::set_num_threads(1 + i % 3);
     std::this_thread::yield();
   }
