@@ -4,6 +4,7 @@
 // output, and the fused activation.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include "kernels/block_loop.h"
 #include "kernels/packed_gemm.h"
 #include "kernels/packed_gemm_int8.h"
+#include "roberta/threads.h"
 
 namespace {
 
@@ -184,7 +186,11 @@ TEST(PackedGemmInt8, MatchesFloat64ReferenceOfQuantizedInputs) {
         const size_t ldy = N + 3;
         std::vector<float> y(M * ldy, -7.0f);
         roberta::kernels::packed_linear(y.data(), ldy, x.data(), packed, bias.data(), M);
-        double max_err = 0;
+        // the same product from x quantized beforehand (as a previous product's rows_done does)
+        std::vector<float> yq(M * ldy, -7.0f);
+        roberta::kernels::packed_linear(yq.data(), ldy, roberta::kernels::QuantizedRows{quads.data(), xs.data()},
+                                        packed, bias.data(), M);
+        double max_err = 0, max_err_q = 0;
         for (size_t m = 0; m < M; ++m) {
           const auto* bytes = reinterpret_cast<const uint8_t*>(quads.data() + m * Q);
           for (size_t n = 0; n < N; ++n) {
@@ -192,13 +198,56 @@ TEST(PackedGemmInt8, MatchesFloat64ReferenceOfQuantizedInputs) {
             for (size_t k = 0; k < K; ++k)
               want += (static_cast<double>(bytes[k]) - 128.0) * xs[m] * packed.dequantized(n, k);
             max_err = std::max(max_err, std::abs(want - y[m * ldy + n]) / (1.0 + std::abs(want)));
+            max_err_q = std::max(max_err_q, std::abs(want - yq[m * ldy + n]) / (1.0 + std::abs(want)));
           }
           for (size_t n = N; n < ldy; ++n) ASSERT_EQ(y[m * ldy + n], -7.0f) << "wrote past N";
+          for (size_t n = N; n < ldy; ++n) ASSERT_EQ(yq[m * ldy + n], -7.0f) << "wrote past N";
         }
         EXPECT_LT(max_err, 1e-5) << "M=" << M << " N=" << N << " K=" << K;
+        EXPECT_LT(max_err_q, 1e-5) << "quantized input, M=" << M << " N=" << N << " K=" << K;
       }
     }
   }
+}
+
+// rows_done sees each row of y once and in its final state (activation applied): a snapshot of the
+// rows taken in rows_done equals y after the product, for few rows (after the product) and many
+// (inside the tasks), dense and strided y.
+template <class Weight, class Apply>
+void expect_rows_done_sees_final_rows(const Weight& packed, size_t N, size_t K, const Apply& apply) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (size_t M : {5, 200, 700})
+    for (size_t ldy : {N, N + 5}) {
+      std::vector<float> x(M * K), bias(N);
+      for (auto& v : x) v = dist(rng);
+      for (auto& v : bias) v = dist(rng);
+      std::vector<float> y(M * ldy, -7.0f), snapshot(M * ldy, -9.0f);
+      std::vector<std::atomic<int>> reported(M);
+      const roberta::kernels::RowsDone done = [&](size_t m0, size_t m1) {
+        std::copy(y.begin() + static_cast<ptrdiff_t>(m0 * ldy), y.begin() + static_cast<ptrdiff_t>(m1 * ldy),
+                  snapshot.begin() + static_cast<ptrdiff_t>(m0 * ldy));
+        for (size_t m = m0; m < m1; ++m) reported[m]++;
+      };
+      apply(y.data(), ldy, x.data(), packed, bias.data(), M, roberta::kernels::Activation::kGelu, &done);
+      for (size_t m = 0; m < M; ++m) {
+        ASSERT_EQ(reported[m].load(), 1) << "M " << M << " row " << m;
+        for (size_t n = 0; n < N; ++n)
+          ASSERT_EQ(snapshot[m * ldy + n], y[m * ldy + n]) << "M " << M << " ldy " << ldy << " at " << m << "," << n;
+      }
+    }
+}
+
+TEST(PackedGemm, RowsDoneSeesEachFinalRowOnce) {
+  std::mt19937 rng(12);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  const size_t N = 768, K = 300;
+  std::vector<float> w(N * K);
+  for (auto& v : w) v = dist(rng);
+  const auto apply = [](auto&&... args) { roberta::kernels::packed_linear(args...); };
+  expect_rows_done_sees_final_rows(roberta::kernels::PackedWeight(w.data(), N, K), N, K, apply);
+  expect_rows_done_sees_final_rows(roberta::kernels::PackedWeightBf16(w.data(), N, K), N, K, apply);
+  expect_rows_done_sees_final_rows(roberta::kernels::PackedWeightInt8(w.data(), N, K), N, K, apply);
 }
 
 }  // namespace
@@ -240,8 +289,36 @@ TEST(BlockSplit, EqualTasksAMultipleOfTheThreads) {
   EXPECT_EQ(split_blocks(48, 171, 16, 2).groups, 8u);   // N = 3072
 }
 
+// The split for products whose tasks take whole rows (for a RowsDone): one group of all panels,
+// bands a multiple of the threads and at most one per row block; none where the row chunks are
+// fewer than the threads.
+TEST(BlockSplit, WholeRowsWhereEveryThreadGetsAChunk) {
+  using roberta::kernels::split_whole_rows;
+  for (size_t threads : {1, 2, 3, 4, 8})
+    for (size_t blocks : {1, 3, 16, 17, 31, 32, 33, 100, 171, 1000}) {
+      SCOPED_TRACE(::testing::Message() << threads << " threads, " << blocks << " blocks");
+      const auto s = split_whole_rows(blocks, 16, threads);
+      const size_t chunks = (blocks + 15) / 16;
+      if (threads == 1) {
+        EXPECT_EQ(s.groups, 1u);
+        EXPECT_EQ(s.bands, 1u);
+      } else if (chunks < threads) {
+        EXPECT_EQ(s.groups, 0u);
+        EXPECT_EQ(s.bands, 0u);
+      } else {
+        EXPECT_EQ(s.groups, 1u);
+        EXPECT_GE(s.bands, chunks);  // no band longer than a chunk
+        EXPECT_LE(s.bands, blocks);  // no empty band
+        if (s.bands < blocks) {
+          EXPECT_EQ(s.bands % threads, 0u);
+        }
+      }
+    }
+  EXPECT_EQ(split_whole_rows(171, 16, 2).bands, 12u);  // 1024 rows in int8's 6-row blocks
+}
+
 // for_each_block visits each (row block, panel, k slice) once, in k order within a tile, and
-// finishes each (row chunk, panel group) tile once after its last slice, whatever the pool size.
+// finishes each (row chunk, panel) tile once after its last slice, whatever the pool size.
 TEST(BlockSplit, ForEachBlockCoversEveryBlockOnce) {
   for (size_t M : {1, 5, 6, 95, 96, 97, 600, 1024})
     for (size_t N : {64, 100, 768}) {
@@ -271,4 +348,34 @@ TEST(BlockSplit, ForEachBlockCoversEveryBlockOnce) {
       for (size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i].load(), 1) << "M " << M << " N " << N << " at " << i;
       for (size_t i = 0; i < finished.size(); ++i) ASSERT_EQ(finished[i].load(), 1) << "M " << M << " N " << N;
     }
+}
+
+// With a RowsDone, for_each_block reports every row once, and only when every tile of the row is
+// finished: inside the tasks where the rows are many, after the product where they are few; on
+// 1, 2 and 3 threads.
+TEST(BlockSplit, RowsDoneOnceEachRowAfterItsLastTile) {
+  for (unsigned threads : {1u, 2u, 3u}) {
+    roberta::set_num_threads(threads);
+    for (size_t M : {1, 6, 95, 97, 200, 600, 1024})
+      for (size_t N : {64, 100, 768}) {
+        SCOPED_TRACE(::testing::Message() << threads << " threads, M " << M << " N " << N);
+        const size_t K = 500, slice = 192, rows = 6, cols = 64;
+        std::vector<std::atomic<int>> finished(M * N), reported(M);
+        const roberta::kernels::RowsDone done = [&](size_t m0, size_t m1) {
+          for (size_t m = m0; m < m1; ++m) {
+            for (size_t c = 0; c < N; ++c) ASSERT_EQ(finished[m * N + c].load(), 1) << "row " << m << " col " << c;
+            reported[m]++;
+          }
+        };
+        roberta::kernels::for_each_block(
+            M, N, K, slice, rows, [](size_t, size_t, size_t, size_t, size_t) {},
+            [&](size_t m0, size_t m1, size_t c0, size_t c1) {
+              for (size_t m = m0; m < m1; ++m)
+                for (size_t c = c0; c < c1; ++c) finished[m * N + c]++;
+            },
+            cols, &done);
+        for (size_t m = 0; m < M; ++m) ASSERT_EQ(reported[m].load(), 1) << "row " << m;
+      }
+  }
+  roberta::set_num_threads(0);
 }

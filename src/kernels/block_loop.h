@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <memory>
 
+#include "rows_done.h"
 #include "util/thread_pool.h"
 
 namespace roberta::kernels {
@@ -40,23 +41,47 @@ inline BlockSplit split_blocks(size_t panels, size_t blocks, size_t chunk_blocks
   return {groups, bands};
 }
 
+// The split for a product whose tasks each compute whole rows of y, for a RowsDone: all panels in
+// one group and the rows in bands, their count a multiple of the thread count; {0, 0} where there
+// are fewer row chunks than threads (there each task reading the whole weight would cost more
+// than a separate pass over the rows saves).
+inline BlockSplit split_whole_rows(size_t blocks, size_t chunk_blocks, size_t threads) {
+  const size_t chunks = (blocks + chunk_blocks - 1) / chunk_blocks;
+  if (threads <= 1) return {1, 1};
+  if (chunks < threads) return {0, 0};
+  return {1, std::min(blocks, (chunks + threads - 1) / threads * threads)};
+}
+
+// rows_done over all M rows of y (N columns) after a product, in tasks of a few rows.
+inline void rows_done_after(size_t M, size_t N, const RowsDone& rows_done) {
+  const size_t rows_per_task = std::max<size_t>(1, 16384 / std::max<size_t>(N, 1));
+  ThreadPool::global()->parallel_for((M + rows_per_task - 1) / rows_per_task, [&](size_t t) {
+    rows_done(t * rows_per_task, std::min(M, (t + 1) * rows_per_task));
+  });
+}
+
 // Runs block(r, rows, p, k0, k1) over every (row chunk, panel, k slice) of y (M, N), split over the
 // thread pool as tasks of (a group of consecutive panels) x (a band of row blocks) (split_blocks),
-// then finish(m0, m1, col0, col1) on each finished tile.
+// then finish(m0, m1, col0, col1) on each finished tile (a chunk of rows times a panel, in L1).
 // Rows go in chunks of 16 blocks of block_rows; `block` gets a whole chunk (rows <= 16 blocks, a
 // multiple of block_rows except at the end of M) and walks its register blocks itself. Within a
 // chunk each panel is walked from start to end, so a thread streams its weights in one sequential
 // pass while the chunk of x stays in cache, and each k slice of the panel is reused by all the
 // chunk's blocks.
 // `panel_columns`: the width of a panel (32 for fp32 and bf16, 64 for int8).
+// `rows_done` (may be null): called on whole finished rows, after `finish`; by the tasks themselves
+// (split_whole_rows) where the rows are many enough, else after the product (rows_done_after).
 template <typename Block, typename Finish>
 void for_each_block(size_t M, size_t N, size_t depth, size_t slice, size_t block_rows, const Block& block,
-                    const Finish& finish, size_t panel_columns = kPanelColumns) {
+                    const Finish& finish, size_t panel_columns = kPanelColumns, const RowsDone* rows_done = nullptr) {
   const size_t P = (N + panel_columns - 1) / panel_columns;
   const size_t blocks = (M + block_rows - 1) / block_rows, chunk = block_rows * 16;
   const std::shared_ptr<ThreadPool> pool_ref = ThreadPool::global();
   ThreadPool& pool = *pool_ref;
-  const BlockSplit split = split_blocks(P, blocks, 16, pool.num_threads());
+  BlockSplit split{0, 0};
+  if (rows_done) split = split_whole_rows(blocks, 16, pool.num_threads());
+  const bool rows_in_tasks = split.groups != 0;
+  if (!rows_in_tasks) split = split_blocks(P, blocks, 16, pool.num_threads());
   const size_t groups = split.groups, bands = split.bands;
   pool.parallel_for(groups * bands, [&](size_t t) {
     const size_t g = t % groups, b = t / groups;
@@ -64,14 +89,17 @@ void for_each_block(size_t M, size_t N, size_t depth, size_t slice, size_t block
     const size_t r0 = blocks * b / bands * block_rows, r1 = std::min(M, blocks * (b + 1) / bands * block_rows);
     for (size_t m0 = r0; m0 < r1; m0 += chunk) {
       const size_t m1 = std::min(r1, m0 + chunk);
-      for (size_t p = p0; p < p1; ++p)
+      for (size_t p = p0; p < p1; ++p) {
         for (size_t k0 = 0; k0 < depth; k0 += slice) {
           const size_t k1 = std::min(depth, k0 + slice);
           block(m0, m1 - m0, p, k0, k1);
         }
-      finish(m0, m1, p0 * panel_columns, std::min(N, p1 * panel_columns));
+        finish(m0, m1, p * panel_columns, std::min(N, (p + 1) * panel_columns));
+      }
+      if (rows_in_tasks) (*rows_done)(m0, m1);
     }
   });
+  if (rows_done && !rows_in_tasks) rows_done_after(M, N, *rows_done);
 }
 
 }  // namespace roberta::kernels

@@ -96,23 +96,30 @@ __attribute__((target("avx512f"))) void layer_norm_row_avx512(float* out, const 
 #endif
 }  // namespace
 
+void layer_norm_rows(float* out, const float* x, const float* residual, const float* gamma, const float* beta,
+                     size_t rows, size_t cols, double eps) {
+  [[maybe_unused]] static const bool avx512 = usable_isa() >= Isa::kAvx512;
+  thread_local std::vector<float> sum;
+  sum.resize(cols);
+  for (size_t r = 0; r < rows; ++r)
+#if defined(__x86_64__)
+    if (avx512)
+      layer_norm_row_avx512(out + r * cols, x + r * cols, residual ? residual + r * cols : nullptr, gamma, beta,
+                            sum.data(), cols, eps);
+    else
+#endif
+      layer_norm_row(out + r * cols, x + r * cols, residual ? residual + r * cols : nullptr, gamma, beta, sum.data(),
+                     cols, eps);
+}
+
 void layer_norm(float* out, const float* x, const float* residual, const float* gamma, const float* beta, size_t rows,
                 size_t cols, double eps) {
   const size_t rows_per_task = std::max<size_t>(1, 16384 / std::max<size_t>(cols, 1));
   const size_t tasks = (rows + rows_per_task - 1) / rows_per_task;
-  [[maybe_unused]] static const bool avx512 = usable_isa() >= Isa::kAvx512;
   ThreadPool::global()->parallel_for(tasks, [&](size_t task) {
-    thread_local std::vector<float> sum;
-    sum.resize(cols);
-    for (size_t r = task * rows_per_task; r < std::min(rows, (task + 1) * rows_per_task); ++r)
-#if defined(__x86_64__)
-      if (avx512)
-        layer_norm_row_avx512(out + r * cols, x + r * cols, residual ? residual + r * cols : nullptr, gamma, beta,
-                              sum.data(), cols, eps);
-      else
-#endif
-        layer_norm_row(out + r * cols, x + r * cols, residual ? residual + r * cols : nullptr, gamma, beta, sum.data(),
-                     cols, eps);
+    const size_t r0 = task * rows_per_task, r1 = std::min(rows, r0 + rows_per_task);
+    layer_norm_rows(out + r0 * cols, x + r0 * cols, residual ? residual + r0 * cols : nullptr, gamma, beta, r1 - r0,
+                    cols, eps);
   });
 }
 

@@ -9,5 +9,8 @@ namespace roberta::kernels {
 // a scratch row before out is written).
 void layer_norm(float* out, const float* x, const float* residual, const float* gamma, const float* beta, size_t rows,
                 size_t cols, double eps);
+// The same on this thread only (layer_norm splits the rows over the thread pool).
+void layer_norm_rows(float* out, const float* x, const float* residual, const float* gamma, const float* beta,
+                     size_t rows, size_t cols, double eps);
 
 }  // namespace roberta::kernels

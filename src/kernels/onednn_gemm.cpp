@@ -32,6 +32,7 @@
 #endif
 
 #include "activations.h"
+#include "block_loop.h"
 #include "util/scratch.h"
 #include "util/thread_pool.h"
 #endif
@@ -106,7 +107,8 @@ OneDnnWeight::OneDnnWeight(const float*, size_t, size_t, Precision) {
 }
 size_t OneDnnWeight::bytes() const { return 0; }
 std::vector<float> OneDnnWeight::dequantized() const { return {}; }
-void packed_linear(float*, size_t, const float*, const OneDnnWeight&, const float*, size_t, Activation) {
+void packed_linear(float*, size_t, const float*, const OneDnnWeight&, const float*, size_t, Activation,
+                   const RowsDone*) {
   throw Error("this build has no oneDNN");
 }
 std::string onednn_implementation(const OneDnnWeight&, size_t) { return ""; }
@@ -486,6 +488,20 @@ __attribute__((target("avx512f"))) void dequantize_avx512(float* y, size_t ldy, 
 
 namespace {
 
+// One oneDNN matmul on this thread: dst (rows, cols) = src · weights (+ bias where the primitive
+// adds one), src and dst dense at the primitive's strides, with this thread's scratchpad.
+void run_matmul(const Primitive& prim, const void* src, const void* weights, void* dst, const float* bias) {
+  thread_local std::vector<char> scratch_buffer;
+  const util::Scratch<char> scratch(scratch_buffer, prim.scratchpad.get_size());
+  const dnnl::engine& engine = cpu_engine();
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(prim.src, engine, const_cast<void*>(src))},
+                                       {DNNL_ARG_WEIGHTS, memory(prim.weights, engine, const_cast<void*>(weights))},
+                                       {DNNL_ARG_DST, memory(prim.dst, engine, dst)},
+                                       {DNNL_ARG_SCRATCHPAD, memory(prim.scratchpad, engine, scratch.data())}};
+  if (bias) args.emplace(DNNL_ARG_BIAS, memory(prim.bias, engine, const_cast<float*>(bias)));
+  prim.matmul.execute(thread_stream(), args);
+}
+
 // Rows per thread from which packed_linear gives each task whole rows of y (whole_rows_product).
 constexpr size_t kMinRowsPerThread = 64;
 
@@ -494,9 +510,10 @@ constexpr size_t kMinRowsPerThread = 64;
 // dequantized in place; no tile and no copy (the copy from the tile took ~4% of a bf16 forward
 // pass of 8 x 128 tokens on the Zen 4). The band count is a multiple of the thread count, bands
 // have at most kBandRows rows. x is already converted (xc, xs) unless fp32. Returns false, having
-// done nothing, where oneDNN's layout does not let one call take all the parts.
+// done nothing, where oneDNN's layout does not let one call take all the parts. rows_done (may be
+// null) runs on each band once it is final.
 bool whole_rows_product(float* y, const float* x, const OneDnnWeight& w, const float* bias, size_t M, Activation act,
-                        const uint32_t* xc, const float* xs) {
+                        const uint32_t* xc, const float* xs, const RowsDone* rows_done) {
   const size_t N = w.n(), K = w.k();
   const Precision p = w.precision();
   const OneDnnWeight::Impl& impl = w.impl();
@@ -514,22 +531,14 @@ bool whole_rows_product(float* y, const float* x, const OneDnnWeight& w, const f
     const size_t m0 = M * band / bands, rows = M * (band + 1) / bands - m0;
     single_threaded_onednn();
     const Primitive& prim = primitive(p, rows, N, K, ldx, fused_bias);
-    thread_local std::vector<char> scratch_buffer;
-    const util::Scratch<char> scratch(scratch_buffer, prim.scratchpad.get_size());
-    const dnnl::engine& engine = cpu_engine();
     float* out = y + m0 * N;
-    memory src(prim.src, engine, const_cast<char*>(source + m0 * source_row_bytes));
-    memory weights(prim.weights, engine, impl.parts[0].get_data_handle());
-    memory dst(prim.dst, engine, out);
-    memory pad(prim.scratchpad, engine, scratch.data());
-    std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, pad}};
-    if (fused_bias) args.emplace(DNNL_ARG_BIAS, memory(prim.bias, engine, const_cast<float*>(bias)));
-    prim.matmul.execute(thread_stream(), args);
+    run_matmul(prim, source + m0 * source_row_bytes, impl.parts[0].get_data_handle(), out,
+               fused_bias ? bias : nullptr);
     if (p == Precision::kInt8)  // the int32 sums become floats in place, element by element
       dequantize_avx512(out, N, reinterpret_cast<const int32_t*>(out), impl.offsets.data(), xs + m0,
                         impl.scales.data(), bias, rows, N);
     if (act != Activation::kLinear) activation_rows(out, N, rows, N, act);
+    if (rows_done) (*rows_done)(m0, m0 + rows);
   });
   return true;
 }
@@ -537,7 +546,7 @@ bool whole_rows_product(float* y, const float* x, const OneDnnWeight& w, const f
 }  // namespace
 
 void packed_linear(float* y, size_t ldy, const float* x, const OneDnnWeight& w, const float* bias, size_t M,
-                   Activation act) {
+                   Activation act, const RowsDone* rows_done) {
   const size_t N = w.n(), K = w.k();
   if (M == 0 || N == 0) return;
   const Precision p = w.precision();
@@ -567,7 +576,7 @@ void packed_linear(float* y, size_t ldy, const float* x, const OneDnnWeight& w, 
   const size_t threads = pool.num_threads();
   const bool avx512 = usable_isa() >= Isa::kAvx512;
   if (ldy == N && N % OneDnnWeight::kPartColumns == 0 && M >= kMinRowsPerThread * threads &&
-      (p != Precision::kInt8 || avx512) && whole_rows_product(y, x, w, bias, M, act, xc, xs))
+      (p != Precision::kInt8 || avx512) && whole_rows_product(y, x, w, bias, M, act, xc, xs, rows_done))
     return;
   const size_t bands = (M + kBandRows - 1) / kBandRows, band_rows = (M + bands - 1) / bands;
   // Consecutive full parts are taken together, `group` at a time, where oneDNN's layout allows it
@@ -597,18 +606,8 @@ void packed_linear(float* y, size_t ldy, const float* x, const OneDnnWeight& w, 
     single_threaded_onednn();
     const Primitive& prim = primitive(p, rows, cols, K, ldx);
     thread_local std::vector<float> tile_buffer;  // int32 or float, 4 bytes each
-    thread_local std::vector<char> scratch_buffer;
     const util::Scratch<float> tile(tile_buffer, rows * cols);
-    const util::Scratch<char> scratch(scratch_buffer, prim.scratchpad.get_size());
-    const dnnl::engine& engine = cpu_engine();
-    memory src(prim.src, engine, const_cast<char*>(source + m0 * source_row_bytes));
-    memory weights(prim.weights, engine, impl.parts[first].get_data_handle());
-    memory dst(prim.dst, engine, tile.data());
-    memory pad(prim.scratchpad, engine, scratch.data());
-    prim.matmul.execute(thread_stream(), {{DNNL_ARG_SRC, src},
-                                          {DNNL_ARG_WEIGHTS, weights},
-                                          {DNNL_ARG_DST, dst},
-                                          {DNNL_ARG_SCRATCHPAD, pad}});
+    run_matmul(prim, source + m0 * source_row_bytes, impl.parts[first].get_data_handle(), tile.data(), nullptr);
     float* out = y + m0 * ldy + c0;
     const float* b = bias ? bias + c0 : nullptr;
     if (p == Precision::kInt8) {
@@ -620,6 +619,7 @@ void packed_linear(float* y, size_t ldy, const float* x, const OneDnnWeight& w, 
     }
     if (act != Activation::kLinear) activation_rows(out, ldy, rows, cols, act);
   });
+  if (rows_done) rows_done_after(M, N, *rows_done);
 }
 
 #endif  // ROBERTA_WITH_ONEDNN

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "activation.h"
+#include "rows_done.h"
 
 namespace roberta::kernels {
 
@@ -79,9 +80,10 @@ class OneDnnWeight {
   std::shared_ptr<const Impl> impl_;
 };
 
-// y (M, N) with row stride ldy = act(x (M, K) · Wᵀ (+ bias[N] when bias is not null)).
+// y (M, N) with row stride ldy = act(x (M, K) · Wᵀ (+ bias[N] when bias is not null)); rows_done
+// as for packed_linear in packed_gemm.h (inside the tasks on the whole-row path).
 void packed_linear(float* y, size_t ldy, const float* x, const OneDnnWeight& w, const float* bias, size_t M,
-                   Activation act = Activation::kLinear);
+                   Activation act = Activation::kLinear, const RowsDone* rows_done = nullptr);
 
 // The implementation oneDNN picked for a band of `rows` rows of this weight's first part (e.g.
 // "brg:avx512_core_bf16"), for tests and `roberta info`.

@@ -225,7 +225,7 @@ const Kernel& kernel() {
 const char* packed_gemm_isa() { return kernel().isa; }
 
 void packed_linear(float* y, size_t ldy, const float* x, const PackedWeight& w, const float* bias, size_t M,
-                   Activation act) {
+                   Activation act, const RowsDone* rows_done) {
   const size_t K = w.k(), N = w.n();
   if (M == 0 || N == 0) return;
   const Kernel& kern = kernel();
@@ -238,7 +238,8 @@ void packed_linear(float* y, size_t ldy, const float* x, const PackedWeight& w, 
       },
       [&](size_t m0, size_t m1, size_t c0, size_t c1) {
         if (act != Activation::kLinear) activation_rows(y + m0 * ldy + c0, ldy, m1 - m0, c1 - c0, act);
-      });
+      },
+      kPanelColumns, rows_done);
 }
 
 }  // namespace roberta::kernels
@@ -395,7 +396,7 @@ void to_bf16_pairs(const float* x, size_t rows, size_t k, uint32_t* pairs) {
 }
 
 void packed_linear(float* y, size_t ldy, const float* x, const PackedWeightBf16& w, const float* bias, size_t M,
-                   Activation act) {
+                   Activation act, const RowsDone* rows_done) {
   const size_t K = w.k(), N = w.n(), Q = w.k_pairs();
   if (M == 0 || N == 0) return;
   static const Bf16Kernel kern = pick_bf16_kernel();
@@ -417,7 +418,8 @@ void packed_linear(float* y, size_t ldy, const float* x, const PackedWeightBf16&
       },
       [&](size_t m0, size_t m1, size_t c0, size_t c1) {
         if (act != Activation::kLinear) activation_rows(y + m0 * ldy + c0, ldy, m1 - m0, c1 - c0, act);
-      });
+      },
+      kPanelColumns, rows_done);
 }
 
 }  // namespace roberta::kernels

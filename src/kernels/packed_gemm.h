@@ -13,6 +13,7 @@
 #include <new>
 
 #include "activation.h"
+#include "rows_done.h"
 
 namespace roberta::kernels {
 
@@ -70,12 +71,14 @@ uint16_t to_bf16(float f);
 void to_bf16_pairs(const float* x, size_t rows, size_t k, uint32_t* pairs);
 
 // y (M, N) with row stride ldy = act(x (M, K) · Wᵀ (+ bias[N] when bias is not null)); the
-// activation is applied to each tile while it is still in cache.
+// activation is applied to each tile while it is still in cache. rows_done (may be null) is called
+// on every row of y once it is final: by the tasks that computed whole rows, where there are enough
+// rows for each thread to take whole rows (for_each_block), else after the product.
 void packed_linear(float* y, size_t ldy, const float* x, const PackedWeight& w, const float* bias, size_t M,
-                   Activation act = Activation::kLinear);
+                   Activation act = Activation::kLinear, const RowsDone* rows_done = nullptr);
 // The same with bf16 weights: x is rounded to bf16, products are summed in fp32.
 void packed_linear(float* y, size_t ldy, const float* x, const PackedWeightBf16& w, const float* bias, size_t M,
-                   Activation act = Activation::kLinear);
+                   Activation act = Activation::kLinear, const RowsDone* rows_done = nullptr);
 
 // Whether the bf16 product runs on AVX512-BF16 here (the CPU has it and ROBERTA_ISA allows it);
 // else it is emulated, correctly but slowly.

@@ -270,7 +270,7 @@ void quantize_rows(const float* x, size_t rows, size_t k, uint32_t* quads, float
 }
 
 void packed_linear(float* y, size_t ldy, const float* x, const PackedWeightInt8& w, const float* bias, size_t M,
-                   Activation act) {
+                   Activation act, const RowsDone* rows_done) {
   const size_t K = w.k(), N = w.n(), Q = w.k_quads();
   if (M == 0 || N == 0) return;
   const Int8Kernel& kern = int8_kernel();
@@ -286,6 +286,16 @@ void packed_linear(float* y, size_t ldy, const float* x, const PackedWeightInt8&
     const size_t m0 = t * kConvertRows, rows = std::min(kConvertRows, M - m0);
     kern.quantize(x + m0 * K, rows, K, xp + m0 * Q, sp + m0);
   });
+  packed_linear(y, ldy, QuantizedRows{xp, sp}, w, bias, M, act, rows_done);
+}
+
+void packed_linear(float* y, size_t ldy, const QuantizedRows& x, const PackedWeightInt8& w, const float* bias,
+                   size_t M, Activation act, const RowsDone* rows_done) {
+  const size_t N = w.n(), Q = w.k_quads();
+  if (M == 0 || N == 0) return;
+  const Int8Kernel& kern = int8_kernel();
+  const uint32_t* xp = x.quads;
+  const float* sp = x.scales;
   for_each_block(
       M, N, Q, PackedWeightInt8::kSliceQuads, kMaxRows,
       [&](size_t r, size_t rows, size_t p, size_t q0, size_t q1) {
@@ -297,7 +307,7 @@ void packed_linear(float* y, size_t ldy, const float* x, const PackedWeightInt8&
       [&](size_t m0, size_t m1, size_t c0, size_t c1) {
         if (act != Activation::kLinear) activation_rows(y + m0 * ldy + c0, ldy, m1 - m0, c1 - c0, act);
       },
-      kCols);
+      kCols, rows_done);
 }
 
 }  // namespace roberta::kernels

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "activation.h"
+#include "rows_done.h"
 
 namespace roberta::kernels {
 
@@ -60,9 +61,19 @@ float quantize_weight_row(const float* w, size_t k, int8_t* q);
 // x (rows, k) quantized per row: quads (rows, k_quads) of unsigned bytes q + 128, and scale[rows].
 void quantize_rows(const float* x, size_t rows, size_t k, uint32_t* quads, float* scale);
 
-// y (M, N) with row stride ldy = act(dequantized product + bias), x quantized on the fly.
+// y (M, N) with row stride ldy = act(dequantized product + bias), x quantized on the fly; rows_done
+// as for packed_linear in packed_gemm.h.
 void packed_linear(float* y, size_t ldy, const float* x, const PackedWeightInt8& w, const float* bias, size_t M,
-                   Activation act = Activation::kLinear);
+                   Activation act = Activation::kLinear, const RowsDone* rows_done = nullptr);
+
+// x already quantized by quantize_rows, e.g. by the rows_done of the product before (the rows
+// still in cache, and no pass of its own): quads (M, w.k_quads()) and scales (M).
+struct QuantizedRows {
+  const uint32_t* quads;
+  const float* scales;
+};
+void packed_linear(float* y, size_t ldy, const QuantizedRows& x, const PackedWeightInt8& w, const float* bias,
+                   size_t M, Activation act = Activation::kLinear, const RowsDone* rows_done = nullptr);
 
 // Whether the int8 product runs on AVX512-VNNI here (else portable code).
 bool has_vnni_instructions();

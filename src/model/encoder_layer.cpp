@@ -49,12 +49,34 @@ void encoder_layer_forward(Matrix& x, const EncoderLayer& L, const Batch& batch,
   L.qkv.apply(ws.qkv, 3 * H, h, T);
   kernels::self_attention(ws.context, ws.qkv, batch.offsets.data(), batch.num_sequences(), heads, d, L.relative,
                           L.attention_precision);
-  L.attn_out.apply(ws.tmp, H, ws.context, T);
-  kernels::layer_norm(h, ws.tmp, h, L.attn_norm.gamma, L.attn_norm.beta, T, H, c.layer_norm_eps);
+  // Work on rows as soon as a product has finished them, while they are in cache: x = LayerNorm(tmp
+  // + x) after the attention's and the feed-forward's output products; with int8 weights on our
+  // kernel, also the quantization of the feed-forward's two inputs (no pass of their own).
+  const bool quantized = ws.h_quads && L.intermediate.takes_quantized_input() && L.output.takes_quantized_input();
+  const size_t hq = (H + 3) / 4, iq = (I + 3) / 4;
+  const kernels::RowsDone attn_done = [&](size_t m0, size_t m1) {
+    kernels::layer_norm_rows(h + m0 * H, ws.tmp + m0 * H, h + m0 * H, L.attn_norm.gamma, L.attn_norm.beta, m1 - m0, H,
+                             c.layer_norm_eps);
+    if (quantized) kernels::quantize_rows(h + m0 * H, m1 - m0, H, ws.h_quads + m0 * hq, ws.h_scales + m0);
+  };
+  const kernels::RowsDone intermediate_done = [&](size_t m0, size_t m1) {
+    kernels::quantize_rows(ws.intermediate + m0 * I, m1 - m0, I, ws.i_quads + m0 * iq, ws.i_scales + m0);
+  };
+  const kernels::RowsDone out_done = [&](size_t m0, size_t m1) {
+    kernels::layer_norm_rows(h + m0 * H, ws.tmp + m0 * H, h + m0 * H, L.out_norm.gamma, L.out_norm.beta, m1 - m0, H,
+                             c.layer_norm_eps);
+  };
+  L.attn_out.apply(ws.tmp, H, ws.context, T, kernels::Activation::kLinear, &attn_done);
   // feed-forward: x = LayerNorm(x + output(act(intermediate(x))))
-  L.intermediate.apply(ws.intermediate, I, h, T, act);
-  L.output.apply(ws.tmp, H, ws.intermediate, T);
-  kernels::layer_norm(h, ws.tmp, h, L.out_norm.gamma, L.out_norm.beta, T, H, c.layer_norm_eps);
+  if (quantized) {
+    L.intermediate.apply(ws.intermediate, I, kernels::QuantizedRows{ws.h_quads, ws.h_scales}, T, act,
+                         &intermediate_done);
+    L.output.apply(ws.tmp, H, kernels::QuantizedRows{ws.i_quads, ws.i_scales}, T, kernels::Activation::kLinear,
+                   &out_done);
+  } else {
+    L.intermediate.apply(ws.intermediate, I, h, T, act);
+    L.output.apply(ws.tmp, H, ws.intermediate, T, kernels::Activation::kLinear, &out_done);
+  }
 }
 
 }  // namespace roberta

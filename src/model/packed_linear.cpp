@@ -48,8 +48,14 @@ R PackedLinear::visit(F&& f, R empty) const {
       weight_);
 }
 
-void PackedLinear::apply(float* y, size_t ldy, const float* x, size_t M, kernels::Activation act) const {
-  visit([&](const auto& w) { return kernels::packed_linear(y, ldy, x, w, bias_.data(), M, act), 0; }, 0);
+void PackedLinear::apply(float* y, size_t ldy, const float* x, size_t M, kernels::Activation act,
+                         const kernels::RowsDone* rows_done) const {
+  visit([&](const auto& w) { return kernels::packed_linear(y, ldy, x, w, bias_.data(), M, act, rows_done), 0; }, 0);
+}
+
+void PackedLinear::apply(float* y, size_t ldy, const kernels::QuantizedRows& x, size_t M, kernels::Activation act,
+                         const kernels::RowsDone* rows_done) const {
+  kernels::packed_linear(y, ldy, x, std::get<kernels::PackedWeightInt8>(weight_), bias_.data(), M, act, rows_done);
 }
 
 size_t PackedLinear::out() const { return bias_.size(); }

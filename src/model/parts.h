@@ -4,6 +4,7 @@
 // are packed end to end: T tokens in B sequences, sequence b is rows [offsets[b], offsets[b+1]).
 // H = hidden size, I = intermediate size, V = vocabulary.
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -51,6 +52,12 @@ struct LayerWorkspace {
   float* tmp;           // (T, H)
   float* intermediate;  // (T, I)
   float* normed;        // (T, H): the pre-LN block's normalised input
+  // Where the feed-forward takes its inputs quantized (int8 on our kernel, takes_quantized_input):
+  // x as (T, H/4) quads + (T) scales, act(intermediate) as (T, I/4) quads + (T) scales; else null.
+  uint32_t* h_quads = nullptr;
+  float* h_scales = nullptr;
+  uint32_t* i_quads = nullptr;
+  float* i_scales = nullptr;
 };
 // x (T, H) = the block applied to x, in place.
 void encoder_layer_forward(Matrix& x, const EncoderLayer& L, const Batch& batch, const ModelConfig& c,
