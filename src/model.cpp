@@ -191,29 +191,27 @@ Outputs Model::forward(const Batch& batch, const ForwardOptions& options) const 
 
   const auto H = static_cast<size_t>(c.hidden_size), I = static_cast<size_t>(c.intermediate_size);
   // Per-thread buffers, kept for the next call only while small (util/scratch.h).
-  thread_local std::vector<float> qkv, context, tmp, intermediate, normed, h_scales, i_scales;
-  thread_local std::vector<uint32_t> h_quads, i_quads;
+  thread_local std::vector<float> qkv, context, tmp, intermediate, normed, h_scales;
+  thread_local std::vector<uint32_t> h_quads;
   const util::Scratch<float> qkv_s(qkv, T * 3 * H), context_s(context, T * H), tmp_s(tmp, T * H),
       intermediate_s(intermediate, T * I), normed_s(normed, m.final_norm ? T * H : 0);
-  const bool quantized = !m.layers.empty() && m.layers[0].intermediate.takes_quantized_input() &&
-                         m.layers[0].output.takes_quantized_input();
-  const util::Scratch<uint32_t> h_quads_s(h_quads, quantized ? T * ((H + 3) / 4) : 0),
-      i_quads_s(i_quads, quantized ? T * ((I + 3) / 4) : 0);
-  const util::Scratch<float> h_scales_s(h_scales, quantized ? T : 0), i_scales_s(i_scales, quantized ? T : 0);
+  const bool quantized = !m.layers.empty() && m.layers[0].qkv.takes_quantized_input();
+  const util::Scratch<uint32_t> h_quads_s(h_quads, quantized ? T * ((H + 3) / 4) : 0);
+  const util::Scratch<float> h_scales_s(h_scales, quantized ? T : 0);
   LayerWorkspace ws{qkv_s.data(), context_s.data(), tmp_s.data(), intermediate_s.data(), normed_s.data()};
   if (quantized) {
     ws.h_quads = h_quads_s.data();
     ws.h_scales = h_scales_s.data();
-    ws.i_quads = i_quads_s.data();
-    ws.i_scales = i_scales_s.data();
   }
 
   Outputs out;
   Matrix x(T, H);
   embeddings_forward(x, m.embeddings, batch, c);
   if (options.all_hidden_states) out.hidden_states.push_back(x);
-  for (const EncoderLayer& layer : m.layers) {
-    encoder_layer_forward(x, layer, batch, c, m.activation, ws);
+  bool x_quantized = false;  // int8: each layer quantizes its output for the next one's QKV product
+  for (size_t i = 0; i < m.layers.size(); ++i) {
+    x_quantized =
+        encoder_layer_forward(x, m.layers[i], batch, c, m.activation, ws, x_quantized, i + 1 < m.layers.size());
     if (options.all_hidden_states) out.hidden_states.push_back(x);
   }
   // roberta-prelayernorm normalises the encoder's output; its hidden_states keep the value before.

@@ -72,39 +72,46 @@ TEST_P(OneDnnGemm, MatchesFloat64ReferenceOfRoundedInputs) {
         std::vector<float> xs(M);
         if (p == Precision::kInt8) roberta::kernels::quantize_rows(x.data(), M, K, quads.data(), xs.data());
         // A dense y (ldy = N) with enough rows takes oneDNN's whole-row path (the product written
-        // straight into y); a strided one goes through the per-task tile.
-        for (const bool with_bias : {false, true})
-          for (const bool dense : {false, true}) {
-            const size_t ldy = dense ? N : N + 3;
-            std::vector<float> y(M * ldy, -7.0f);
-            roberta::kernels::packed_linear(y.data(), ldy, x.data(), packed, with_bias ? bias.data() : nullptr, M);
-            double max_err = 0;
-            for (size_t m = 0; m < M; ++m) {
-              const auto* bytes = reinterpret_cast<const uint8_t*>(quads.data() + m * ((K + 3) / 4));
-              for (size_t n = 0; n < N; ++n) {
-                double want = with_bias ? bias[n] : 0.0, scale = 0;
-                for (size_t k = 0; k < K; ++k) {
-                  const double wk = wd[n * K + k];
-                  if (p == Precision::kInt8) {
-                    want += (static_cast<double>(bytes[k]) - 128.0) * xs[m] * wk;
-                    scale += std::abs((static_cast<double>(bytes[k]) - 128.0) * xs[m] * wk);
-                  } else {
-                    const double xk = p == Precision::kBF16 ? round_bf16(x[m * K + k]) : x[m * K + k];
-                    want += xk * wk;
+        // straight into y); a strided one goes through the per-task tile. int8 also from x quantized
+        // beforehand (as a previous product's rows_done does).
+        for (const bool prequantized : {false, true})
+          for (const bool with_bias : {false, true})
+            for (const bool dense : {false, true}) {
+              if (prequantized && p != Precision::kInt8) continue;
+              const size_t ldy = dense ? N : N + 3;
+              std::vector<float> y(M * ldy, -7.0f);
+              if (prequantized)
+                roberta::kernels::packed_linear(y.data(), ldy, roberta::kernels::QuantizedRows{quads.data(), xs.data()},
+                                                packed, with_bias ? bias.data() : nullptr, M);
+              else
+                roberta::kernels::packed_linear(y.data(), ldy, x.data(), packed, with_bias ? bias.data() : nullptr, M);
+              double max_err = 0;
+              for (size_t m = 0; m < M; ++m) {
+                const auto* bytes = reinterpret_cast<const uint8_t*>(quads.data() + m * ((K + 3) / 4));
+                for (size_t n = 0; n < N; ++n) {
+                  double want = with_bias ? bias[n] : 0.0, scale = 0;
+                  for (size_t k = 0; k < K; ++k) {
+                    const double wk = wd[n * K + k];
+                    if (p == Precision::kInt8) {
+                      want += (static_cast<double>(bytes[k]) - 128.0) * xs[m] * wk;
+                      scale += std::abs((static_cast<double>(bytes[k]) - 128.0) * xs[m] * wk);
+                    } else {
+                      const double xk = p == Precision::kBF16 ? round_bf16(x[m * K + k]) : x[m * K + k];
+                      want += xk * wk;
+                    }
                   }
+                  // fp32 / bf16: summed in fp32, ~sqrt(K) roundings of unit terms; int8: exact int32
+                  // sums, one float rounding of the dequantized value.
+                  const double err = p == Precision::kInt8
+                                         ? std::abs(want - y[m * ldy + n]) / (1.0 + std::abs(want))
+                                         : std::abs(want - y[m * ldy + n]) / std::sqrt(static_cast<double>(K));
+                  max_err = std::max(max_err, err);
                 }
-                // fp32 / bf16: summed in fp32, ~sqrt(K) roundings of unit terms; int8: exact int32
-                // sums, one float rounding of the dequantized value.
-                const double err = p == Precision::kInt8
-                                       ? std::abs(want - y[m * ldy + n]) / (1.0 + std::abs(want))
-                                       : std::abs(want - y[m * ldy + n]) / std::sqrt(static_cast<double>(K));
-                max_err = std::max(max_err, err);
+                for (size_t n = N; n < ldy; ++n) ASSERT_EQ(y[m * ldy + n], -7.0f) << "wrote past N";
               }
-              for (size_t n = N; n < ldy; ++n) ASSERT_EQ(y[m * ldy + n], -7.0f) << "wrote past N";
+              EXPECT_LT(max_err, 1e-5) << name(p) << " M=" << M << " N=" << N << " K=" << K << " bias=" << with_bias
+                                       << " dense=" << dense << " prequantized=" << prequantized;
             }
-            EXPECT_LT(max_err, 1e-5) << name(p) << " M=" << M << " N=" << N << " K=" << K << " bias=" << with_bias
-                                     << " dense=" << dense;
-          }
       }
     }
   }

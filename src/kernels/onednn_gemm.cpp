@@ -111,6 +111,10 @@ void packed_linear(float*, size_t, const float*, const OneDnnWeight&, const floa
                    const RowsDone*) {
   throw Error("this build has no oneDNN");
 }
+void packed_linear(float*, size_t, const QuantizedRows&, const OneDnnWeight&, const float*, size_t, Activation,
+                   const RowsDone*) {
+  throw Error("this build has no oneDNN");
+}
 std::string onednn_implementation(const OneDnnWeight&, size_t) { return ""; }
 
 #else
@@ -545,32 +549,18 @@ bool whole_rows_product(float* y, const float* x, const OneDnnWeight& w, const f
 
 }  // namespace
 
-void packed_linear(float* y, size_t ldy, const float* x, const OneDnnWeight& w, const float* bias, size_t M,
-                   Activation act, const RowsDone* rows_done) {
+namespace {
+
+// y = act(product + bias) from x in the product's precision: x itself (fp32), or xc: bf16 pairs
+// (M, ldx / 2) or int8 quads (M, ldx / 4) with per-row scales xs.
+void product(float* y, size_t ldy, const float* x, const uint32_t* xc, const float* xs, const OneDnnWeight& w,
+             const float* bias, size_t M, Activation act, const RowsDone* rows_done) {
   const size_t N = w.n(), K = w.k();
-  if (M == 0 || N == 0) return;
   const Precision p = w.precision();
   const OneDnnWeight::Impl& impl = w.impl();
-  // x in the product's precision, once per call: bf16 pairs or int8 quads (+ per-row scales).
-  thread_local std::vector<uint32_t> converted_buffer;
-  thread_local std::vector<float> scale_buffer;
   const size_t ldx = source_stride(p, K);
-  const util::Scratch<uint32_t> converted(converted_buffer, p == Precision::kF32 ? 0 : M * ldx / (p == Precision::kInt8 ? 4 : 2));
-  const util::Scratch<float> scales(scale_buffer, p == Precision::kInt8 ? M : 0);
-  uint32_t* xc = converted.data();
-  float* xs = scales.data();
   const std::shared_ptr<ThreadPool> pool_ref = ThreadPool::global();
   ThreadPool& pool = *pool_ref;
-  if (p != Precision::kF32) {
-    constexpr size_t kConvertRows = 64;
-    pool.parallel_for((M + kConvertRows - 1) / kConvertRows, [&](size_t t) {
-      const size_t m0 = t * kConvertRows, rows = std::min(kConvertRows, M - m0);
-      if (p == Precision::kBF16)
-        to_bf16_pairs(x + m0 * K, rows, K, xc + m0 * ldx / 2);
-      else
-        quantize_rows(x + m0 * K, rows, K, xc + m0 * ldx / 4, xs + m0);
-    });
-  }
   const char* source = p == Precision::kF32 ? reinterpret_cast<const char*>(x) : reinterpret_cast<const char*>(xc);
   const size_t source_row_bytes = ldx * memory::data_type_size(source_type(p));
   const size_t threads = pool.num_threads();
@@ -620,6 +610,43 @@ void packed_linear(float* y, size_t ldy, const float* x, const OneDnnWeight& w, 
     if (act != Activation::kLinear) activation_rows(out, ldy, rows, cols, act);
   });
   if (rows_done) rows_done_after(M, N, *rows_done);
+}
+
+}  // namespace
+
+void packed_linear(float* y, size_t ldy, const float* x, const OneDnnWeight& w, const float* bias, size_t M,
+                   Activation act, const RowsDone* rows_done) {
+  const size_t N = w.n(), K = w.k();
+  if (M == 0 || N == 0) return;
+  const Precision p = w.precision();
+  // x in the product's precision, once per call: bf16 pairs or int8 quads (+ per-row scales).
+  thread_local std::vector<uint32_t> converted_buffer;
+  thread_local std::vector<float> scale_buffer;
+  const size_t ldx = source_stride(p, K);
+  const util::Scratch<uint32_t> converted(converted_buffer,
+                                          p == Precision::kF32 ? 0 : M * ldx / (p == Precision::kInt8 ? 4 : 2));
+  const util::Scratch<float> scales(scale_buffer, p == Precision::kInt8 ? M : 0);
+  uint32_t* xc = converted.data();
+  float* xs = scales.data();
+  if (p != Precision::kF32) {
+    constexpr size_t kConvertRows = 64;
+    ThreadPool::global()->parallel_for((M + kConvertRows - 1) / kConvertRows, [&](size_t t) {
+      const size_t m0 = t * kConvertRows, rows = std::min(kConvertRows, M - m0);
+      if (p == Precision::kBF16)
+        to_bf16_pairs(x + m0 * K, rows, K, xc + m0 * ldx / 2);
+      else
+        quantize_rows(x + m0 * K, rows, K, xc + m0 * ldx / 4, xs + m0);
+    });
+  }
+  product(y, ldy, x, xc, xs, w, bias, M, act, rows_done);
+}
+
+void packed_linear(float* y, size_t ldy, const QuantizedRows& x, const OneDnnWeight& w, const float* bias, size_t M,
+                   Activation act, const RowsDone* rows_done) {
+  if (w.precision() != Precision::kInt8) throw Error("quantized input given to a product whose weights are not int8");
+  if (M == 0 || w.n() == 0) return;
+  // quantize_rows's quads are oneDNN's u8 source rows: k padded to a multiple of 4 (source_stride).
+  product(y, ldy, nullptr, x.quads, x.scales, w, bias, M, act, rows_done);
 }
 
 #endif  // ROBERTA_WITH_ONEDNN

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "activation.h"
+#include "packed_gemm_int8.h"
 #include "rows_done.h"
 
 namespace roberta::kernels {
@@ -83,6 +84,9 @@ class OneDnnWeight {
 // y (M, N) with row stride ldy = act(x (M, K) · Wᵀ (+ bias[N] when bias is not null)); rows_done
 // as for packed_linear in packed_gemm.h (inside the tasks on the whole-row path).
 void packed_linear(float* y, size_t ldy, const float* x, const OneDnnWeight& w, const float* bias, size_t M,
+                   Activation act = Activation::kLinear, const RowsDone* rows_done = nullptr);
+// The same from x already quantized by quantize_rows (packed_gemm_int8.h); int8 weights only.
+void packed_linear(float* y, size_t ldy, const QuantizedRows& x, const OneDnnWeight& w, const float* bias, size_t M,
                    Activation act = Activation::kLinear, const RowsDone* rows_done = nullptr);
 
 // The implementation oneDNN picked for a band of `rows` rows of this weight's first part (e.g.

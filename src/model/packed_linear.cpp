@@ -53,9 +53,17 @@ void PackedLinear::apply(float* y, size_t ldy, const float* x, size_t M, kernels
   visit([&](const auto& w) { return kernels::packed_linear(y, ldy, x, w, bias_.data(), M, act, rows_done), 0; }, 0);
 }
 
+bool PackedLinear::takes_quantized_input() const {
+  if (const auto* w = std::get_if<kernels::OneDnnWeight>(&weight_)) return w->precision() == kernels::Precision::kInt8;
+  return std::holds_alternative<kernels::PackedWeightInt8>(weight_);
+}
+
 void PackedLinear::apply(float* y, size_t ldy, const kernels::QuantizedRows& x, size_t M, kernels::Activation act,
                          const kernels::RowsDone* rows_done) const {
-  kernels::packed_linear(y, ldy, x, std::get<kernels::PackedWeightInt8>(weight_), bias_.data(), M, act, rows_done);
+  if (const auto* w = std::get_if<kernels::OneDnnWeight>(&weight_))
+    kernels::packed_linear(y, ldy, x, *w, bias_.data(), M, act, rows_done);
+  else
+    kernels::packed_linear(y, ldy, x, std::get<kernels::PackedWeightInt8>(weight_), bias_.data(), M, act, rows_done);
 }
 
 size_t PackedLinear::out() const { return bias_.size(); }

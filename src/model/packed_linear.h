@@ -36,8 +36,8 @@ class PackedLinear {
   void apply(float* y, size_t ldy, const float* x, size_t M,
              kernels::Activation act = kernels::Activation::kLinear,
              const kernels::RowsDone* rows_done = nullptr) const;
-  // Whether this layer can take its input already quantized (int8 weights on our own kernel).
-  bool takes_quantized_input() const { return std::holds_alternative<kernels::PackedWeightInt8>(weight_); }
+  // Whether this layer can take its input already quantized (int8 weights, ours or oneDNN's).
+  bool takes_quantized_input() const;
   // The same with x quantized by kernels::quantize_rows; only where takes_quantized_input().
   void apply(float* y, size_t ldy, const kernels::QuantizedRows& x, size_t M,
              kernels::Activation act = kernels::Activation::kLinear,

@@ -52,16 +52,17 @@ struct LayerWorkspace {
   float* tmp;           // (T, H)
   float* intermediate;  // (T, I)
   float* normed;        // (T, H): the pre-LN block's normalised input
-  // Where the feed-forward takes its inputs quantized (int8 on our kernel, takes_quantized_input):
-  // x as (T, H/4) quads + (T) scales, act(intermediate) as (T, I/4) quads + (T) scales; else null.
+  // Where the products take their inputs quantized (int8, takes_quantized_input): x as (T, H/4)
+  // quads + (T) scales; else null.
   uint32_t* h_quads = nullptr;
   float* h_scales = nullptr;
-  uint32_t* i_quads = nullptr;
-  float* i_scales = nullptr;
 };
-// x (T, H) = the block applied to x, in place.
-void encoder_layer_forward(Matrix& x, const EncoderLayer& L, const Batch& batch, const ModelConfig& c,
-                           kernels::Activation act, const LayerWorkspace& ws);
+// x (T, H) = the block applied to x, in place. x_quantized: ws.h_quads holds x quantized (the
+// layer before left it there). quantize_x: leave the result quantized there too, for the next
+// layer; returns whether it did (only where the layer's products take quantized input).
+bool encoder_layer_forward(Matrix& x, const EncoderLayer& L, const Batch& batch, const ModelConfig& c,
+                           kernels::Activation act, const LayerWorkspace& ws, bool x_quantized = false,
+                           bool quantize_x = false);
 
 // ---- RobertaLMHead: dense -> gelu -> LayerNorm -> decoder (tied to the word embeddings or not)
 struct LmHead {
