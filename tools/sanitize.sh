@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer, and the
-# concurrency tests (thread pool, oneDNN products from two threads, the GEMM split, attention) and the server's tests (in-process and the `roberta serve` program under real
+# concurrency tests (thread pool, oneDNN products from two threads, the GEMM split and its RowsDone,
+# attention) and the server's tests (in-process and the `roberta serve` program under real
 # clients, faults and load) under ThreadSanitizer, each in its own build folder. The serve_load test
 # checks correctness only here (ROBERTA_SERVE_MIN_RATIO=0: a sanitizer's overhead says nothing
 # about batching), over 5 s per phase.
@@ -30,7 +31,7 @@ for kind in "${kinds[@]}"; do
       cmake --build build-tsan -j2 --target concurrency_tests engine_tests roberta_cli server_tests
       # tests/server/tsan.supp: accesses made inside Debian's uninstrumented libcpp-httplib.so.
       ROBERTA_SERVE_MIN_RATIO=0 TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/tests/server/tsan.supp" ctest --test-dir build-tsan --output-on-failure \
-        -R 'make_cli_fixtures|make_serve_model|Concurrency|ThreadPool|OneDnnGemm|BlockSplit|Attention|Batcher|Api\.|Metrics\.|Server\.|serve_'
+        -R 'make_cli_fixtures|make_serve_model|Concurrency|ThreadPool|OneDnnGemm|BlockSplit|PackedGemm\.RowsDone|Attention|Batcher|Api\.|Metrics\.|Server\.|serve_'
       ;;
     *) echo "unknown kind $kind (asan or tsan)"; exit 2 ;;
   esac
