@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +18,7 @@
 #include "kernels/packed_gemm.h"
 #include "kernels/packed_gemm_int8.h"
 #include "roberta/error.h"
+#include "rows_done_check.h"
 
 namespace {
 
@@ -149,39 +149,22 @@ TEST_P(OneDnnGemm, FusedActivationEqualsSeparatePass) {
   }
 }
 
-// Two threads multiplying with one weight at once (the server's and the library's case): both get
-// the single-threaded answer.
-// rows_done sees each row once, final (activation applied): on the whole-row path (many rows, y
+// rows_done sees each row once, final (activation applied), on the whole-row path (many rows, y
 // dense, N a multiple of 128: inside the tasks) and the tile path (after the product).
 TEST_P(OneDnnGemm, RowsDoneSeesEachFinalRowOnce) {
   const Precision p = GetParam();
   std::mt19937 rng(13);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   const size_t N = 256, K = 96;
-  std::vector<float> w(N * K), bias(N);
+  std::vector<float> w(N * K);
   for (auto& v : w) v = dist(rng);
-  for (auto& v : bias) v = dist(rng);
-  const OneDnnWeight packed(w.data(), N, K, p);
-  for (size_t M : {5, 300})
-    for (size_t ldy : {N, N + 3}) {
-      std::vector<float> x(M * K), y(M * ldy, -7.0f), snapshot(M * ldy, -9.0f);
-      for (auto& v : x) v = dist(rng);
-      std::vector<std::atomic<int>> reported(M);
-      const roberta::kernels::RowsDone done = [&](size_t m0, size_t m1) {
-        std::copy(y.begin() + static_cast<ptrdiff_t>(m0 * ldy), y.begin() + static_cast<ptrdiff_t>(m1 * ldy),
-                  snapshot.begin() + static_cast<ptrdiff_t>(m0 * ldy));
-        for (size_t m = m0; m < m1; ++m) reported[m]++;
-      };
-      roberta::kernels::packed_linear(y.data(), ldy, x.data(), packed, bias.data(), M,
-                                      roberta::kernels::Activation::kGelu, &done);
-      for (size_t m = 0; m < M; ++m) {
-        ASSERT_EQ(reported[m].load(), 1) << name(p) << " M " << M << " row " << m;
-        for (size_t n = 0; n < N; ++n)
-          ASSERT_EQ(snapshot[m * ldy + n], y[m * ldy + n]) << name(p) << " M " << M << " ldy " << ldy << " at " << m;
-      }
-    }
+  SCOPED_TRACE(name(p));
+  expect_rows_done_sees_final_rows(OneDnnWeight(w.data(), N, K, p), N, K,
+                                   [](auto&&... args) { roberta::kernels::packed_linear(args...); });
 }
 
+// Two threads multiplying with one weight at once (the server's and the library's case): both get
+// the single-threaded answer.
 TEST_P(OneDnnGemm, TwoThreadsAtOnceGetTheSameAnswer) {
   const Precision p = GetParam();
   std::mt19937 rng(9);

@@ -15,6 +15,7 @@
 #include "kernels/packed_gemm.h"
 #include "kernels/packed_gemm_int8.h"
 #include "roberta/threads.h"
+#include "rows_done_check.h"
 
 namespace {
 
@@ -210,34 +211,7 @@ TEST(PackedGemmInt8, MatchesFloat64ReferenceOfQuantizedInputs) {
   }
 }
 
-// rows_done sees each row of y once and in its final state (activation applied): a snapshot of the
-// rows taken in rows_done equals y after the product, for few rows (after the product) and many
-// (inside the tasks), dense and strided y.
-template <class Weight, class Apply>
-void expect_rows_done_sees_final_rows(const Weight& packed, size_t N, size_t K, const Apply& apply) {
-  std::mt19937 rng(11);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  for (size_t M : {5, 200, 700})
-    for (size_t ldy : {N, N + 5}) {
-      std::vector<float> x(M * K), bias(N);
-      for (auto& v : x) v = dist(rng);
-      for (auto& v : bias) v = dist(rng);
-      std::vector<float> y(M * ldy, -7.0f), snapshot(M * ldy, -9.0f);
-      std::vector<std::atomic<int>> reported(M);
-      const roberta::kernels::RowsDone done = [&](size_t m0, size_t m1) {
-        std::copy(y.begin() + static_cast<ptrdiff_t>(m0 * ldy), y.begin() + static_cast<ptrdiff_t>(m1 * ldy),
-                  snapshot.begin() + static_cast<ptrdiff_t>(m0 * ldy));
-        for (size_t m = m0; m < m1; ++m) reported[m]++;
-      };
-      apply(y.data(), ldy, x.data(), packed, bias.data(), M, roberta::kernels::Activation::kGelu, &done);
-      for (size_t m = 0; m < M; ++m) {
-        ASSERT_EQ(reported[m].load(), 1) << "M " << M << " row " << m;
-        for (size_t n = 0; n < N; ++n)
-          ASSERT_EQ(snapshot[m * ldy + n], y[m * ldy + n]) << "M " << M << " ldy " << ldy << " at " << m << "," << n;
-      }
-    }
-}
-
+// rows_done sees each row of y once, final, on every kernel (rows_done_check.h).
 TEST(PackedGemm, RowsDoneSeesEachFinalRowOnce) {
   std::mt19937 rng(12);
   std::normal_distribution<float> dist(0.0f, 1.0f);
