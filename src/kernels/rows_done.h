@@ -6,8 +6,9 @@
 
 namespace roberta::kernels {
 
-// Works on rows [m0, m1) of a product's y; called once per row, from any of the pool's threads,
-// on disjoint row ranges.
+// Works on rows [m0, m1) of a product's y; each row is in exactly one call, the calls come from
+// any of the pool's threads, and a row's call comes after the row is final (bias, activation). Not
+// called for a product with no rows or no columns.
 using RowsDone = std::function<void(size_t m0, size_t m1)>;
 
 }  // namespace roberta::kernels
