@@ -25,7 +25,7 @@ TEST(PackedGemm, MatchesFloat64Reference) {
   std::printf("  kernel: %s\n", roberta::kernels::packed_gemm_isa());
   for (size_t M : {1, 3, 8, 12, 13, 64, 70, 100, 197}) {
     for (size_t N : {1, 31, 32, 33, 100, 768}) {
-      for (size_t K : {1, 7, 256, 300, 770}) {
+      for (size_t K : {1, 7, 256, 300, 770, 1030}) {  // 1030: two k passes
         if (M * N * K > 20'000'000) continue;
         std::vector<float> x(M * K), w(N * K), bias(N);
         for (auto& v : x) v = dist(rng);
@@ -105,7 +105,7 @@ TEST(PackedGemmBf16, MatchesFloat64ReferenceOfBf16RoundedInputs) {
   std::printf("  AVX512-BF16 instructions: %s\n", roberta::kernels::has_bf16_instructions() ? "yes" : "no");
   for (size_t M : {1, 5, 8, 12, 17, 70, 200}) {
     for (size_t N : {3, 32, 45, 768}) {
-      for (size_t K : {1, 2, 7, 256, 301, 768}) {
+      for (size_t K : {1, 2, 7, 256, 301, 768, 1030}) {  // 1030: two k passes
         std::vector<float> x(M * K), w(N * K), bias(N);
         for (auto& v : x) v = dist(rng);
         for (auto& v : w) v = dist(rng);
