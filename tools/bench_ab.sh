@@ -1,21 +1,32 @@
 #!/usr/bin/env bash
-# Two builds of `roberta` on the same workloads, interleaved (A, B, A, B, ...), medians of the
-# per-round medians, and B's speed relative to A's: for checking that a change is not slower.
+# Two builds of `roberta` on the same workloads, interleaved (A, B, B, A, ...), medians of the
+# per-round medians, and B's speed relative to A's two ways: the ratio of those medians, and the
+# median of the per-round ratios (A and B run back to back, so both see the machine in the same
+# state: the shared Zen 4 machine flips for minutes at a time between a fast and a slow state,
+# ~10% apart on int8 W3, and a median over rounds can compare A's fast rounds with B's slow ones).
+# For checking that a change is not slower.
 # Usage: bash tools/bench_ab.sh BIN_A BIN_B MODEL [ROUNDS=3] [THREADS=2]
 #   W1 batch 1 x 16, W3 batch 8 x 128, W5 batch 32 with lengths uniform 8..128 (seed 0)
-# Environment: DTYPE (--dtype of both, default fp32); A_ENV, B_ENV: variables for one side, e.g.
+# Environment: DTYPE (--dtype of both, default fp32); WORKLOADS (default "W1 W3 W5"); A_ENV, B_ENV:
+#   variables for one side, e.g.
 #   DTYPE=bf16 A_ENV=ROBERTA_GEMM=own B_ENV=ROBERTA_GEMM=onednn bash tools/bench_ab.sh build/roberta build/roberta MODEL
 set -euo pipefail
 a=$1 b=$2 model=$3 rounds=${4:-3} threads=${5:-2}
 dtype=${DTYPE:-fp32}
+read -r -a workloads <<< "${WORKLOADS:-W1 W3 W5}"
 declare -A args=([W1]="--batch 1 --seq 16 --runs 20" [W3]="--batch 8 --seq 128 --runs 5"
                  [W5]="--batch 32 --lengths uniform:8:128 --seed 0 --runs 5")
+for w in "${workloads[@]}"; do
+  [ -n "${args[$w]:-}" ] || { echo "bench_ab.sh: unknown workload '$w' in WORKLOADS (W1, W3, W5)" >&2; exit 2; }
+done
 lscpu | sed -n 's/^Model name: *//p'
 uptime
 tmp=$(mktemp -d)
 for r in $(seq "$rounds"); do
-  for w in W1 W3 W5; do
-    for side in a b; do
+  for w in "${workloads[@]}"; do
+    order="a b"
+    [ $((r % 2)) = 0 ] && order="b a"  # alternate who goes first
+    for side in $order; do
       bin=${!side}
       side_env=A_ENV
       [ "$side" = b ] && side_env=B_ENV
@@ -25,13 +36,15 @@ for r in $(seq "$rounds"); do
     done
   done
 done
-/usr/bin/python3 - "$tmp" <<'PY'
+/usr/bin/python3 - "$tmp" "${workloads[@]}" <<'PY'
 import statistics, sys
 d = sys.argv[1]
-print(f"{'workload':8} {'A ms':>9} {'B ms':>9} {'B vs A':>8}")
-for w in ("W1", "W3", "W5"):
-    a = statistics.median(float(x) for x in open(f"{d}/{w}.a"))
-    b = statistics.median(float(x) for x in open(f"{d}/{w}.b"))
-    print(f"{w:8} {a:9.2f} {b:9.2f} {a / b:7.3f}x")
+print(f"{'workload':8} {'A ms':>9} {'B ms':>9} {'B vs A':>8} {'paired':>8}")
+for w in sys.argv[2:]:
+    ra = [float(x) for x in open(f"{d}/{w}.a")]
+    rb = [float(x) for x in open(f"{d}/{w}.b")]
+    a, b = statistics.median(ra), statistics.median(rb)
+    paired = statistics.median(x / y for x, y in zip(ra, rb))
+    print(f"{w:8} {a:9.2f} {b:9.2f} {a / b:7.3f}x {paired:7.3f}x")
 PY
 rm -rf "$tmp"

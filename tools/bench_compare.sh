@@ -9,7 +9,9 @@
 # python3-onnx for the export tools, prints the CPU and its features, then for each round runs every
 # workload in every engine one after the other, and prints medians over rounds with the ratios, each
 # engine's fastest run (the least disturbed by other work on a shared machine) with the same ratios,
-# and roberta.cpp's peak memory on W3. Not part of CI.
+# the ratios taken within each round (the engines run back to back there, so each ratio compares
+# runs made in the same state of the machine) with their median and range over the rounds, and
+# roberta.cpp's peak memory on W3. Not part of CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scratch=${TMPDIR:-/tmp}/roberta-bench
@@ -38,9 +40,10 @@ for round in $(seq "$rounds"); do
   for w in W1 W2 W3 W4 W5; do
     ours=$(build/roberta bench --model "$model" ${spec[$w]} --threads "$threads" --runs "$runs" --json)
     lengths=$(echo "$ours" | "$py" -c "import json,sys; print(json.dumps(json.load(sys.stdin)['lengths']))")
+    # each of ours next to the baseline it is compared with (the within-round ratios)
+    ort=$(node tools/bench_ort.js "$scratch/plain.onnx" "$threads" "$runs" "$lengths")
     bf16=$(build/roberta bench --model "$model" ${spec[$w]} --threads "$threads" --runs "$runs" --dtype bf16 --json)
     int8=$(build/roberta bench --model "$model" ${spec[$w]} --threads "$threads" --runs "$runs" --dtype int8 --json)
-    ort=$(node tools/bench_ort.js "$scratch/plain.onnx" "$threads" "$runs" "$lengths")
     ort8=$(node tools/bench_ort.js "$scratch/plain-int8.onnx" "$threads" "$runs" "$lengths")
     torch=$(OMP_WAIT_POLICY=PASSIVE OPENBLAS_NUM_THREADS=$threads "$py" tools/bench_torch.py "$model" "$threads" "$runs" "$lengths")
     echo "{\"workload\":\"$w\",\"round\":$round,\"ours\":$ours,\"bf16\":$bf16,\"int8\":$int8,\"ort\":$ort,\"ort8\":$ort8,\"torch\":$torch}" >> "$results"
@@ -69,6 +72,17 @@ for w in ["W1", "W2", "W3", "W4", "W5"]:
     m = {k: min(x[k]["min_ms"] for x in r) for k in ("ort", "ort8", "ours", "bf16", "int8")}
     print(f"| {w} | {m['ort']:.1f} | {m['ort8']:.1f} | {m['ours']:.1f} | {m['bf16']:.1f} | {m['int8']:.1f} | "
           f"{m['ort'] / m['ours']:.2f}x | {m['ort'] / m['bf16']:.2f}x | {m['ort8'] / m['int8']:.2f}x |")
+print()
+print("ratios within each round (engines run back to back): median over rounds [lowest, highest]")
+print("| workload | fp32 vs ORT fp32 | bf16 vs ORT fp32 | int8 vs ORT int8 |")
+print("| --- | ---: | ---: | ---: |")
+for w in ["W1", "W2", "W3", "W4", "W5"]:
+    r = [x for x in rows if x["workload"] == w]
+    cells = []
+    for ours, base in (("ours", "ort"), ("bf16", "ort"), ("int8", "ort8")):
+        q = [x[base]["median_ms"] / x[ours]["median_ms"] for x in r]
+        cells.append(f"{statistics.median(q):.2f}x [{min(q):.2f}, {max(q):.2f}]")
+    print(f"| {w} | " + " | ".join(cells) + " |")
 w3 = [x for x in rows if x["workload"] == "W3"]
 print("peak memory of roberta bench on W3: " + ", ".join(
     f"{max(x[k]['peak_rss_mb'] for x in w3):.0f} MB {k}" for k in ("ours", "bf16", "int8")).replace("ours", "fp32"))
