@@ -1,7 +1,7 @@
 // The packed GEMM against a float64 reference, over shapes that hit every edge: rows not a
 // multiple of the row block (8 fp32, 12 bf16) or of the 16-block chunk, columns not a multiple of
-// the 32-column panel, k not a multiple of the 256-deep slice, with and without bias, a strided
-// output, and the fused activation.
+// the 32-column panel, k in one pass and in two (k slices: at most 1024 deep for fp32 and bf16,
+// 3072 for int8), with and without bias, a strided output, and the fused activation.
 #include <gtest/gtest.h>
 
 #include <algorithm>
