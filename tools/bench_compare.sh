@@ -52,34 +52,33 @@ done
 "$py" - "$results" "$threads" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
+by_workload = {w: [x for x in rows if x["workload"] == w] for w in ("W1", "W2", "W3", "W4", "W5")}
+pairs = (("ours", "ort"), ("bf16", "ort"), ("int8", "ort8"))  # each of ours and the baseline it is set against
 print(f"threads {sys.argv[2]}; medians over rounds of per-round medians (ms); tokens counted without padding")
 print("| workload | tokens | ORT fp32 | ORT int8 | PyTorch fp32 | ours fp32 | ours bf16 | ours int8 | fp32 vs ORT fp32 | bf16 vs ORT fp32 | int8 vs ORT int8 |")
 print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-for w in ["W1", "W2", "W3", "W4", "W5"]:
-    r = [x for x in rows if x["workload"] == w]
+for w, r in by_workload.items():
     m = {k: statistics.median(x[k]["median_ms"] for x in r) for k in ("ort", "ort8", "torch", "ours", "bf16", "int8")}
-    tokens = r[0]["ours"]["tokens"]
-    print(f"| {w} | {tokens} | {m['ort']:.1f} | {m['ort8']:.1f} | {m['torch']:.1f} | {m['ours']:.1f} | {m['bf16']:.1f} | "
-          f"{m['int8']:.1f} | {m['ort'] / m['ours']:.2f}x | {m['ort'] / m['bf16']:.2f}x | {m['ort8'] / m['int8']:.2f}x |")
+    ratios = " | ".join(f"{m[base] / m[ours]:.2f}x" for ours, base in pairs)
+    print(f"| {w} | {r[0]['ours']['tokens']} | {m['ort']:.1f} | {m['ort8']:.1f} | {m['torch']:.1f} | {m['ours']:.1f} | "
+          f"{m['bf16']:.1f} | {m['int8']:.1f} | {ratios} |")
 # On a shared machine other tenants slow some rounds down; each engine's fastest run over all rounds
 # is the least disturbed estimate of what it can do, so it is printed too.
 print()
 print("fastest run of each engine over all rounds (ms), and the same ratios")
 print("| workload | ORT fp32 | ORT int8 | ours fp32 | ours bf16 | ours int8 | fp32 vs ORT fp32 | bf16 vs ORT fp32 | int8 vs ORT int8 |")
 print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-for w in ["W1", "W2", "W3", "W4", "W5"]:
-    r = [x for x in rows if x["workload"] == w]
+for w, r in by_workload.items():
     m = {k: min(x[k]["min_ms"] for x in r) for k in ("ort", "ort8", "ours", "bf16", "int8")}
-    print(f"| {w} | {m['ort']:.1f} | {m['ort8']:.1f} | {m['ours']:.1f} | {m['bf16']:.1f} | {m['int8']:.1f} | "
-          f"{m['ort'] / m['ours']:.2f}x | {m['ort'] / m['bf16']:.2f}x | {m['ort8'] / m['int8']:.2f}x |")
+    ratios = " | ".join(f"{m[base] / m[ours]:.2f}x" for ours, base in pairs)
+    print(f"| {w} | {m['ort']:.1f} | {m['ort8']:.1f} | {m['ours']:.1f} | {m['bf16']:.1f} | {m['int8']:.1f} | {ratios} |")
 print()
 print("ratios within each round (engines run back to back): median over rounds [lowest, highest]")
 print("| workload | fp32 vs ORT fp32 | bf16 vs ORT fp32 | int8 vs ORT int8 |")
 print("| --- | ---: | ---: | ---: |")
-for w in ["W1", "W2", "W3", "W4", "W5"]:
-    r = [x for x in rows if x["workload"] == w]
+for w, r in by_workload.items():
     cells = []
-    for ours, base in (("ours", "ort"), ("bf16", "ort"), ("int8", "ort8")):
+    for ours, base in pairs:
         q = [x[base]["median_ms"] / x[ours]["median_ms"] for x in r]
         cells.append(f"{statistics.median(q):.2f}x [{min(q):.2f}, {max(q):.2f}]")
     print(f"| {w} | " + " | ".join(cells) + " |")
