@@ -1,5 +1,10 @@
 #include "layer_norm.h"
 
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which -Wmaybe-uninitialized reports
+// inside the headers; nothing of ours is uninitialised.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
 #include <immintrin.h>
 
 #include <cmath>
@@ -56,37 +61,61 @@ __attribute__((target("avx512f"))) inline __mmask16 tail_mask(size_t left) {
   return left >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << left) - 1);
 }
 
-__attribute__((target("avx512f"))) double sum_lanes(const __m512 (&acc)[4]) {
-  alignas(64) float lanes[64];
-  for (int i = 0; i < 4; ++i) _mm512_store_ps(lanes + 16 * i, acc[i]);
-  double total = 0;
-  for (float v : lanes) total += v;
-  return total;
+// The 16 floats of a, as 2 x 8 doubles added.
+__attribute__((target("avx512f"), always_inline)) inline __m512d wide_pairs(__m512 a) {
+  return _mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(a)),
+                       _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1))));
 }
 
+// The 64 float partial sums in a0..a3, added in double (8 lanes at a time, then across the lanes).
+__attribute__((target("avx512f"), always_inline)) inline double sum_lanes(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
+  return _mm512_reduce_add_pd(
+      _mm512_add_pd(_mm512_add_pd(wide_pairs(a0), wide_pairs(a1)), _mm512_add_pd(wide_pairs(a2), wide_pairs(a3))));
+}
+
+// sum[c, c + 16) = x + residual there (masked by m), returned.
+__attribute__((target("avx512f"), always_inline)) inline __m512 load_sum(const float* x, const float* residual,
+                                                                       float* sum, size_t c, __mmask16 m) {
+  __m512 v = _mm512_maskz_loadu_ps(m, x + c);
+  if (residual) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, residual + c));
+  _mm512_mask_storeu_ps(sum + c, m, v);
+  return v;
+}
+
+// The accumulators are four named registers: as an array indexed at run time (i = (i + 1) & 3)
+// GCC kept them on the stack, a store and a load per vector.
 __attribute__((target("avx512f"))) void layer_norm_row_avx512(float* out, const float* x, const float* residual,
                                                               const float* __restrict gamma,
                                                               const float* __restrict beta, float* __restrict sum,
                                                               size_t cols, double eps) {
-  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-  for (size_t c = 0, i = 0; c < cols; c += 16, i = (i + 1) & 3) {
-    const __mmask16 m = tail_mask(cols - c);
-    __m512 v = _mm512_maskz_loadu_ps(m, x + c);
-    if (residual) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, residual + c));
-    _mm512_mask_storeu_ps(sum + c, m, v);
-    acc[i] = _mm512_add_ps(acc[i], v);
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  size_t c = 0;
+  for (; c + 64 <= cols; c += 64) {
+    a0 = _mm512_add_ps(a0, load_sum(x, residual, sum, c, 0xFFFF));
+    a1 = _mm512_add_ps(a1, load_sum(x, residual, sum, c + 16, 0xFFFF));
+    a2 = _mm512_add_ps(a2, load_sum(x, residual, sum, c + 32, 0xFFFF));
+    a3 = _mm512_add_ps(a3, load_sum(x, residual, sum, c + 48, 0xFFFF));
   }
-  const double mean = sum_lanes(acc) / static_cast<double>(cols);
+  for (; c < cols; c += 16) a0 = _mm512_add_ps(a0, load_sum(x, residual, sum, c, tail_mask(cols - c)));
+  const double mean = sum_lanes(a0, a1, a2, a3) / static_cast<double>(cols);
   const __m512 vm = _mm512_set1_ps(static_cast<float>(mean));
-  for (auto& a : acc) a = _mm512_setzero_ps();
-  for (size_t c = 0, i = 0; c < cols; c += 16, i = (i + 1) & 3) {
+  a0 = a1 = a2 = a3 = _mm512_setzero_ps();
+  for (c = 0; c + 64 <= cols; c += 64) {
+    const __m512 d0 = _mm512_sub_ps(_mm512_loadu_ps(sum + c), vm), d1 = _mm512_sub_ps(_mm512_loadu_ps(sum + c + 16), vm),
+                 d2 = _mm512_sub_ps(_mm512_loadu_ps(sum + c + 32), vm), d3 = _mm512_sub_ps(_mm512_loadu_ps(sum + c + 48), vm);
+    a0 = _mm512_fmadd_ps(d0, d0, a0);
+    a1 = _mm512_fmadd_ps(d1, d1, a1);
+    a2 = _mm512_fmadd_ps(d2, d2, a2);
+    a3 = _mm512_fmadd_ps(d3, d3, a3);
+  }
+  for (; c < cols; c += 16) {
     const __mmask16 m = tail_mask(cols - c);
     const __m512 d = _mm512_maskz_sub_ps(m, _mm512_maskz_loadu_ps(m, sum + c), vm);
-    acc[i] = _mm512_fmadd_ps(d, d, acc[i]);
+    a0 = _mm512_fmadd_ps(d, d, a0);
   }
-  const double var = sum_lanes(acc) / static_cast<double>(cols);
+  const double var = sum_lanes(a0, a1, a2, a3) / static_cast<double>(cols);
   const __m512 inv = _mm512_set1_ps(static_cast<float>(1.0 / std::sqrt(var + eps)));
-  for (size_t c = 0; c < cols; c += 16) {
+  for (c = 0; c < cols; c += 16) {
     const __mmask16 m = tail_mask(cols - c);
     const __m512 d = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, sum + c), vm), inv);
     _mm512_mask_storeu_ps(out + c, m,
