@@ -14,12 +14,23 @@ unsigned g_requested_threads = 0;  // 0: all cores
 std::mutex g_global_mutex;
 std::shared_ptr<ThreadPool> g_pool;  // callers hold a reference while they use it
 
-constexpr int kSpinMicroseconds = 1000;  // how long an idle worker watches for work before sleeping
+// How long an idle worker watches for work, and a caller for the end of its loop, before sleeping.
+constexpr int kSpinMicroseconds = 1000;
 
 inline void cpu_relax() {
 #if defined(__x86_64__)
   __builtin_ia32_pause();
 #endif
+}
+
+// Spins while busy() holds, for at most kSpinMicroseconds.
+template <typename Busy>
+void spin_while(const Busy& busy) {
+  const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicroseconds);
+  for (unsigned i = 1; busy(); ++i) {
+    if (i % 64 == 0 && std::chrono::steady_clock::now() > spin_until) return;
+    cpu_relax();
+  }
 }
 }  // namespace
 
@@ -81,11 +92,7 @@ void ThreadPool::worker_loop() {
   bool queue_had_more = false;
   for (;;) {
     // Spin briefly for the next job before sleeping on the condition variable.
-    const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicroseconds);
-    for (unsigned i = 1; !queue_had_more && posted_.load(std::memory_order_acquire) == seen; ++i) {
-      if (i % 64 == 0 && std::chrono::steady_clock::now() > spin_until) break;
-      cpu_relax();
-    }
+    spin_while([&] { return !queue_had_more && posted_.load(std::memory_order_acquire) == seen; });
     std::shared_ptr<Job> job;
     {
       std::unique_lock lock(mutex_);
@@ -119,6 +126,10 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t)>& fn) {
   }
   wake_.notify_all();
   run(*job);
+  // The caller, done with its share, watches for the workers to finish theirs before it sleeps:
+  // a condition variable's wake-up costs tens of microseconds, which made 1 x 16 tokens in int8 16%
+  // slower (Zen 4, 2 threads; 8 x 128 tokens 1.5%).
+  spin_while([&] { return job->done.load(std::memory_order_acquire) != job->n; });
   {
     std::unique_lock lock(job->mutex);
     job->finished.wait(lock, [&] { return job->done.load() == job->n; });

@@ -1,9 +1,10 @@
 #pragma once
 // The engine's one thread pool. parallel_for runs on the pool's workers and on the calling thread,
 // so calls from several user threads at once never deadlock (a busy pool just means the caller
-// does more of the work itself). A worker that runs out of work spins for a short while (about a
-// millisecond) before it sleeps, so the many small parallel loops of a forward pass do not each
-// pay a wake-up; OpenBLAS runs single-threaded inside the engine, so there is nothing to fight.
+// does more of the work itself). A worker that runs out of work, and a caller waiting for the
+// workers to finish its loop, spin for a short while (about a millisecond) before they sleep, so
+// the many small parallel loops of a forward pass do not each pay a wake-up; OpenBLAS runs
+// single-threaded inside the engine, so there is nothing to fight.
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
