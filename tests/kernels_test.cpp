@@ -92,6 +92,7 @@ double bf16_value(float x) {
 // `round_probabilities`, P is rounded to bf16 before the product with V (as the bf16 kernel does).
 std::vector<double> attention_reference(const std::vector<float>& qkv, const std::vector<size_t>& offsets,
                                         size_t heads, size_t d, bool round_probabilities = false) {
+  // round_probabilities: exp(score - max) rounded to bf16, as the bf16 kernel does.
   const size_t H = heads * d, T = offsets.back();
   std::vector<double> ctx(T * H);
   for (size_t s = 0; s + 1 < offsets.size(); ++s)
@@ -109,10 +110,9 @@ std::vector<double> attention_reference(const std::vector<float>& qkv, const std
         for (size_t c = 0; c < d; ++c) {
           double acc = 0;
           for (size_t j = offsets[s]; j < offsets[s + 1]; ++j)
-            acc += (round_probabilities ? bf16_value(static_cast<float>(p[j - offsets[s]] / sum))
-                                        : p[j - offsets[s]] / sum) *
+            acc += (round_probabilities ? bf16_value(static_cast<float>(p[j - offsets[s]])) : p[j - offsets[s]]) *
                    qkv[j * 3 * H + 2 * H + h * d + c];
-          ctx[i * H + h * d + c] = acc;
+          ctx[i * H + h * d + c] = acc / sum;
         }
       }
   return ctx;
@@ -140,7 +140,8 @@ TEST(Attention, MatchesFloat64Reference) {
 }
 
 // The bf16 attention (where the CPU has AVX512-BF16) against float64 of its rounded inputs: Q, K
-// and V rounded to bf16, and P rounded to bf16 before the product with V. Against the unrounded
+// and V rounded to bf16, and the unnormalised probabilities exp(score - max) rounded to bf16 before
+// the product with V (the division by their sum comes after it). Against the unrounded
 // float64 result the difference is several times larger, so the test sees the rounding.
 // Without AVX512-BF16 (or with ROBERTA_ISA below it) kBf16 runs the fp32 path.
 TEST(Attention, Bf16MatchesFloat64OfItsRoundedInputs) {
@@ -171,6 +172,44 @@ TEST(Attention, Bf16MatchesFloat64OfItsRoundedInputs) {
   EXPECT_LT(worst, bf16 ? 2e-3 : 1e-5);
   if (bf16) {
     EXPECT_GT(from_exact, 3 * worst);
+  }
+}
+
+// Scores far below zero, for every key: the kernels take each row's maximum as they compute the
+// scores, and the zero scores of the padding past L (keys are packed in panels of 64) must not
+// count, else every exponential underflows (exp is clamped at exp(-87.3)) and the probabilities
+// come out uniform instead of peaked on the first key. Both precisions, sequence lengths that end
+// inside a panel.
+TEST(Attention, PaddingDoesNotEnterTheRowMaximum) {
+  using roberta::kernels::AttentionPrecision;
+  const size_t heads = 1, d = 64, H = heads * d;
+  const std::vector<size_t> offsets = {0, 33, 33 + 100};
+  const size_t T = offsets.back();
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> qkv(T * 3 * H);
+  for (size_t s = 0; s + 1 < offsets.size(); ++s) {
+    const size_t L = offsets[s + 1] - offsets[s];
+    for (size_t t = offsets[s]; t < offsets[s + 1]; ++t) {
+      float* row = qkv.data() + t * 3 * H;
+      row[0] = 40.0f;                                                          // q = 40 e0
+      row[H] = -40.0f * (1.0f + static_cast<float>(t - offsets[s]) / static_cast<float>(L));  // k_j = -40 (1 + j / L) e0
+      for (size_t c = 0; c < d; ++c) row[2 * H + c] = dist(rng);               // v
+    }
+  }
+  // scores -200 .. -400: softmax all but one-hot on the first key of each sequence
+  for (const auto precision : {AttentionPrecision::kFp32, AttentionPrecision::kBf16}) {
+    std::vector<float> ctx(T * H);
+    roberta::kernels::self_attention(ctx.data(), qkv.data(), offsets.data(), offsets.size() - 1, heads, d, {},
+                                     precision);
+    std::vector<float> rounded = qkv;
+    const bool bf16 = precision == AttentionPrecision::kBf16 && roberta::kernels::usable_isa() >= Isa::kAvx512Bf16;
+    if (bf16)
+      for (auto& v : rounded) v = static_cast<float>(bf16_value(v));
+    const auto want = attention_reference(rounded, offsets, heads, d, bf16);
+    double worst = 0;
+    for (size_t i = 0; i < T * H; ++i) worst = std::max(worst, std::abs(ctx[i] - want[i]));
+    EXPECT_LT(worst, bf16 ? 2e-3 : 1e-5) << (bf16 ? "bf16" : "fp32");
   }
 }
 

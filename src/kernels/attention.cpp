@@ -61,19 +61,35 @@ constexpr size_t kHead = 64;
 constexpr size_t kKeyPanel = 64;    // keys per panel of the packed Kᵀ (4 zmm: one broadcast feeds 4 products)
 constexpr size_t kQueryBlock = 48;  // query rows whose scores are live at once (a multiple of 6)
 
-// row[0, n) = exp(row - max(row)), the first steps of softmax_row in AVX-512 intrinsics (exp
-// through vscalefps); returns 1 / the sum, taken in 16 float lanes, then in double.
-__attribute__((target("avx512f"))) float softmax_exp_avx512(float* row, size_t n) {
-  __m512 vmax = _mm512_set1_ps(-INFINITY);
-  for (size_t c = 0; c < n; c += 16) {
-    const __mmask16 m = n - c >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (n - c)) - 1);
-    vmax = _mm512_mask_max_ps(vmax, m, vmax, _mm512_maskz_loadu_ps(m, row + c));
-  }
-  const __m512 max = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
+// Softmax is split over the kernels around it, so the scores are read once: the score kernels
+// also return each row's maximum, softmax_exp_* writes exp(score - max) (unnormalised), and the
+// context kernels scale their output row by 1 / the row's sum (FlashAttention's order; the same
+// quantities as softmax_row's, divided at the end instead of before the product with V).
+
+// Mask of the lanes [c, c + 16) below n.
+inline __mmask16 lanes_below(size_t n, size_t c) {
+  return n <= c ? 0 : n - c >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (n - c)) - 1);
+}
+
+// The maximum of a row's 64 scores in c0..c3 (columns p0 .. p0 + 63, only those below n count)
+// folded into vmax.
+__attribute__((target("avx512f"), always_inline)) inline __m512 fold_max(__m512 vmax, __m512 c0, __m512 c1, __m512 c2,
+                                                                       __m512 c3, size_t p0, size_t n) {
+  if (p0 + 64 <= n) return _mm512_max_ps(vmax, _mm512_max_ps(_mm512_max_ps(c0, c1), _mm512_max_ps(c2, c3)));
+  vmax = _mm512_mask_max_ps(vmax, lanes_below(n, p0), vmax, c0);
+  vmax = _mm512_mask_max_ps(vmax, lanes_below(n, p0 + 16), vmax, c1);
+  vmax = _mm512_mask_max_ps(vmax, lanes_below(n, p0 + 32), vmax, c2);
+  return _mm512_mask_max_ps(vmax, lanes_below(n, p0 + 48), vmax, c3);
+}
+
+// row[0, n) = exp(row - max) in place; returns 1 / the sum, taken in 16 float lanes, then in
+// double (exp through vscalefps, the polynomial of vmath::exp).
+__attribute__((target("avx512f"))) float softmax_exp_avx512(float* row, size_t n, float max) {
+  const __m512 vmax = _mm512_set1_ps(max);
   __m512 acc = _mm512_setzero_ps();
   for (size_t c = 0; c < n; c += 16) {
-    const __mmask16 m = n - c >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (n - c)) - 1);
-    const __m512 e = _mm512_maskz_mov_ps(m, exp_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, row + c), max)));
+    const __mmask16 m = lanes_below(n, c);
+    const __m512 e = _mm512_maskz_mov_ps(m, exp_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, row + c), vmax)));
     _mm512_mask_storeu_ps(row + c, m, e);
     acc = _mm512_add_ps(acc, e);
   }
@@ -82,23 +98,6 @@ __attribute__((target("avx512f"))) float softmax_exp_avx512(float* row, size_t n
   double sum = 0;
   for (float v : lanes) sum += v;
   return static_cast<float>(1.0 / sum);
-}
-
-// row[c, c + 16) · inv, zero from column n on.
-__attribute__((target("avx512f"), always_inline)) inline __m512 scaled_probabilities(const float* row, size_t c,
-                                                                                    size_t n, __m512 inv) {
-  const __mmask16 m = n <= c ? 0 : n - c >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (n - c)) - 1);
-  return _mm512_maskz_mul_ps(m, _mm512_maskz_loadu_ps(m, row + c), inv);
-}
-
-// row (n) = softmax(row), and row[n, padded) = 0: the same steps as softmax_row.
-__attribute__((target("avx512f"))) void softmax_row_avx512(float* row, size_t n, size_t padded) {
-  const __m512 inv = _mm512_set1_ps(softmax_exp_avx512(row, n));
-  for (size_t c = 0; c < padded; c += 16) {
-    const size_t left = padded - c;
-    const __mmask16 store = left >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << left) - 1);
-    _mm512_mask_storeu_ps(row + c, store, scaled_probabilities(row, c, n, inv));
-  }
 }
 
 // The 16 x 16 block of 32-bit elements in r, transposed in registers (r[i] becomes column i).
@@ -149,10 +148,14 @@ __attribute__((target("avx512f"))) void pack_keys(float* kt, const float* k, siz
 }
 
 // s (R, padded L) = scale · q (R, 64) Kᵀ, for R <= 6 query rows; columns past L come out 0.
+// row_max[r]: the maximum of row r's first L scores.
 template <size_t R>
 __attribute__((target("avx512f"))) void score_rows(float* s, size_t lds, const float* q, size_t ldq, const float* kt,
-                                                   size_t L, float scale) {
+                                                   size_t L, float scale, float* row_max) {
   const __m512 vs = _mm512_set1_ps(scale);
+  __m512 vmax[R];
+#pragma GCC unroll 8
+  for (size_t r = 0; r < R; ++r) vmax[r] = _mm512_set1_ps(-INFINITY);
   for (size_t p = 0; p * kKeyPanel < L; ++p) {
     const float* b = kt + p * kHead * kKeyPanel;
     __m512 c0[R], c1[R], c2[R], c3[R];
@@ -174,18 +177,23 @@ __attribute__((target("avx512f"))) void score_rows(float* s, size_t lds, const f
 #pragma GCC unroll 8
     for (size_t r = 0; r < R; ++r) {
       float* out = s + r * lds + p * kKeyPanel;
-      _mm512_store_ps(out, _mm512_mul_ps(c0[r], vs));
-      _mm512_store_ps(out + 16, _mm512_mul_ps(c1[r], vs));
-      _mm512_store_ps(out + 32, _mm512_mul_ps(c2[r], vs));
-      _mm512_store_ps(out + 48, _mm512_mul_ps(c3[r], vs));
+      const __m512 s0 = _mm512_mul_ps(c0[r], vs), s1 = _mm512_mul_ps(c1[r], vs), s2 = _mm512_mul_ps(c2[r], vs),
+                   s3 = _mm512_mul_ps(c3[r], vs);
+      _mm512_store_ps(out, s0);
+      _mm512_store_ps(out + 16, s1);
+      _mm512_store_ps(out + 32, s2);
+      _mm512_store_ps(out + 48, s3);
+      vmax[r] = fold_max(vmax[r], s0, s1, s2, s3, p * kKeyPanel, L);
     }
   }
+#pragma GCC unroll 8
+  for (size_t r = 0; r < R; ++r) row_max[r] = _mm512_reduce_max_ps(vmax[r]);
 }
 
-// ctx (R, 64) = p (R, L) · v (L, 64), for R query rows.
+// ctx (R, 64) = inv[r] · p (R, L) · v (L, 64), for R query rows.
 template <size_t R>
 __attribute__((target("avx512f"))) void context_rows(float* ctx, size_t ldc, const float* p, size_t ldp,
-                                                     const float* v, size_t ldv, size_t L) {
+                                                     const float* v, size_t ldv, size_t L, const float* inv) {
   __m512 c0[R], c1[R], c2[R], c3[R];
 #pragma GCC unroll 8
   for (size_t r = 0; r < R; ++r) c0[r] = c1[r] = c2[r] = c3[r] = _mm512_setzero_ps();
@@ -204,10 +212,11 @@ __attribute__((target("avx512f"))) void context_rows(float* ctx, size_t ldc, con
   }
 #pragma GCC unroll 8
   for (size_t r = 0; r < R; ++r) {
-    _mm512_storeu_ps(ctx + r * ldc, c0[r]);
-    _mm512_storeu_ps(ctx + r * ldc + 16, c1[r]);
-    _mm512_storeu_ps(ctx + r * ldc + 32, c2[r]);
-    _mm512_storeu_ps(ctx + r * ldc + 48, c3[r]);
+    const __m512 f = _mm512_set1_ps(inv[r]);
+    _mm512_storeu_ps(ctx + r * ldc, _mm512_mul_ps(c0[r], f));
+    _mm512_storeu_ps(ctx + r * ldc + 16, _mm512_mul_ps(c1[r], f));
+    _mm512_storeu_ps(ctx + r * ldc + 32, _mm512_mul_ps(c2[r], f));
+    _mm512_storeu_ps(ctx + r * ldc + 48, _mm512_mul_ps(c3[r], f));
   }
 }
 
@@ -215,8 +224,8 @@ __attribute__((target("avx512f"))) void context_rows(float* ctx, size_t ldc, con
 // have row stride ld.
 void attention_head_avx512(float* ctx, size_t ldc, const float* q, const float* k, const float* v, size_t ld,
                            size_t L, float scale) {
-  using ScoreFn = void (*)(float*, size_t, const float*, size_t, const float*, size_t, float);
-  using ContextFn = void (*)(float*, size_t, const float*, size_t, const float*, size_t, size_t);
+  using ScoreFn = void (*)(float*, size_t, const float*, size_t, const float*, size_t, float, float*);
+  using ContextFn = void (*)(float*, size_t, const float*, size_t, const float*, size_t, size_t, const float*);
   static constexpr ScoreFn kScore[6] = {score_rows<1>, score_rows<2>, score_rows<3>,
                                         score_rows<4>, score_rows<5>, score_rows<6>};
   static constexpr ContextFn kContext[6] = {context_rows<1>, context_rows<2>, context_rows<3>,
@@ -229,19 +238,20 @@ void attention_head_avx512(float* ctx, size_t ldc, const float* q, const float* 
   float* kt = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(kt_scratch.data()) + 63) & ~uintptr_t{63});
   float* s = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(s_scratch.data()) + 63) & ~uintptr_t{63});
   pack_keys(kt, k, ld, L);
+  float row_max[kQueryBlock], inv[kQueryBlock];
   for (size_t i0 = 0; i0 < L; i0 += kQueryBlock) {
     const size_t rows = std::min(kQueryBlock, L - i0);
     for (size_t r = 0; r < rows; r += 6)
-      kScore[std::min<size_t>(6, rows - r) - 1](s + r * lds, lds, q + (i0 + r) * ld, ld, kt, L, scale);
-    for (size_t r = 0; r < rows; ++r) softmax_row_avx512(s + r * lds, L, L);
+      kScore[std::min<size_t>(6, rows - r) - 1](s + r * lds, lds, q + (i0 + r) * ld, ld, kt, L, scale, row_max + r);
+    for (size_t r = 0; r < rows; ++r) inv[r] = softmax_exp_avx512(s + r * lds, L, row_max[r]);
     for (size_t r = 0; r < rows; r += 6)
-      kContext[std::min<size_t>(6, rows - r) - 1](ctx + (i0 + r) * ldc, ldc, s + r * lds, lds, v, ld, L);
+      kContext[std::min<size_t>(6, rows - r) - 1](ctx + (i0 + r) * ldc, ldc, s + r * lds, lds, v, ld, L, inv + r);
   }
 }
 
 // The same with bfloat16 inputs and fp32 sums (AVX512-BF16's vdpbf16ps, twice the products per
-// instruction of an fp32 FMA): Q, K, V and the probabilities P are rounded to bf16 (nearest
-// even); scores, softmax and the context are fp32. Used by the bf16 and int8 encoders, whose
+// instruction of an fp32 FMA): Q, K, V and the unnormalised probabilities exp(score - max) are
+// rounded to bf16 (nearest even); scores, softmax's sums and the context are fp32. Used by the bf16 and int8 encoders, whose
 // matrix inputs are rounded at least as coarsely. Pairs of bf16 travel as one uint32 (low half
 // first), the operand layout of vdpbf16ps.
 constexpr size_t kPairs = kHead / 2;  // bf16 pairs per row of Q, K or V
@@ -280,15 +290,26 @@ ROBERTA_BF16_TARGET void pack_keys_bf16(uint32_t* kt, const float* k, size_t ld,
   }
 }
 
-// softmax of row[0, n) as softmax_row_avx512 computes it, rounded to bf16 pairs into p[0, padded / 2)
-// (zero from column n on) without writing the fp32 probabilities back; padded is a multiple of 32.
-ROBERTA_BF16_TARGET void softmax_row_bf16(float* row, size_t n, size_t padded, uint32_t* p) {
-  const __m512 inv = _mm512_set1_ps(softmax_exp_avx512(row, n));
+// p[0, padded / 2) = exp(row[0, n) - max) rounded to bf16 pairs, zero from column n on (padded a
+// multiple of 32); returns 1 / the sum of the fp32 exponentials (lanes, then double, as
+// softmax_exp_avx512). The fp32 values are not written back.
+ROBERTA_BF16_TARGET float softmax_exp_bf16(const float* row, size_t n, size_t padded, float max, uint32_t* p) {
+  const __m512 vmax = _mm512_set1_ps(max);
+  __m512 acc = _mm512_setzero_ps();
   for (size_t c = 0; c < padded; c += 32) {
-    const __m512bh h =
-        _mm512_cvtne2ps_pbh(scaled_probabilities(row, c + 16, n, inv), scaled_probabilities(row, c, n, inv));
+    const __mmask16 m0 = lanes_below(n, c), m1 = lanes_below(n, c + 16);
+    const __m512 e0 = _mm512_maskz_mov_ps(m0, exp_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m0, row + c), vmax)));
+    const __m512 e1 =
+        _mm512_maskz_mov_ps(m1, exp_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m1, row + c + 16), vmax)));
+    acc = _mm512_add_ps(acc, _mm512_add_ps(e0, e1));
+    const __m512bh h = _mm512_cvtne2ps_pbh(e1, e0);
     _mm512_store_si512(p + c / 2, reinterpret_cast<const __m512i&>(h));
   }
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, acc);
+  double sum = 0;
+  for (float v : lanes) sum += v;
+  return static_cast<float>(1.0 / sum);
 }
 
 // vt (ceil(L / 2), 64): row i, column c = (V[2i][c], V[2i + 1][c]); V[L] reads as 0.
@@ -305,11 +326,14 @@ ROBERTA_BF16_TARGET void pack_values_bf16(uint32_t* vt, const float* v, size_t l
   }
 }
 
-// s (R, padded L) = scale · q (R <= 6 rows of 32 pairs) Kᵀ.
+// s (R, padded L) = scale · q (R <= 6 rows of 32 pairs) Kᵀ; row_max as score_rows.
 template <size_t R>
 ROBERTA_BF16_TARGET void score_rows_bf16(float* s, size_t lds, const uint32_t* q, const uint32_t* kt, size_t L,
-                                         float scale) {
+                                         float scale, float* row_max) {
   const __m512 vs = _mm512_set1_ps(scale);
+  __m512 vmax[R];
+#pragma GCC unroll 8
+  for (size_t r = 0; r < R; ++r) vmax[r] = _mm512_set1_ps(-INFINITY);
   for (size_t p = 0; p * kKeyPanel < L; ++p) {
     const uint32_t* b = kt + p * kPairs * kKeyPanel;
     __m512 c0[R], c1[R], c2[R], c3[R];
@@ -332,18 +356,23 @@ ROBERTA_BF16_TARGET void score_rows_bf16(float* s, size_t lds, const uint32_t* q
 #pragma GCC unroll 8
     for (size_t r = 0; r < R; ++r) {
       float* out = s + r * lds + p * kKeyPanel;
-      _mm512_store_ps(out, _mm512_mul_ps(c0[r], vs));
-      _mm512_store_ps(out + 16, _mm512_mul_ps(c1[r], vs));
-      _mm512_store_ps(out + 32, _mm512_mul_ps(c2[r], vs));
-      _mm512_store_ps(out + 48, _mm512_mul_ps(c3[r], vs));
+      const __m512 s0 = _mm512_mul_ps(c0[r], vs), s1 = _mm512_mul_ps(c1[r], vs), s2 = _mm512_mul_ps(c2[r], vs),
+                   s3 = _mm512_mul_ps(c3[r], vs);
+      _mm512_store_ps(out, s0);
+      _mm512_store_ps(out + 16, s1);
+      _mm512_store_ps(out + 32, s2);
+      _mm512_store_ps(out + 48, s3);
+      vmax[r] = fold_max(vmax[r], s0, s1, s2, s3, p * kKeyPanel, L);
     }
   }
+#pragma GCC unroll 8
+  for (size_t r = 0; r < R; ++r) row_max[r] = _mm512_reduce_max_ps(vmax[r]);
 }
 
-// ctx (R, 64) = p (R rows of `pairs` pairs, row stride ldp) · V (packed by pack_values_bf16).
+// ctx (R, 64) = inv[r] · p (R rows of `pairs` pairs, row stride ldp) · V (packed by pack_values_bf16).
 template <size_t R>
 ROBERTA_BF16_TARGET void context_rows_bf16(float* ctx, size_t ldc, const uint32_t* p, size_t ldp, const uint32_t* vt,
-                                           size_t pairs) {
+                                           size_t pairs, const float* inv) {
   __m512 c0[R], c1[R], c2[R], c3[R];
 #pragma GCC unroll 8
   for (size_t r = 0; r < R; ++r) c0[r] = c1[r] = c2[r] = c3[r] = _mm512_setzero_ps();
@@ -363,10 +392,11 @@ ROBERTA_BF16_TARGET void context_rows_bf16(float* ctx, size_t ldc, const uint32_
   }
 #pragma GCC unroll 8
   for (size_t r = 0; r < R; ++r) {
-    _mm512_storeu_ps(ctx + r * ldc, c0[r]);
-    _mm512_storeu_ps(ctx + r * ldc + 16, c1[r]);
-    _mm512_storeu_ps(ctx + r * ldc + 32, c2[r]);
-    _mm512_storeu_ps(ctx + r * ldc + 48, c3[r]);
+    const __m512 f = _mm512_set1_ps(inv[r]);
+    _mm512_storeu_ps(ctx + r * ldc, _mm512_mul_ps(c0[r], f));
+    _mm512_storeu_ps(ctx + r * ldc + 16, _mm512_mul_ps(c1[r], f));
+    _mm512_storeu_ps(ctx + r * ldc + 32, _mm512_mul_ps(c2[r], f));
+    _mm512_storeu_ps(ctx + r * ldc + 48, _mm512_mul_ps(c3[r], f));
   }
 }
 
@@ -378,8 +408,8 @@ T* align64(T* p) {
 
 void attention_head_bf16(float* ctx, size_t ldc, const float* q, const float* k, const float* v, size_t ld, size_t L,
                          float scale) {
-  using ScoreFn = void (*)(float*, size_t, const uint32_t*, const uint32_t*, size_t, float);
-  using ContextFn = void (*)(float*, size_t, const uint32_t*, size_t, const uint32_t*, size_t);
+  using ScoreFn = void (*)(float*, size_t, const uint32_t*, const uint32_t*, size_t, float, float*);
+  using ContextFn = void (*)(float*, size_t, const uint32_t*, size_t, const uint32_t*, size_t, const float*);
   static constexpr ScoreFn kScore[6] = {score_rows_bf16<1>, score_rows_bf16<2>, score_rows_bf16<3>,
                                         score_rows_bf16<4>, score_rows_bf16<5>, score_rows_bf16<6>};
   static constexpr ContextFn kContext[6] = {context_rows_bf16<1>, context_rows_bf16<2>, context_rows_bf16<3>,
@@ -397,15 +427,17 @@ void attention_head_bf16(float* ctx, size_t ldc, const float* q, const float* k,
   float* s = align64(s_scratch.data());
   pack_keys_bf16(kt, k, ld, L);
   pack_values_bf16(vt, v, ld, L);
+  float row_max[kQueryBlock], inv[kQueryBlock];
   for (size_t i0 = 0; i0 < L; i0 += kQueryBlock) {
     const size_t rows = std::min(kQueryBlock, L - i0);
     for (size_t r = 0; r < rows; ++r) to_bf16_pairs(q2 + r * kPairs, q + (i0 + r) * ld, kHead);
     for (size_t r = 0; r < rows; r += 6)
-      kScore[std::min<size_t>(6, rows - r) - 1](s + r * lds, lds, q2 + r * kPairs, kt, L, scale);
+      kScore[std::min<size_t>(6, rows - r) - 1](s + r * lds, lds, q2 + r * kPairs, kt, L, scale, row_max + r);
     for (size_t r = 0; r < rows; ++r)  // zero past L: the odd key's partner and the padding
-      softmax_row_bf16(s + r * lds, L, lds, p2 + r * lds / 2);
+      inv[r] = softmax_exp_bf16(s + r * lds, L, lds, row_max[r], p2 + r * lds / 2);
     for (size_t r = 0; r < rows; r += 6)
-      kContext[std::min<size_t>(6, rows - r) - 1](ctx + (i0 + r) * ldc, ldc, p2 + r * lds / 2, lds / 2, vt, pairs);
+      kContext[std::min<size_t>(6, rows - r) - 1](ctx + (i0 + r) * ldc, ldc, p2 + r * lds / 2, lds / 2, vt, pairs,
+                                                  inv + r);
   }
 }
 #undef ROBERTA_BF16_TARGET
