@@ -10,6 +10,7 @@
 #include "kernels/isa.h"
 #include "kernels/layer_norm.h"
 #include "kernels/packed_gemm.h"
+#include "kernels/packed_gemm_int8.h"
 #include "roberta/error.h"
 #include "test_util.h"
 
@@ -247,7 +248,7 @@ TEST(Attention, Bf16OnlyWhereItPaysOrWhereForced) {
 TEST(Isa, UnknownRobertaIsaValueIsAnErrorNamingTheAcceptedOnes) {
   for (const char* bad : {"avx512x", "AVX2", "sse", ""})
     roberta::test::expect_error([&] { roberta::kernels::parse_isa(bad); },
-                                {"ROBERTA_ISA", "avx512bf16", "avx512", "avx2", "portable"});
+                                {"ROBERTA_ISA", "amx", "avx512bf16", "avx512", "avx2", "portable"});
   EXPECT_EQ(roberta::kernels::parse_isa("avx512"), Isa::kAvx512);
   EXPECT_EQ(roberta::kernels::parse_isa("portable"), Isa::kPortable);
   // The variable itself, as a user sets it: a typo is an error, not the portable kernel.
@@ -275,6 +276,13 @@ TEST(Isa, KernelsUseTheLevelRobertaIsaAllows) {
   const char* fp32 = want >= Isa::kAvx512 ? "avx512" : want >= Isa::kAvx2 ? "avx2" : "portable";
   EXPECT_STREQ(roberta::kernels::packed_gemm_isa(), fp32);
   EXPECT_EQ(roberta::kernels::has_bf16_instructions(), want >= Isa::kAvx512Bf16);
+  EXPECT_STREQ(roberta::kernels::bf16_kernel_name(), want >= Isa::kAmx         ? "AMX-BF16"
+                                                     : want >= Isa::kAvx512Bf16 ? "AVX512-BF16"
+                                                                                : "emulated bf16");
+  if (want >= Isa::kAmx)
+    EXPECT_STREQ(roberta::kernels::int8_kernel_name(), "AMX-INT8");
+  else
+    EXPECT_STRNE(roberta::kernels::int8_kernel_name(), "AMX-INT8");
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -12,6 +13,7 @@
 
 #include "kernels/activations.h"
 #include "kernels/block_loop.h"
+#include "kernels/isa.h"
 #include "kernels/packed_gemm.h"
 #include "kernels/packed_gemm_int8.h"
 #include "roberta/threads.h"
@@ -209,6 +211,126 @@ TEST(PackedGemmInt8, MatchesFloat64ReferenceOfQuantizedInputs) {
       }
     }
   }
+}
+
+// The AMX kernels (kernels/amx_gemm.h). Their tile instructions are emulated in C++ on every
+// CPU with AVX-512 (the epilogue's), so the 32 x 32 tile blocking, the edges (rows past a 16-row
+// tile, k not a multiple of 16 quads or pairs, columns past N) and the epilogues are checked here
+// against a float64 reference; where the CPU has AMX, the hardware tiles must give the emulation's
+// int8 results exactly and bf16 results within fp32 rounding of the reference.
+bool emulation_runs_here() { return roberta::kernels::detected_isa() >= roberta::kernels::Isa::kAvx512; }
+bool amx_here() { return roberta::kernels::usable_isa() >= roberta::kernels::Isa::kAmx; }
+
+// y (M, N + 3) of the int8 product of x quantized, with bias; the columns past N stay -7.
+struct Int8Case {
+  size_t M, N, K;
+  std::vector<float> w, bias, xs, y;
+  std::vector<uint32_t> quads;
+  roberta::kernels::PackedWeightInt8 packed;
+  Int8Case(size_t m, size_t n, size_t k, std::mt19937& rng) : M(m), N(n), K(k) {
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    std::vector<float> x(M * K);
+    w.resize(N * K), bias.resize(N);
+    for (auto& v : x) v = dist(rng);
+    for (auto& v : w) v = dist(rng);
+    for (auto& v : bias) v = dist(rng);
+    packed = roberta::kernels::PackedWeightInt8(w.data(), N, K);
+    quads.resize(M * packed.k_quads()), xs.resize(M);
+    roberta::kernels::quantize_rows(x.data(), M, K, quads.data(), xs.data());
+  }
+  roberta::kernels::QuantizedRows rows() const { return {quads.data(), xs.data()}; }
+  size_t ldy() const { return N + 3; }
+  // max |reference - y| / (1 + |reference|), after checking nothing was written past N.
+  double error(const std::vector<float>& y) const {
+    double worst = 0;
+    const size_t Q = packed.k_quads();
+    for (size_t m = 0; m < M; ++m) {
+      const auto* bytes = reinterpret_cast<const uint8_t*>(quads.data() + m * Q);
+      for (size_t n = 0; n < N; ++n) {
+        double want = bias[n];
+        for (size_t k = 0; k < K; ++k) want += (static_cast<double>(bytes[k]) - 128.0) * xs[m] * packed.dequantized(n, k);
+        worst = std::max(worst, std::abs(want - y[m * ldy() + n]) / (1.0 + std::abs(want)));
+      }
+      for (size_t n = N; n < ldy(); ++n)
+        if (y[m * ldy() + n] != -7.0f) return 1e30;  // wrote past N
+    }
+    return worst;
+  }
+};
+
+const std::vector<std::array<size_t, 3>> kAmxShapes = {
+    // M: within one 16-row tile, one row past it, two tiles, a 32-row block plus a tail; N: a
+    // partial column tile, a whole int8 panel, several panels with a partial one; K: under one
+    // 16-quad step, a partial last step, exact steps, two k slices (3100 > 3072) with a partial
+    // step in the second.
+    {1, 3, 1},   {15, 64, 4},   {16, 64, 63},   {17, 100, 64},  {33, 200, 100},
+    {47, 45, 256}, {70, 130, 301}, {5, 64, 3100}, {40, 70, 3100}};
+
+TEST(PackedGemmInt8, AmxEmulationMatchesFloat64ReferenceOfQuantizedInputs) {
+  if (!emulation_runs_here()) GTEST_SKIP() << "the emulation's epilogue needs AVX-512";
+  std::mt19937 rng(21);
+  for (const auto& [M, N, K] : kAmxShapes) {
+    Int8Case c(M, N, K, rng);
+    std::vector<float> y(M * c.ldy(), -7.0f);
+    roberta::kernels::packed_linear_amx_emulated(y.data(), c.ldy(), c.rows(), c.packed, c.bias.data(), M);
+    EXPECT_LT(c.error(y), 1e-5) << "M=" << M << " N=" << N << " K=" << K;
+  }
+}
+
+TEST(PackedGemmInt8, AmxTilesGiveTheirEmulationsResultsWhereTheCpuHasThem) {
+  if (!amx_here()) GTEST_SKIP() << "no AMX tiles here (or ROBERTA_ISA below amx): the AMX kernel stays untested";
+  EXPECT_STREQ(roberta::kernels::int8_kernel_name(), "AMX-INT8");
+  std::mt19937 rng(22);
+  for (const auto& [M, N, K] : kAmxShapes) {
+    Int8Case c(M, N, K, rng);
+    std::vector<float> tiles(M * c.ldy(), -7.0f), emulated(M * c.ldy(), -7.0f);
+    roberta::kernels::packed_linear(tiles.data(), c.ldy(), c.rows(), c.packed, c.bias.data(), M);
+    roberta::kernels::packed_linear_amx_emulated(emulated.data(), c.ldy(), c.rows(), c.packed, c.bias.data(), M);
+    EXPECT_EQ(tiles, emulated) << "M=" << M << " N=" << N << " K=" << K;
+    EXPECT_LT(c.error(tiles), 1e-5) << "M=" << M << " N=" << N << " K=" << K;
+  }
+}
+
+// bf16: y against float64 of the bf16-rounded x and w (as PackedGemmBf16.MatchesFloat64Reference...).
+double bf16_error(const std::vector<float>& y, const std::vector<float>& x, const std::vector<float>& w,
+                  const std::vector<float>& bias, size_t M, size_t N, size_t K, size_t ldy) {
+  double worst = 0;
+  for (size_t m = 0; m < M; ++m) {
+    for (size_t n = 0; n < N; ++n) {
+      double want = bias[n];
+      for (size_t k = 0; k < K; ++k) want += static_cast<double>(round_bf16(x[m * K + k])) * round_bf16(w[n * K + k]);
+      worst = std::max(worst, std::abs(want - y[m * ldy + n]) / std::sqrt(static_cast<double>(K)));
+    }
+    for (size_t n = N; n < ldy; ++n)
+      if (y[m * ldy + n] != -7.0f) return 1e30;  // wrote past N
+  }
+  return worst;
+}
+
+TEST(PackedGemmBf16, AmxMatchesFloat64ReferenceOfBf16RoundedInputs) {
+  if (!emulation_runs_here()) GTEST_SKIP() << "the emulation's epilogue needs AVX-512";
+  std::mt19937 rng(23);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  // K 1030: two k slices (512 pairs each at most), the second ending inside a 16-pair step.
+  for (auto [M, N, K] : kAmxShapes) {
+    if (K == 3100) K = 1030;
+    std::vector<float> x(M * K), w(N * K), bias(N);
+    for (auto& v : x) v = dist(rng);
+    for (auto& v : w) v = dist(rng);
+    for (auto& v : bias) v = dist(rng);
+    const roberta::kernels::PackedWeightBf16 packed(w.data(), N, K);
+    const size_t ldy = N + 3;
+    std::vector<float> emulated(M * ldy, -7.0f);
+    roberta::kernels::packed_linear_amx_emulated(emulated.data(), ldy, x.data(), packed, bias.data(), M);
+    EXPECT_LT(bf16_error(emulated, x, w, bias, M, N, K, ldy), 1e-5) << "emulated, M=" << M << " N=" << N << " K=" << K;
+    if (amx_here()) {
+      EXPECT_STREQ(roberta::kernels::bf16_kernel_name(), "AMX-BF16");
+      std::vector<float> tiles(M * ldy, -7.0f);
+      roberta::kernels::packed_linear(tiles.data(), ldy, x.data(), packed, bias.data(), M);
+      EXPECT_LT(bf16_error(tiles, x, w, bias, M, N, K, ldy), 1e-5) << "AMX tiles, M=" << M << " N=" << N << " K=" << K;
+    }
+  }
+  if (!amx_here()) std::printf("  no AMX tiles here (or ROBERTA_ISA below amx): only the emulation ran\n");
 }
 
 // rows_done sees each row of y once, final, on every kernel (rows_done_check.h).

@@ -5,20 +5,25 @@
 //
 //   ROBERTA_ISA=avx2 ./build/roberta fill-mask ...    // the AVX2 GEMM, the portable bf16 product
 //
-// Accepted values, highest first: avx512bf16, avx512, avx2, portable. Any other value is an error
-// (roberta::Error naming the accepted ones) the first time a kernel asks.
+// Accepted values, highest first: amx, avx512bf16, avx512, avx2, portable. Any other value is an
+// error (roberta::Error naming the accepted ones) the first time a kernel asks. amx: AVX512-BF16
+// plus the AMX tiles (AMX-TILE, AMX-INT8, AMX-BF16), which Linux must also have granted the process.
 #include <optional>
 #include <string_view>
 
 namespace roberta::kernels {
 
-enum class Isa { kPortable, kAvx2, kAvx512, kAvx512Bf16 };  // each level includes the ones before
+enum class Isa { kPortable, kAvx2, kAvx512, kAvx512Bf16, kAmx };  // each level includes the ones before
 
-const char* isa_name(Isa isa);  // "portable", "avx2", "avx512", "avx512bf16"
+const char* isa_name(Isa isa);  // "portable", "avx2", "avx512", "avx512bf16", "amx"
 // The level named by a ROBERTA_ISA value; throws roberta::Error for an unknown value.
 Isa parse_isa(std::string_view value);
-// What this CPU supports (cpuid), ignoring ROBERTA_ISA.
+// What this CPU supports (cpuid, and for amx the kernel's grant), ignoring ROBERTA_ISA.
 Isa detected_isa();
+// Whether the CPU has AMX-TILE, AMX-INT8 and AMX-BF16 and Linux lets this process use the tiles:
+// asks for them once (arch_prctl ARCH_REQ_XCOMP_PERM, XTILEDATA), as a thread must before its first
+// tile instruction. False elsewhere.
+bool amx_tiles_granted();
 // min(detected, ROBERTA_ISA): what the kernels use. Throws roberta::Error for a bad ROBERTA_ISA.
 Isa usable_isa();
 

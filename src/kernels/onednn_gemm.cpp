@@ -26,10 +26,6 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <shared_mutex>
 #include <unordered_map>
-#if defined(__linux__) && defined(__x86_64__)
-#include <sys/syscall.h>
-#include <unistd.h>
-#endif
 
 #include "activations.h"
 #include "block_loop.h"
@@ -131,21 +127,9 @@ Dt weight_type(Precision p) { return p == Precision::kF32 ? Dt::f32 : p == Preci
 Dt source_type(Precision p) { return p == Precision::kF32 ? Dt::f32 : p == Precision::kBF16 ? Dt::bf16 : Dt::u8; }
 Dt result_type(Precision p) { return p == Precision::kInt8 ? Dt::s32 : Dt::f32; }
 
-// Linux gives a thread AMX tiles only after the process asked for them (oneDNN asks too; asking
-// twice is harmless). Nothing happens on CPUs without AMX.
-void request_amx_permission() {
-#if defined(__linux__) && defined(__x86_64__)
-  unsigned a, b, c, d;
-  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return;
-  if (!(d & (1u << 24))) return;  // AMX-TILE
-  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
-  syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata);
-#endif
-}
-
 const dnnl::engine& cpu_engine() {
   static const dnnl::engine engine = [] {
-    request_amx_permission();
+    amx_tiles_granted();  // Linux gives a thread AMX tiles only after the process asked (oneDNN asks too)
     return dnnl::engine(dnnl::engine::kind::cpu, 0);
   }();
   return engine;

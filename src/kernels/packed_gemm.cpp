@@ -10,6 +10,7 @@
 
 #include "util/thread_pool.h"
 #include "activations.h"
+#include "amx_gemm.h"
 #include "block_loop.h"
 #include "isa.h"
 #include "util/scratch.h"
@@ -381,16 +382,28 @@ __attribute__((target("avx512f,avx512bf16"))) void to_bf16_pairs_avx512(const fl
 struct Bf16Kernel {
   BlockFn<uint32_t, uint16_t> fn;
   void (*convert)(const float* x, size_t rows, size_t k, uint32_t* out);
+  size_t block_rows;  // for_each_block's row blocks: the register block (AVX-512), an A tile (AMX)
+  const char* name;
 };
 
 Bf16Kernel pick_bf16_kernel() {
 #if defined(ROBERTA_HAVE_BF16_KERNEL)
-  if (usable_isa() >= Isa::kAvx512Bf16) return {bf16_blocks_avx512<kMaxRows>, to_bf16_pairs_avx512};
+  if (usable_isa() >= Isa::kAmx) return {bf16_block_amx, to_bf16_pairs_avx512, kAmxBlockRows, "AMX-BF16"};
+  if (usable_isa() >= Isa::kAvx512Bf16)
+    return {bf16_blocks_avx512<kMaxRows>, to_bf16_pairs_avx512, kMaxRows, "AVX512-BF16"};
 #endif
-  return {over_blocks<uint32_t, uint16_t, bf16_block_portable, kMaxRows>, to_bf16_pairs_portable};
+  return {over_blocks<uint32_t, uint16_t, bf16_block_portable, kMaxRows>, to_bf16_pairs_portable, kMaxRows,
+          "emulated bf16"};
+}
+
+const Bf16Kernel& bf16_kernel() {
+  static const Bf16Kernel k = pick_bf16_kernel();
+  return k;
 }
 
 }  // namespace
+
+const char* bf16_kernel_name() { return bf16_kernel().name; }
 
 bool has_bf16_instructions() {
 #if defined(ROBERTA_HAVE_BF16_KERNEL)
@@ -400,16 +413,15 @@ bool has_bf16_instructions() {
 #endif
 }
 
-void to_bf16_pairs(const float* x, size_t rows, size_t k, uint32_t* pairs) {
-  static const Bf16Kernel kern = pick_bf16_kernel();
-  kern.convert(x, rows, k, pairs);
-}
+void to_bf16_pairs(const float* x, size_t rows, size_t k, uint32_t* pairs) { bf16_kernel().convert(x, rows, k, pairs); }
 
-void packed_linear(float* y, size_t ldy, const float* x, const PackedWeightBf16& w, const float* bias, size_t M,
-                   Activation act, const RowsDone* rows_done) {
+namespace {
+void packed_linear_with(BlockFn<uint32_t, uint16_t> fn, size_t block_rows, float* y, size_t ldy, const float* x,
+                        const PackedWeightBf16& w, const float* bias, size_t M, Activation act,
+                        const RowsDone* rows_done) {
   const size_t K = w.k(), N = w.n(), Q = w.k_pairs();
   if (M == 0 || N == 0) return;
-  static const Bf16Kernel kern = pick_bf16_kernel();
+  const Bf16Kernel& kern = bf16_kernel();
   // x rounded to bf16 once per call, rows split over the pool when there are many.
   thread_local std::vector<uint32_t> xb_buffer;  // the caller's; the pool's threads see it through xp
   const util::Scratch<uint32_t> xb(xb_buffer, M * Q);
@@ -420,16 +432,28 @@ void packed_linear(float* y, size_t ldy, const float* x, const PackedWeightBf16&
     kern.convert(x + m0 * K, rows, K, xp + m0 * Q);
   });
   for_each_block(
-      M, N, Q, depth_slice(Q, kMaxDepth / 2), kMaxRows,
+      M, N, Q, depth_slice(Q, kMaxDepth / 2), block_rows,
       [&](size_t r, size_t rows, size_t p, size_t q0, size_t q1) {
         const size_t col = p * PackedWeightBf16::kPanel;
-        kern.fn(xp + r * Q, Q, rows, w.panel(p), q0, q1, bias && q1 == Q ? bias + col : nullptr, q0 == 0, y + r * ldy + col, ldy,
+        fn(xp + r * Q, Q, rows, w.panel(p), q0, q1, bias && q1 == Q ? bias + col : nullptr, q0 == 0, y + r * ldy + col, ldy,
                 std::min(PackedWeightBf16::kPanel, N - col));
       },
       [&](size_t m0, size_t m1, size_t c0, size_t c1) {
         if (act != Activation::kLinear) activation_rows(y + m0 * ldy + c0, ldy, m1 - m0, c1 - c0, act);
       },
       kPanelColumns, rows_done);
+}
+}  // namespace
+
+void packed_linear(float* y, size_t ldy, const float* x, const PackedWeightBf16& w, const float* bias, size_t M,
+                   Activation act, const RowsDone* rows_done) {
+  const Bf16Kernel& kern = bf16_kernel();
+  packed_linear_with(kern.fn, kern.block_rows, y, ldy, x, w, bias, M, act, rows_done);
+}
+
+void packed_linear_amx_emulated(float* y, size_t ldy, const float* x, const PackedWeightBf16& w, const float* bias,
+                                size_t M) {
+  packed_linear_with(bf16_block_amx_emulated, kAmxBlockRows, y, ldy, x, w, bias, M, Activation::kLinear, nullptr);
 }
 
 }  // namespace roberta::kernels

@@ -80,9 +80,16 @@ void packed_linear(float* y, size_t ldy, const float* x, const PackedWeight& w, 
 void packed_linear(float* y, size_t ldy, const float* x, const PackedWeightBf16& w, const float* bias, size_t M,
                    Activation act = Activation::kLinear, const RowsDone* rows_done = nullptr);
 
-// Whether the bf16 product runs on AVX512-BF16 here (the CPU has it and ROBERTA_ISA allows it);
-// else it is emulated, correctly but slowly.
+// For tests: the bf16 product through the AMX kernel with every tile instruction emulated in C++
+// (amx_gemm.h), on any CPU with AVX-512 (x is rounded to bf16 by this CPU's conversion).
+void packed_linear_amx_emulated(float* y, size_t ldy, const float* x, const PackedWeightBf16& w, const float* bias,
+                                size_t M);
+
+// Whether the bf16 product runs on AVX512-BF16 or AMX here (the CPU has it and ROBERTA_ISA allows
+// it); else it is emulated, correctly but slowly.
 bool has_bf16_instructions();
+// What runs our bf16 product here: "AMX-BF16", "AVX512-BF16" or "emulated bf16".
+const char* bf16_kernel_name();
 
 // The instruction set the kernel runs with here: "avx512", "avx2" or "portable".
 const char* packed_gemm_isa();

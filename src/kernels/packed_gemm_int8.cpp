@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "activations.h"
+#include "amx_gemm.h"
 #include "block_loop.h"
 #include "isa.h"
 #include "util/scratch.h"
@@ -232,6 +233,8 @@ __attribute__((target("avx512f,avx512bw"))) void quantize_rows_avx512(const floa
 struct Int8Kernel {
   Int8BlockFn fn;
   void (*quantize)(const float* x, size_t rows, size_t k, uint32_t* quads, float* scale);
+  size_t block_rows;  // for_each_block's row blocks: the register block (VNNI), an A tile (AMX)
+  const char* name;
 };
 
 bool cpu_has_vnni() {
@@ -245,9 +248,11 @@ bool cpu_has_vnni() {
 
 Int8Kernel pick_int8_kernel() {
 #if defined(ROBERTA_HAVE_VNNI_KERNEL)
-  if (usable_isa() >= Isa::kAvx512 && cpu_has_vnni()) return {int8_block_vnni, quantize_rows_avx512};
+  if (usable_isa() >= Isa::kAmx) return {int8_block_amx, quantize_rows_avx512, kAmxBlockRows, "AMX-INT8"};
+  if (usable_isa() >= Isa::kAvx512 && cpu_has_vnni())
+    return {int8_block_vnni, quantize_rows_avx512, kMaxRows, "AVX512-VNNI"};
 #endif
-  return {int8_block_portable, quantize_rows_portable};
+  return {int8_block_portable, quantize_rows_portable, kMaxRows, "portable"};
 }
 
 const Int8Kernel& int8_kernel() {
@@ -264,6 +269,8 @@ bool has_vnni_instructions() {
   return false;
 #endif
 }
+
+const char* int8_kernel_name() { return int8_kernel().name; }
 
 void quantize_rows(const float* x, size_t rows, size_t k, uint32_t* quads, float* scale) {
   int8_kernel().quantize(x, rows, k, quads, scale);
@@ -289,25 +296,38 @@ void packed_linear(float* y, size_t ldy, const float* x, const PackedWeightInt8&
   packed_linear(y, ldy, QuantizedRows{xp, sp}, w, bias, M, act, rows_done);
 }
 
-void packed_linear(float* y, size_t ldy, const QuantizedRows& x, const PackedWeightInt8& w, const float* bias,
-                   size_t M, Activation act, const RowsDone* rows_done) {
+namespace {
+void packed_linear_with(const Int8BlockFn fn, size_t block_rows, float* y, size_t ldy, const QuantizedRows& x,
+                        const PackedWeightInt8& w, const float* bias, size_t M, Activation act,
+                        const RowsDone* rows_done) {
   const size_t N = w.n(), Q = w.k_quads();
   if (M == 0 || N == 0) return;
-  const Int8Kernel& kern = int8_kernel();
   const uint32_t* xp = x.quads;
   const float* sp = x.scales;
   for_each_block(
-      M, N, Q, PackedWeightInt8::kSliceQuads, kMaxRows,
+      M, N, Q, PackedWeightInt8::kSliceQuads, block_rows,
       [&](size_t r, size_t rows, size_t p, size_t q0, size_t q1) {
         const size_t col = p * kCols;
-        kern.fn(xp + r * Q, Q, rows, w.panel(p), q0, q1, w.offsets(q0 / PackedWeightInt8::kSliceQuads, p), sp + r,
-                w.scales() + col, bias && q1 == Q ? bias + col : nullptr, q0 == 0, y + r * ldy + col, ldy,
-                std::min(kCols, N - col));
+        fn(xp + r * Q, Q, rows, w.panel(p), q0, q1, w.offsets(q0 / PackedWeightInt8::kSliceQuads, p), sp + r,
+           w.scales() + col, bias && q1 == Q ? bias + col : nullptr, q0 == 0, y + r * ldy + col, ldy,
+           std::min(kCols, N - col));
       },
       [&](size_t m0, size_t m1, size_t c0, size_t c1) {
         if (act != Activation::kLinear) activation_rows(y + m0 * ldy + c0, ldy, m1 - m0, c1 - c0, act);
       },
       kCols, rows_done);
+}
+}  // namespace
+
+void packed_linear(float* y, size_t ldy, const QuantizedRows& x, const PackedWeightInt8& w, const float* bias,
+                   size_t M, Activation act, const RowsDone* rows_done) {
+  const Int8Kernel& kern = int8_kernel();
+  packed_linear_with(kern.fn, kern.block_rows, y, ldy, x, w, bias, M, act, rows_done);
+}
+
+void packed_linear_amx_emulated(float* y, size_t ldy, const QuantizedRows& x, const PackedWeightInt8& w,
+                                const float* bias, size_t M) {
+  packed_linear_with(int8_block_amx_emulated, kAmxBlockRows, y, ldy, x, w, bias, M, Activation::kLinear, nullptr);
 }
 
 }  // namespace roberta::kernels

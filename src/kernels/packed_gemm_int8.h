@@ -78,7 +78,15 @@ struct QuantizedRows {
 void packed_linear(float* y, size_t ldy, const QuantizedRows& x, const PackedWeightInt8& w, const float* bias,
                    size_t M, Activation act = Activation::kLinear, const RowsDone* rows_done = nullptr);
 
-// Whether the int8 product runs on AVX512-VNNI here (else portable code).
+// For tests: the same product through the AMX kernel with every tile instruction emulated in C++
+// (amx_gemm.h), on any CPU with AVX-512.
+void packed_linear_amx_emulated(float* y, size_t ldy, const QuantizedRows& x, const PackedWeightInt8& w,
+                                const float* bias, size_t M);
+
+// Whether this CPU has AVX512-VNNI and ROBERTA_ISA allows AVX-512 (our VNNI kernel can run).
 bool has_vnni_instructions();
+// What runs our int8 product here: "AMX-INT8" (ROBERTA_ISA amx, the default where the CPU and
+// Linux allow), "AVX512-VNNI" or "portable".
+const char* int8_kernel_name();
 
 }  // namespace roberta::kernels

@@ -24,9 +24,9 @@ std::string gemm_paths() {
     else if (p == Precision::kF32)
       path = std::string("own (") + kernels::packed_gemm_isa() + ")";
     else if (p == Precision::kBF16)
-      path = kernels::has_bf16_instructions() ? "own (AVX512-BF16)" : "own (emulated bf16, slow)";
+      path = std::string("own (") + kernels::bf16_kernel_name() + (kernels::has_bf16_instructions() ? ")" : ", slow)");
     else
-      path = kernels::has_vnni_instructions() ? "own (AVX512-VNNI)" : "own (portable int8)";
+      path = std::string("own (") + kernels::int8_kernel_name() + ")";
     out += (out.empty() ? "" : "; ") + std::string(name) + ": " + path;
   }
   return out;

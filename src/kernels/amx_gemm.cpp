@@ -1,0 +1,309 @@
+#include "amx_gemm.h"
+
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which -Wmaybe-uninitialized reports
+// inside the headers; nothing of ours is uninitialised.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+namespace roberta::kernels {
+
+namespace {
+
+constexpr size_t kRowBytes = 64;  // bytes in a tile row: 16 k units (int8 quads, bf16 pairs) of A, 16 columns of B or C
+constexpr size_t kUnits = 16;     // k units per A tile row = B tile rows
+constexpr size_t kTileRows = 16;
+
+using TileBuffer = uint8_t[kTileRows][kRowBytes];
+
+// Palette 1 with all 8 tiles at their largest, 16 rows x 64 bytes: tmm0-3 accumulate a 32 x 32
+// block of y, tmm4-5 hold its two 16-row A tiles, tmm6-7 its two 16-column B tiles.
+struct alignas(64) TileConfig {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {kRowBytes, kRowBytes, kRowBytes, kRowBytes, kRowBytes, kRowBytes, kRowBytes, kRowBytes};
+  uint8_t rows[16] = {kTileRows, kTileRows, kTileRows, kTileRows, kTileRows, kTileRows, kTileRows, kTileRows};
+};
+static_assert(sizeof(TileConfig) == 64, "LDTILECFG reads 64 bytes");
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// The instructions as inline assembly (GCC's _tile_* macros want literal tile numbers; "%c" prints
+// a template's constant). Loads and stores clobber memory so that staging copies and the
+// epilogue's reads stay on their side of them. Intel syntax "tdpbusd C, A, B" is AT&T "B, A, C".
+struct HardwareTiles {
+  static void configure() {
+    static const TileConfig config;
+    asm volatile("ldtilecfg %0" ::"m"(config));
+  }
+  static void release() { asm volatile("tilerelease" ::); }
+  template <int T>
+  static void zero() {
+    asm volatile("tilezero %%tmm%c0" ::"n"(T));
+  }
+  template <int T>
+  static void load(const void* p, size_t stride) {
+    asm volatile("tileloadd (%0,%1,1), %%tmm%c2" ::"r"(p), "r"(stride), "n"(T) : "memory");
+  }
+  template <int T>
+  static void store(void* p, size_t stride) {
+    asm volatile("tilestored %%tmm%c2, (%0,%1,1)" ::"r"(p), "r"(stride), "n"(T) : "memory");
+  }
+  template <int C, int A, int B>
+  static void dp_int8() {
+    asm volatile("tdpbusd %%tmm%c2, %%tmm%c1, %%tmm%c0" ::"n"(C), "n"(A), "n"(B));
+  }
+  template <int C, int A, int B>
+  static void dp_bf16() {
+    asm volatile("tdpbf16ps %%tmm%c2, %%tmm%c1, %%tmm%c0" ::"n"(C), "n"(A), "n"(B));
+  }
+};
+#endif
+
+// The same instructions in C++, per Intel's SDM (TILELOADD, TILESTORED, TILEZERO, TDPBUSD,
+// TDPBF16PS with every tile 16 rows x 64 bytes), on a per-thread tile file.
+struct EmulatedTiles {
+  struct File {
+    alignas(64) uint8_t tile[8][kTileRows][kRowBytes];
+  };
+  static File& file() {
+    thread_local File f;
+    return f;
+  }
+  static void configure() {}
+  static void release() {}
+  template <int T>
+  static void zero() {
+    std::memset(file().tile[T], 0, sizeof(TileBuffer));
+  }
+  template <int T>
+  static void load(const void* p, size_t stride) {
+    for (size_t r = 0; r < kTileRows; ++r) std::memcpy(file().tile[T][r], static_cast<const uint8_t*>(p) + r * stride, kRowBytes);
+  }
+  template <int T>
+  static void store(void* p, size_t stride) {
+    for (size_t r = 0; r < kTileRows; ++r) std::memcpy(static_cast<uint8_t*>(p) + r * stride, file().tile[T][r], kRowBytes);
+  }
+  // C[m][n] (int32) += sum over k < 16, i < 4 of u8(A[m][4k + i]) · s8(B[k][4n + i]).
+  template <int C, int A, int B>
+  static void dp_int8() {
+    File& f = file();
+    for (size_t m = 0; m < kTileRows; ++m)
+      for (size_t n = 0; n < kRowBytes / 4; ++n) {
+        int32_t c;
+        std::memcpy(&c, &f.tile[C][m][4 * n], 4);
+        for (size_t k = 0; k < kUnits; ++k)
+          for (size_t i = 0; i < 4; ++i)
+            c += static_cast<int32_t>(f.tile[A][m][4 * k + i]) * static_cast<int8_t>(f.tile[B][k][4 * n + i]);
+        std::memcpy(&f.tile[C][m][4 * n], &c, 4);
+      }
+  }
+  // C[m][n] (fp32) += A[m][2k + 1] · B[k][2n + 1], then += A[m][2k] · B[k][2n], for k = 0 .. 15
+  // (the SDM's order; bf16 widened to fp32).
+  template <int C, int A, int B>
+  static void dp_bf16() {
+    File& f = file();
+    const auto bf16 = [](const uint8_t* p) {
+      const uint32_t bits = (uint32_t{p[0]} | uint32_t{p[1]} << 8) << 16;
+      float v;
+      std::memcpy(&v, &bits, 4);
+      return v;
+    };
+    for (size_t m = 0; m < kTileRows; ++m)
+      for (size_t n = 0; n < kRowBytes / 4; ++n) {
+        float c;
+        std::memcpy(&c, &f.tile[C][m][4 * n], 4);
+        for (size_t k = 0; k < kUnits; ++k) {
+          c += bf16(&f.tile[A][m][4 * k + 2]) * bf16(&f.tile[B][k][4 * n + 2]);
+          c += bf16(&f.tile[A][m][4 * k]) * bf16(&f.tile[B][k][4 * n]);
+        }
+        std::memcpy(&f.tile[C][m][4 * n], &c, 4);
+      }
+  }
+};
+
+// dst = rows [0, rows) x k units [0, units) of src (row stride ld units), zero elsewhere.
+void stage_a(TileBuffer& dst, const uint32_t* src, size_t ld, size_t rows, size_t units) {
+  std::memset(dst, 0, sizeof(TileBuffer));
+  for (size_t r = 0; r < rows; ++r) std::memcpy(dst[r], src + r * ld, units * 4);
+}
+
+// dst = the first `rows` 64-byte rows of src (row stride `stride` bytes), zero below.
+void stage_b(TileBuffer& dst, const uint8_t* src, size_t stride, size_t rows) {
+  std::memset(dst, 0, sizeof(TileBuffer));
+  for (size_t r = 0; r < rows; ++r) std::memcpy(dst[r], src + r * stride, kRowBytes);
+}
+
+// The 32 x 32 accumulators of a block, as the tiles store them (4-byte elements, int32 or fp32).
+struct alignas(64) Accumulators {
+  uint32_t v[32][32];
+};
+
+__attribute__((target("avx512f"))) inline __mmask16 columns_below(size_t cols, size_t c0) {
+  return cols <= c0 ? 0 : cols >= c0 + 16 ? 0xFFFF : static_cast<__mmask16>((1u << (cols - c0)) - 1);
+}
+
+// int8: y = x_scale · w_scale · (sum - offset) (+ y's earlier slices) (+ bias), as int8_epilogue in
+// packed_gemm_int8.cpp.
+struct Int8Epilogue {
+  const int32_t* offset;
+  const float *x_scale, *w_scale, *bias;
+  bool first;
+  float* y;
+  size_t ldy, cols;
+  __attribute__((target("avx512f"))) void operator()(const Accumulators& acc, size_t r0, size_t rows,
+                                                     size_t col0) const {
+    for (size_t h = 0; h < 32; h += 16) {
+      const size_t c0 = col0 + h;
+      const __mmask16 m = columns_below(cols, c0);
+      if (!m) continue;
+      const __m512i o = _mm512_maskz_loadu_epi32(m, offset + c0);
+      const __m512 s = _mm512_maskz_loadu_ps(m, w_scale + c0);
+      const __m512 bv = bias ? _mm512_maskz_loadu_ps(m, bias + c0) : _mm512_setzero_ps();
+      for (size_t r = 0; r < rows; ++r) {
+        const __m512i sum = _mm512_load_si512(&acc.v[r][h]);
+        __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sum, o)),
+                                 _mm512_mul_ps(_mm512_set1_ps(x_scale[r0 + r]), s));
+        float* out = y + (r0 + r) * ldy + c0;
+        if (!first) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, out));
+        if (bias) v = _mm512_add_ps(v, bv);
+        _mm512_mask_storeu_ps(out, m, v);
+      }
+    }
+  }
+};
+
+// bf16: y = sum (+ y's earlier slices) (+ bias).
+struct Bf16Epilogue {
+  const float* bias;
+  bool first;
+  float* y;
+  size_t ldy, cols;
+  __attribute__((target("avx512f"))) void operator()(const Accumulators& acc, size_t r0, size_t rows,
+                                                     size_t col0) const {
+    for (size_t h = 0; h < 32; h += 16) {
+      const size_t c0 = col0 + h;
+      const __mmask16 m = columns_below(cols, c0);
+      if (!m) continue;
+      const __m512 bv = bias ? _mm512_maskz_loadu_ps(m, bias + c0) : _mm512_setzero_ps();
+      for (size_t r = 0; r < rows; ++r) {
+        __m512 v = _mm512_castsi512_ps(_mm512_load_si512(&acc.v[r][h]));
+        float* out = y + (r0 + r) * ldy + c0;
+        if (!first) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, out));
+        if (bias) v = _mm512_add_ps(v, bv);
+        _mm512_mask_storeu_ps(out, m, v);
+      }
+    }
+  }
+};
+
+// rows of x (k units [q0, q1), row stride ldx units) times a panel of kColumnTiles x 16 columns
+// (k unit q's row of the panel at panel + q * kPanelStride bytes), 32 x 32 blocks at a time.
+template <class Tiles, bool kInt8, size_t kColumnTiles, size_t kPanelStride, class Epilogue>
+void amx_chunk(const uint32_t* x, size_t ldx, size_t rows, const uint8_t* panel, size_t q0, size_t q1,
+               const Epilogue& epilogue) {
+  static_assert(kColumnTiles % 2 == 0, "column tiles go in pairs");
+  alignas(64) TileBuffer a_stage[2], b_stage[2];
+  Accumulators acc;
+  const auto dp = [](auto c, auto a, auto b) {
+    if constexpr (kInt8)
+      Tiles::template dp_int8<decltype(c)::value, decltype(a)::value, decltype(b)::value>();
+    else
+      Tiles::template dp_bf16<decltype(c)::value, decltype(a)::value, decltype(b)::value>();
+  };
+  using T0 = std::integral_constant<int, 0>;
+  using T1 = std::integral_constant<int, 1>;
+  using T2 = std::integral_constant<int, 2>;
+  using T3 = std::integral_constant<int, 3>;
+  using A0 = std::integral_constant<int, 4>;
+  using A1 = std::integral_constant<int, 5>;
+  using B0 = std::integral_constant<int, 6>;
+  using B1 = std::integral_constant<int, 7>;
+  Tiles::configure();
+  for (size_t r = 0; r < rows; r += 32) {
+    const size_t nr = std::min<size_t>(32, rows - r);
+    const uint32_t* xa = x + r * ldx;
+    for (size_t jt = 0; jt < kColumnTiles; jt += 2) {
+      Tiles::template zero<0>();
+      Tiles::template zero<1>();
+      Tiles::template zero<2>();
+      Tiles::template zero<3>();
+      for (size_t q = q0; q < q1; q += kUnits) {
+        const size_t units = std::min(kUnits, q1 - q);
+        if (nr >= 16 && units == kUnits) {
+          Tiles::template load<4>(xa + q, ldx * 4);
+        } else {
+          stage_a(a_stage[0], xa + q, ldx, std::min<size_t>(nr, 16), units);
+          Tiles::template load<4>(a_stage[0], kRowBytes);
+        }
+        if (nr > 16) {
+          if (nr == 32 && units == kUnits) {
+            Tiles::template load<5>(xa + 16 * ldx + q, ldx * 4);
+          } else {
+            stage_a(a_stage[1], xa + 16 * ldx + q, ldx, nr - 16, units);
+            Tiles::template load<5>(a_stage[1], kRowBytes);
+          }
+        }
+        const uint8_t* b = panel + q * kPanelStride + jt * kRowBytes;
+        if (units == kUnits) {
+          Tiles::template load<6>(b, kPanelStride);
+          Tiles::template load<7>(b + kRowBytes, kPanelStride);
+        } else {
+          stage_b(b_stage[0], b, kPanelStride, units);
+          stage_b(b_stage[1], b + kRowBytes, kPanelStride, units);
+          Tiles::template load<6>(b_stage[0], kRowBytes);
+          Tiles::template load<7>(b_stage[1], kRowBytes);
+        }
+        dp(T0{}, A0{}, B0{});
+        dp(T1{}, A0{}, B1{});
+        if (nr > 16) {
+          dp(T2{}, A1{}, B0{});
+          dp(T3{}, A1{}, B1{});
+        }
+      }
+      Tiles::template store<0>(&acc.v[0][0], sizeof acc.v[0]);
+      Tiles::template store<1>(&acc.v[0][16], sizeof acc.v[0]);
+      if (nr > 16) {
+        Tiles::template store<2>(&acc.v[16][0], sizeof acc.v[0]);
+        Tiles::template store<3>(&acc.v[16][16], sizeof acc.v[0]);
+      }
+      epilogue(acc, r, nr, jt * 16);
+    }
+  }
+  Tiles::release();
+}
+
+// int8 panels: 64 columns (4 column tiles), 256 bytes per k quad (packed_gemm_int8.h).
+template <class Tiles>
+void int8_amx(const uint32_t* xq, size_t ldq, size_t rows, const int8_t* panel, size_t q0, size_t q1,
+              const int32_t* offset, const float* x_scale, const float* w_scale, const float* bias, bool first,
+              float* y, size_t ldy, size_t cols) {
+  amx_chunk<Tiles, true, 4, 256>(xq, ldq, rows, reinterpret_cast<const uint8_t*>(panel), q0, q1,
+                                 Int8Epilogue{offset, x_scale, w_scale, bias, first, y, ldy, cols});
+}
+
+// bf16 panels: 32 columns (2 column tiles), 128 bytes per k pair (packed_gemm.h).
+template <class Tiles>
+void bf16_amx(const uint32_t* xb, size_t ldx_pairs, size_t rows, const uint16_t* panel, size_t q0, size_t q1,
+              const float* bias, bool first, float* y, size_t ldy, size_t cols) {
+  amx_chunk<Tiles, false, 2, 128>(xb, ldx_pairs, rows, reinterpret_cast<const uint8_t*>(panel), q0, q1,
+                                  Bf16Epilogue{bias, first, y, ldy, cols});
+}
+
+}  // namespace
+
+#if defined(__x86_64__) && defined(__GNUC__)
+const AmxInt8Fn int8_block_amx = int8_amx<HardwareTiles>;
+const AmxBf16Fn bf16_block_amx = bf16_amx<HardwareTiles>;
+#else
+const AmxInt8Fn int8_block_amx = nullptr;
+const AmxBf16Fn bf16_block_amx = nullptr;
+#endif
+const AmxInt8Fn int8_block_amx_emulated = int8_amx<EmulatedTiles>;
+const AmxBf16Fn bf16_block_amx_emulated = bf16_amx<EmulatedTiles>;
+
+}  // namespace roberta::kernels

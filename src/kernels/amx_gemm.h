@@ -1,0 +1,46 @@
+#pragma once
+// Our own int8 and bf16 products on AMX tiles (Intel Xeons from Sapphire Rapids on), internal to
+// the kernels. They read the same packed weights as the AVX-512 kernels, whose panels are already
+// what AMX's B tiles want: one k quad (int8) or k pair (bf16) per tile row, 16 output columns of 4
+// bytes each per 64-byte row (int8 panels are 4 such column tiles wide, bf16 panels 2), loaded
+// with the panel's row stride; x's rows (quantized quads, bf16 pairs) are the A tiles as they are.
+//
+// One call computes a chunk of rows x one panel x a k slice (the Int8BlockFn / bf16 BlockFn
+// contract of packed_gemm_int8.cpp / packed_gemm.cpp), in blocks of 32 rows x 32 columns: 4
+// accumulator tiles fed by 2 A tiles (16 rows each) and 2 B tiles (16 columns each) per 16 k
+// units. The accumulators then go through a 32 x 32 staging buffer into the same epilogue as the
+// AVX-512 kernels (int8: remove the 128 offset, dequantize; both: add y's earlier slices and the
+// bias). Edges — fewer than 16 rows left, a k slice that is not a multiple of 16 units — are
+// copied into zero-padded staging tiles, so no operand is read past its end.
+//
+// Status: the tile instructions themselves have never run in this project's sessions (no AMX CPU
+// yet); the loop, the edges and the epilogues are tested on every machine through the emulated
+// tiles below (each instruction's semantics written out in C++, from Intel's SDM), and the
+// hardware path is tested against the emulation where the CPU has AMX (tests skip visibly
+// elsewhere). Where it is used: only with ROBERTA_GEMM=own on an AMX CPU until measured against
+// oneDNN there (use_onednn in onednn_gemm.h; tools/cpu_paths_check.sh runs the comparison).
+#include <cstddef>
+#include <cstdint>
+
+namespace roberta::kernels {
+
+// Rows the callers' row blocks are made of (for_each_block's block_rows): one A tile.
+constexpr size_t kAmxBlockRows = 16;
+
+// The int8 block (Int8BlockFn): y[r][j] (+)= x_scale[r] · w_scale[j] · (sum over quads [q0, q1) of
+// u8(x) · s8(w) - offset[j]) (+ bias), rows of x quads with stride ldq, panel of 64 columns.
+using AmxInt8Fn = void (*)(const uint32_t* xq, size_t ldq, size_t rows, const int8_t* panel, size_t q0, size_t q1,
+                           const int32_t* offset, const float* x_scale, const float* w_scale, const float* bias,
+                           bool first, float* y, size_t ldy, size_t cols);
+// The bf16 block (packed_gemm.cpp's BlockFn<uint32_t, uint16_t>): y (+)= x pairs [q0, q1) · panel (32 columns).
+using AmxBf16Fn = void (*)(const uint32_t* xb, size_t ldx_pairs, size_t rows, const uint16_t* panel, size_t q0,
+                           size_t q1, const float* bias, bool first, float* y, size_t ldy, size_t cols);
+
+// On the tiles; only where usable_isa() >= Isa::kAmx.
+extern const AmxInt8Fn int8_block_amx;
+extern const AmxBf16Fn bf16_block_amx;
+// The same loops with every tile instruction emulated in C++: any CPU with AVX-512 (the epilogue's).
+extern const AmxInt8Fn int8_block_amx_emulated;
+extern const AmxBf16Fn bf16_block_amx_emulated;
+
+}  // namespace roberta::kernels
