@@ -19,7 +19,7 @@ uptime
 [ -f "$model/config.json" ] || /usr/bin/python3 tools/make_test_model.py --out "$model" --preset base --seed 0 --no-lm-head > /dev/null
 section "what runs here (roberta info)"
 "$roberta" info --model "$model" | grep -E 'default dtype|matrix products|attention'
-section "kernel tests on this CPU (oneDNN products, attention, GEMMs, fixture parity)"
+section "kernel tests on this CPU (oneDNN products, attention, GEMMs incl. our AMX ones, fixture parity)"
 "$build/tests/engine_tests" --gtest_brief=1 \
   --gtest_filter='OneDnnGemm*:Precisions/OneDnnGemm.*:Attention.*:PackedGemm*:BlockSplit.*:FixtureParity.*'
 section "held-out accuracy of bf16 and int8 on the paths chosen here"
@@ -27,9 +27,22 @@ section "held-out accuracy of bf16 and int8 on the paths chosen here"
 for f in "$build"/demo-heldout*/bf16.json "$build"/demo-heldout*/int8.json; do
   echo "$f: $(/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("top-1 agreement %.2f%%, last-hidden cosine mean %.5f" % (100*d["top1_agreement_with_fp32"], d["last_hidden_cosine_mean"]))' "$f")"
 done
+section "product rates: our kernels (AMX where the CPU has it), our AVX-512 ones, oneDNN's (2 threads)"
+# Our own AMX kernels (src/kernels/amx_gemm.h) have never run before a session on an AMX CPU:
+# the engine tests above (PackedGemm*Amx*) check them against their emulation first.
+"$build/roberta-kernel-bench" --threads=2 \
+  --benchmark_filter='(PackedLinear|OneDnnLinear)(Bf16|Int8)/M:(16|128|1024)/N:3072' 2>&1 | grep -E '^BM_'
+echo "-- the same held to AVX512-BF16 / VNNI (ROBERTA_ISA=avx512bf16)"
+ROBERTA_ISA=avx512bf16 "$build/roberta-kernel-bench" --threads=2 \
+  --benchmark_filter='PackedLinear(Bf16|Int8)/M:(16|128|1024)/N:3072' 2>&1 | grep -E '^BM_'
 section "A/B: each choice against its alternative (B's speed relative to A's)"
 for dtype in bf16 int8; do
-  echo "-- $dtype: own kernels (A) vs oneDNN (B)"
+  if grep -q -w amx_tile /proc/cpuinfo; then
+    echo "-- $dtype: our AVX-512 kernels (A, ROBERTA_ISA=avx512bf16) vs our AMX kernels (B)"
+    DTYPE=$dtype A_ENV="ROBERTA_GEMM=own ROBERTA_ISA=avx512bf16" B_ENV=ROBERTA_GEMM=own \
+      bash tools/bench_ab.sh "$roberta" "$roberta" "$model" 3 2 | tail -4
+  fi
+  echo "-- $dtype: own kernels (A; AMX where the CPU has it) vs oneDNN (B)"
   DTYPE=$dtype A_ENV=ROBERTA_GEMM=own B_ENV=ROBERTA_GEMM=onednn bash tools/bench_ab.sh "$roberta" "$roberta" "$model" 3 2 | tail -4
   echo "-- $dtype: oneDNN held below AMX (A, DNNL_MAX_CPU_ISA=AVX512_CORE_BF16) vs oneDNN unrestricted (B)"
   DTYPE=$dtype A_ENV="ROBERTA_GEMM=onednn DNNL_MAX_CPU_ISA=AVX512_CORE_BF16" B_ENV=ROBERTA_GEMM=onednn \
