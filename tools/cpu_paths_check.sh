@@ -31,7 +31,7 @@ section "product rates: our kernels (AMX where the CPU has it), our AVX-512 ones
 # Our own AMX kernels (src/kernels/amx_gemm.h) have never run before a session on an AMX CPU:
 # the engine tests above (PackedGemm*Amx*) check them against their emulation first.
 "$build/roberta-kernel-bench" --threads=2 \
-  --benchmark_filter='(PackedLinear|OneDnnLinear)(Bf16|Int8)/M:(16|128|1024)/N:3072' 2>&1 | grep -E '^BM_'
+  --benchmark_filter='(PackedLinear|OneDnnLinear)(|F32|Bf16|Int8)/M:(16|128|1024)/N:3072' 2>&1 | grep -E '^BM_'
 echo "-- the same held to AVX512-BF16 / VNNI (ROBERTA_ISA=avx512bf16)"
 ROBERTA_ISA=avx512bf16 "$build/roberta-kernel-bench" --threads=2 \
   --benchmark_filter='PackedLinear(Bf16|Int8)/M:(16|128|1024)/N:3072' 2>&1 | grep -E '^BM_'
@@ -50,5 +50,9 @@ for dtype in bf16 int8; do
   echo "-- $dtype: attention in fp32 (A) vs bf16 (B)"
   DTYPE=$dtype A_ENV=ROBERTA_ATTENTION=fp32 B_ENV=ROBERTA_ATTENTION=bf16 bash tools/bench_ab.sh "$roberta" "$roberta" "$model" 3 2 | tail -4
 done
+# fp32 stays on our kernels everywhere (measured on the Zen 4 only); oneDNN's fp32 brgemm ran at
+# 85-91% of the Xeon's full-width FMA peak (../shared/NOTES.md), so measure it there too.
+echo "-- fp32: own kernels (A) vs oneDNN (B)"
+DTYPE=fp32 A_ENV=ROBERTA_GEMM=own B_ENV=ROBERTA_GEMM=onednn bash tools/bench_ab.sh "$roberta" "$roberta" "$model" 3 2 | tail -4
 section "against ONNX Runtime and PyTorch"
 bash tools/bench_compare.sh "$model" 2 5 3
