@@ -176,6 +176,51 @@ TEST(Attention, Bf16MatchesFloat64OfItsRoundedInputs) {
   }
 }
 
+// The bf16 attention on AMX tiles (kernels/attention.cpp), its tile instructions emulated on any
+// CPU with AVX512-BF16, against float64 of its rounded inputs as above; on a CPU with AMX the
+// hardware tiles (self_attention's kBf16 there) too. Lengths: a query block's tail (16 rows per
+// block), keys ending inside a 64-key panel and an odd count (a key pair's zero partner), three
+// panels; and the scores far below zero of the test after this one.
+TEST(Attention, AmxBf16MatchesFloat64OfItsRoundedInputs) {
+  using roberta::kernels::AttentionPrecision;
+  if (roberta::kernels::detected_isa() < Isa::kAvx512Bf16)
+    GTEST_SKIP() << "the emulated AMX attention packs and softmaxes with AVX512-BF16, which this CPU lacks";
+  const bool tiles = roberta::kernels::usable_isa() >= Isa::kAmx;
+  std::mt19937 rng(6);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  const size_t heads = 2, d = 64, H = heads * d;
+  const std::vector<size_t> offsets = {0, 1, 8, 39, 72, 121, 250};
+  const size_t T = offsets.back();
+  std::vector<float> qkv(T * 3 * H);
+  for (auto& v : qkv) v = dist(rng);
+  std::vector<float> rounded = qkv;
+  for (auto& v : rounded) v = static_cast<float>(bf16_value(v));
+  const auto want = attention_reference(rounded, offsets, heads, d, true);
+  const auto exact = attention_reference(qkv, offsets, heads, d);
+  std::vector<float> emulated(T * H, -7.0f);
+  roberta::kernels::self_attention_amx_emulated(emulated.data(), qkv.data(), offsets.data(), offsets.size() - 1, heads);
+  double worst = 0, from_exact = 0;
+  for (size_t i = 0; i < T * H; ++i) {
+    worst = std::max(worst, std::abs(emulated[i] - want[i]));
+    from_exact = std::max(from_exact, std::abs(emulated[i] - exact[i]));
+  }
+  std::printf("  emulated tiles: max |difference| %.3g from float64 of the rounded inputs, %.3g from unrounded\n",
+              worst, from_exact);
+  EXPECT_LT(worst, 2e-3);
+  EXPECT_GT(from_exact, 3 * worst);
+  if (tiles) {
+    std::vector<float> ctx(T * H);
+    roberta::kernels::self_attention(ctx.data(), qkv.data(), offsets.data(), offsets.size() - 1, heads, d, {},
+                                     AttentionPrecision::kBf16);
+    double tile_worst = 0;
+    for (size_t i = 0; i < T * H; ++i) tile_worst = std::max(tile_worst, std::abs(ctx[i] - want[i]));
+    std::printf("  AMX tiles: max |difference| %.3g from float64 of the rounded inputs\n", tile_worst);
+    EXPECT_LT(tile_worst, 2e-3);
+  } else {
+    std::printf("  no AMX tiles here (or ROBERTA_ISA below amx): only the emulation ran\n");
+  }
+}
+
 // Scores far below zero, for every key: the kernels take each row's maximum as they compute the
 // scores, and the zero scores of the padding past L (keys are packed in panels of 64) must not
 // count, else every exponential underflows (exp is clamped at exp(-87.3)) and the probabilities
@@ -211,6 +256,15 @@ TEST(Attention, PaddingDoesNotEnterTheRowMaximum) {
     double worst = 0;
     for (size_t i = 0; i < T * H; ++i) worst = std::max(worst, std::abs(ctx[i] - want[i]));
     EXPECT_LT(worst, bf16 ? 2e-3 : 1e-5) << (bf16 ? "bf16" : "fp32");
+  }
+  if (roberta::kernels::detected_isa() >= Isa::kAvx512Bf16) {  // the AMX kernel's own maximum
+    std::vector<float> ctx(T * H), rounded = qkv;
+    for (auto& v : rounded) v = static_cast<float>(bf16_value(v));
+    roberta::kernels::self_attention_amx_emulated(ctx.data(), qkv.data(), offsets.data(), offsets.size() - 1, heads);
+    const auto want = attention_reference(rounded, offsets, heads, d, true);
+    double worst = 0;
+    for (size_t i = 0; i < T * H; ++i) worst = std::max(worst, std::abs(ctx[i] - want[i]));
+    EXPECT_LT(worst, 2e-3) << "AMX, emulated tiles";
   }
 }
 

@@ -47,7 +47,7 @@ for dtype in bf16 int8; do
   echo "-- $dtype: oneDNN held below AMX (A, DNNL_MAX_CPU_ISA=AVX512_CORE_BF16) vs oneDNN unrestricted (B)"
   DTYPE=$dtype A_ENV="ROBERTA_GEMM=onednn DNNL_MAX_CPU_ISA=AVX512_CORE_BF16" B_ENV=ROBERTA_GEMM=onednn \
     bash tools/bench_ab.sh "$roberta" "$roberta" "$model" 3 2 | tail -4
-  echo "-- $dtype: attention in fp32 (A) vs bf16 (B)"
+  echo "-- $dtype: attention in fp32 (A) vs bf16 (B; on the AMX tiles where the CPU has them)"
   DTYPE=$dtype A_ENV=ROBERTA_ATTENTION=fp32 B_ENV=ROBERTA_ATTENTION=bf16 bash tools/bench_ab.sh "$roberta" "$roberta" "$model" 3 2 | tail -4
 done
 # fp32 stays on our kernels everywhere (measured on the Zen 4 only); oneDNN's fp32 brgemm ran at

@@ -1,5 +1,7 @@
 #include "amx_gemm.h"
 
+#include "amx_tiles.h"
+
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which -Wmaybe-uninitialized reports
 // inside the headers; nothing of ours is uninitialised.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -14,117 +16,7 @@
 namespace roberta::kernels {
 
 namespace {
-
-constexpr size_t kRowBytes = 64;  // bytes in a tile row: 16 k units (int8 quads, bf16 pairs) of A, 16 columns of B or C
-constexpr size_t kUnits = 16;     // k units per A tile row = B tile rows
-constexpr size_t kTileRows = 16;
-
-using TileBuffer = uint8_t[kTileRows][kRowBytes];
-
-// Palette 1 with all 8 tiles at their largest, 16 rows x 64 bytes: tmm0-3 accumulate a 32 x 32
-// block of y, tmm4-5 hold its two 16-row A tiles, tmm6-7 its two 16-column B tiles.
-struct alignas(64) TileConfig {
-  uint8_t palette = 1, start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {kRowBytes, kRowBytes, kRowBytes, kRowBytes, kRowBytes, kRowBytes, kRowBytes, kRowBytes};
-  uint8_t rows[16] = {kTileRows, kTileRows, kTileRows, kTileRows, kTileRows, kTileRows, kTileRows, kTileRows};
-};
-static_assert(sizeof(TileConfig) == 64, "LDTILECFG reads 64 bytes");
-
-#if defined(__x86_64__) && defined(__GNUC__)
-// The instructions as inline assembly (GCC's _tile_* macros want literal tile numbers; "%c" prints
-// a template's constant). Loads and stores clobber memory so that staging copies and the
-// epilogue's reads stay on their side of them. Intel syntax "tdpbusd C, A, B" is AT&T "B, A, C".
-struct HardwareTiles {
-  static void configure() {
-    static const TileConfig config;
-    asm volatile("ldtilecfg %0" ::"m"(config));
-  }
-  static void release() { asm volatile("tilerelease" ::); }
-  template <int T>
-  static void zero() {
-    asm volatile("tilezero %%tmm%c0" ::"n"(T));
-  }
-  template <int T>
-  static void load(const void* p, size_t stride) {
-    asm volatile("tileloadd (%0,%1,1), %%tmm%c2" ::"r"(p), "r"(stride), "n"(T) : "memory");
-  }
-  template <int T>
-  static void store(void* p, size_t stride) {
-    asm volatile("tilestored %%tmm%c2, (%0,%1,1)" ::"r"(p), "r"(stride), "n"(T) : "memory");
-  }
-  template <int C, int A, int B>
-  static void dp_int8() {
-    asm volatile("tdpbusd %%tmm%c2, %%tmm%c1, %%tmm%c0" ::"n"(C), "n"(A), "n"(B));
-  }
-  template <int C, int A, int B>
-  static void dp_bf16() {
-    asm volatile("tdpbf16ps %%tmm%c2, %%tmm%c1, %%tmm%c0" ::"n"(C), "n"(A), "n"(B));
-  }
-};
-#endif
-
-// The same instructions in C++, per Intel's SDM (TILELOADD, TILESTORED, TILEZERO, TDPBUSD,
-// TDPBF16PS with every tile 16 rows x 64 bytes), on a per-thread tile file.
-struct EmulatedTiles {
-  struct File {
-    alignas(64) uint8_t tile[8][kTileRows][kRowBytes];
-  };
-  static File& file() {
-    thread_local File f;
-    return f;
-  }
-  static void configure() {}
-  static void release() {}
-  template <int T>
-  static void zero() {
-    std::memset(file().tile[T], 0, sizeof(TileBuffer));
-  }
-  template <int T>
-  static void load(const void* p, size_t stride) {
-    for (size_t r = 0; r < kTileRows; ++r) std::memcpy(file().tile[T][r], static_cast<const uint8_t*>(p) + r * stride, kRowBytes);
-  }
-  template <int T>
-  static void store(void* p, size_t stride) {
-    for (size_t r = 0; r < kTileRows; ++r) std::memcpy(static_cast<uint8_t*>(p) + r * stride, file().tile[T][r], kRowBytes);
-  }
-  // C[m][n] (int32) += sum over k < 16, i < 4 of u8(A[m][4k + i]) · s8(B[k][4n + i]).
-  template <int C, int A, int B>
-  static void dp_int8() {
-    File& f = file();
-    for (size_t m = 0; m < kTileRows; ++m)
-      for (size_t n = 0; n < kRowBytes / 4; ++n) {
-        int32_t c;
-        std::memcpy(&c, &f.tile[C][m][4 * n], 4);
-        for (size_t k = 0; k < kUnits; ++k)
-          for (size_t i = 0; i < 4; ++i)
-            c += static_cast<int32_t>(f.tile[A][m][4 * k + i]) * static_cast<int8_t>(f.tile[B][k][4 * n + i]);
-        std::memcpy(&f.tile[C][m][4 * n], &c, 4);
-      }
-  }
-  // C[m][n] (fp32) += A[m][2k + 1] · B[k][2n + 1], then += A[m][2k] · B[k][2n], for k = 0 .. 15
-  // (the SDM's order; bf16 widened to fp32).
-  template <int C, int A, int B>
-  static void dp_bf16() {
-    File& f = file();
-    const auto bf16 = [](const uint8_t* p) {
-      const uint32_t bits = (uint32_t{p[0]} | uint32_t{p[1]} << 8) << 16;
-      float v;
-      std::memcpy(&v, &bits, 4);
-      return v;
-    };
-    for (size_t m = 0; m < kTileRows; ++m)
-      for (size_t n = 0; n < kRowBytes / 4; ++n) {
-        float c;
-        std::memcpy(&c, &f.tile[C][m][4 * n], 4);
-        for (size_t k = 0; k < kUnits; ++k) {
-          c += bf16(&f.tile[A][m][4 * k + 2]) * bf16(&f.tile[B][k][4 * n + 2]);
-          c += bf16(&f.tile[A][m][4 * k]) * bf16(&f.tile[B][k][4 * n]);
-        }
-        std::memcpy(&f.tile[C][m][4 * n], &c, 4);
-      }
-  }
-};
+using namespace amx;
 
 // dst = rows [0, rows) x k units [0, units) of src (row stride ld units), zero elsewhere.
 void stage_a(TileBuffer& dst, const uint32_t* src, size_t ld, size_t rows, size_t units) {
@@ -202,7 +94,8 @@ struct Bf16Epilogue {
 };
 
 // rows of x (k units [q0, q1), row stride ldx units) times a panel of kColumnTiles x 16 columns
-// (k unit q's row of the panel at panel + q * kPanelStride bytes), 32 x 32 blocks at a time.
+// (k unit q's row of the panel at panel + q * kPanelStride bytes), 32 x 32 blocks at a time:
+// tmm0-3 accumulate the block, tmm4-5 hold its two 16-row A tiles, tmm6-7 its two 16-column B tiles.
 template <class Tiles, bool kInt8, size_t kColumnTiles, size_t kPanelStride, class Epilogue>
 void amx_chunk(const uint32_t* x, size_t ldx, size_t rows, const uint8_t* panel, size_t q0, size_t q1,
                const Epilogue& epilogue) {

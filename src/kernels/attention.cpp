@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "amx_tiles.h"
 #include "avx512_math.h"
 #include "isa.h"
 
@@ -440,6 +441,115 @@ void attention_head_bf16(float* ctx, size_t ldc, const float* q, const float* k,
                                                   inv + r);
   }
 }
+// The bf16 attention on AMX tiles (amx_tiles.h), 16 query rows at a time, with the same packing
+// and softmax: a key panel's pair rows (pack_keys_bf16) are the score product's B tiles as they
+// are, and the key-pair rows of V (pack_values_bf16) the context product's. Scores: tmm0-3 = 16
+// query rows x the panel's 64 keys, A = the rows' 32 pairs of Q in tmm4-5, B tiles in tmm6-7.
+// Context: tmm0-3 = 16 rows x the 64 columns of the head, A = 16 key pairs of P in tmm4, B in tmm6.
+// Written on a CPU without AMX: tested through EmulatedTiles everywhere, the hardware path only
+// where the CPU has AMX (tests/kernels_test.cpp).
+constexpr size_t kAmxQueryRows = 16;
+
+template <class Tiles>
+ROBERTA_BF16_TARGET void attention_head_amx(float* ctx, size_t ldc, const float* q, const float* k, const float* v,
+                                            size_t ld, size_t L, float scale) {
+  const size_t panels = (L + kKeyPanel - 1) / kKeyPanel, lds = panels * kKeyPanel, padded_pairs = lds / 2;
+  thread_local std::vector<uint32_t> q_buffer, kt_buffer, vt_buffer, p_buffer;
+  thread_local std::vector<float> s_buffer, out_buffer;
+  const util::Scratch<uint32_t> q_scratch(q_buffer, kAmxQueryRows * kPairs + 16);
+  const util::Scratch<uint32_t> kt_scratch(kt_buffer, panels * kPairs * kKeyPanel + 16);
+  const util::Scratch<uint32_t> vt_scratch(vt_buffer, padded_pairs * kHead + 16);
+  const util::Scratch<uint32_t> p_scratch(p_buffer, kAmxQueryRows * padded_pairs + 16);
+  const util::Scratch<float> s_scratch(s_buffer, kAmxQueryRows * lds + 16);
+  const util::Scratch<float> out_scratch(out_buffer, kAmxQueryRows * kHead + 16);
+  uint32_t *q2 = align64(q_scratch.data()), *kt = align64(kt_scratch.data()), *vt = align64(vt_scratch.data()),
+           *p2 = align64(p_scratch.data());
+  float *s = align64(s_scratch.data()), *out = align64(out_scratch.data());
+  pack_keys_bf16(kt, k, ld, L);
+  pack_values_bf16(vt, v, ld, L);
+  // V's pair rows past L up to the padding: P is zero there, and 0 times whatever the memory held
+  // (a NaN's bits) would not be.
+  const size_t value_pairs = (L + 1) / 2;
+  std::fill(vt + value_pairs * kHead, vt + padded_pairs * kHead, 0u);
+  const size_t q_stride = kPairs * 4, s_stride = lds * 4, p_stride = padded_pairs * 4, b_stride = kKeyPanel * 4;
+  float row_max[kAmxQueryRows], inv[kAmxQueryRows];
+  Tiles::configure();
+  for (size_t i0 = 0; i0 < L; i0 += kAmxQueryRows) {
+    const size_t rows = std::min(kAmxQueryRows, L - i0);
+    for (size_t r = 0; r < rows; ++r) to_bf16_pairs(q2 + r * kPairs, q + (i0 + r) * ld, kHead);
+    std::fill(q2 + rows * kPairs, q2 + kAmxQueryRows * kPairs, 0u);
+    Tiles::template load<4>(q2, q_stride);
+    Tiles::template load<5>(q2 + 16, q_stride);
+    for (size_t p = 0; p < panels; ++p) {
+      const uint32_t* b = kt + p * kPairs * kKeyPanel;  // pair c's 64 keys at b + c * 64
+      Tiles::template zero<0>();
+      Tiles::template zero<1>();
+      Tiles::template zero<2>();
+      Tiles::template zero<3>();
+      Tiles::template load<6>(b, b_stride);
+      Tiles::template load<7>(b + 16, b_stride);
+      Tiles::template dp_bf16<0, 4, 6>();
+      Tiles::template dp_bf16<1, 4, 7>();
+      Tiles::template load<6>(b + 32, b_stride);
+      Tiles::template load<7>(b + 48, b_stride);
+      Tiles::template dp_bf16<2, 4, 6>();
+      Tiles::template dp_bf16<3, 4, 7>();
+      b += 16 * kKeyPanel;  // pairs 16 .. 31
+      Tiles::template load<6>(b, b_stride);
+      Tiles::template load<7>(b + 16, b_stride);
+      Tiles::template dp_bf16<0, 5, 6>();
+      Tiles::template dp_bf16<1, 5, 7>();
+      Tiles::template load<6>(b + 32, b_stride);
+      Tiles::template load<7>(b + 48, b_stride);
+      Tiles::template dp_bf16<2, 5, 6>();
+      Tiles::template dp_bf16<3, 5, 7>();
+      float* sp = s + p * kKeyPanel;
+      Tiles::template store<0>(sp, s_stride);
+      Tiles::template store<1>(sp + 16, s_stride);
+      Tiles::template store<2>(sp + 32, s_stride);
+      Tiles::template store<3>(sp + 48, s_stride);
+    }
+    const __m512 vs = _mm512_set1_ps(scale);
+    for (size_t r = 0; r < rows; ++r) {  // scale, and the maximum of the first L
+      float* row = s + r * lds;
+      __m512 vmax = _mm512_set1_ps(-INFINITY);
+      for (size_t c = 0; c < lds; c += 16) {
+        const __m512 x = _mm512_mul_ps(_mm512_load_ps(row + c), vs);
+        _mm512_store_ps(row + c, x);
+        vmax = _mm512_mask_max_ps(vmax, lanes_below(L, c), vmax, x);
+      }
+      row_max[r] = _mm512_reduce_max_ps(vmax);
+      inv[r] = softmax_exp_bf16(row, L, lds, row_max[r], p2 + r * padded_pairs);
+    }
+    std::fill(p2 + rows * padded_pairs, p2 + kAmxQueryRows * padded_pairs, 0u);
+    Tiles::template zero<0>();
+    Tiles::template zero<1>();
+    Tiles::template zero<2>();
+    Tiles::template zero<3>();
+    for (size_t c = 0; c < padded_pairs; c += 16) {  // 16 key pairs a step
+      const uint32_t* b = vt + c * kHead;             // pair row i's 64 columns at b + i * 64
+      Tiles::template load<4>(p2 + c, p_stride);
+      Tiles::template load<6>(b, b_stride);
+      Tiles::template dp_bf16<0, 4, 6>();
+      Tiles::template load<6>(b + 16, b_stride);
+      Tiles::template dp_bf16<1, 4, 6>();
+      Tiles::template load<6>(b + 32, b_stride);
+      Tiles::template dp_bf16<2, 4, 6>();
+      Tiles::template load<6>(b + 48, b_stride);
+      Tiles::template dp_bf16<3, 4, 6>();
+    }
+    Tiles::template store<0>(out, kHead * 4);
+    Tiles::template store<1>(out + 16, kHead * 4);
+    Tiles::template store<2>(out + 32, kHead * 4);
+    Tiles::template store<3>(out + 48, kHead * 4);
+    for (size_t r = 0; r < rows; ++r) {
+      const __m512 f = _mm512_set1_ps(inv[r]);
+      for (size_t c = 0; c < kHead; c += 16)
+        _mm512_storeu_ps(ctx + (i0 + r) * ldc + c, _mm512_mul_ps(_mm512_load_ps(out + r * kHead + c), f));
+    }
+  }
+  Tiles::release();
+}
 #undef ROBERTA_BF16_TARGET
 #endif
 }  // namespace
@@ -475,7 +585,7 @@ bool bf16_attention_pays() {
 std::string attention_path() {
   const std::string env = attention_env();
   if (bf16_attention_pays())
-    return std::string("bf16 (AVX512-BF16") +
+    return std::string(usable_isa() >= Isa::kAmx ? "bf16 (AMX tiles" : "bf16 (AVX512-BF16") +
            (env.empty() ? ", faster than fp32 FMAs on this CPU)" : ", ROBERTA_ATTENTION)");
   if (usable_isa() < Isa::kAvx512Bf16) return "fp32 (no AVX512-BF16 here, or ROBERTA_ISA below avx512bf16)";
   return env.empty() ? "fp32 (this CPU's bf16 dot product is no faster than its fp32 FMAs)"
@@ -488,11 +598,17 @@ void self_attention(float* ctx, const float* qkv, const size_t* offsets, size_t 
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_size));
   const bool fast = !relative.distance && head_size == 64 && usable_isa() >= Isa::kAvx512;
   const bool bf16 = fast && precision == AttentionPrecision::kBf16 && usable_isa() >= Isa::kAvx512Bf16;
+  const bool tiles = bf16 && usable_isa() >= Isa::kAmx;
   ThreadPool::global()->parallel_for(num_sequences * heads, [&](size_t task) {
     const size_t s = task / heads, h = task % heads;
     const size_t begin = offsets[s], L = offsets[s + 1] - begin;
     if (L == 0) return;
 #if defined(__x86_64__)
+    if (tiles) {
+      const float* q = qkv + begin * ld + h * head_size;
+      attention_head_amx<amx::HardwareTiles>(ctx + begin * H + h * head_size, H, q, q + H, q + 2 * H, ld, L, scale);
+      return;
+    }
     if (bf16) {
       const float* q = qkv + begin * ld + h * head_size;
       attention_head_bf16(ctx + begin * H + h * head_size, H, q, q + H, q + 2 * H, ld, L, scale);
@@ -546,6 +662,23 @@ void self_attention(float* ctx, const float* qkv, const size_t* offsets, size_t 
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, d, n, 1.0f, scores.data(), n, v, static_cast<int>(ld),
                 0.0f, ctx + begin * H + h * head_size, static_cast<int>(H));
   });
+}
+
+void self_attention_amx_emulated(float* ctx, const float* qkv, const size_t* offsets, size_t num_sequences,
+                                 size_t heads) {
+#if defined(__x86_64__)
+  const size_t H = heads * kHead, ld = 3 * H;
+  for (size_t s = 0; s < num_sequences; ++s)
+    for (size_t h = 0; h < heads; ++h) {
+      const size_t begin = offsets[s], L = offsets[s + 1] - begin;
+      if (L == 0) continue;
+      const float* q = qkv + begin * ld + h * kHead;
+      attention_head_amx<amx::EmulatedTiles>(ctx + begin * H + h * kHead, H, q, q + H, q + 2 * H, ld, L, 0.125f);
+    }
+#else
+  (void)ctx, (void)qkv, (void)offsets, (void)num_sequences, (void)heads;
+  throw Error("the AMX attention is x86-64 only");
+#endif
 }
 
 }  // namespace roberta::kernels

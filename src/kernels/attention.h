@@ -18,14 +18,21 @@ struct RelativePositions {
   size_t max_positions = 0;
   bool key_query = false;           // relative_key_query (else relative_key)
 };
-// The precision the products may use: kBf16 lets Q, K, V and the probabilities be rounded to
-// bfloat16 (fp32 sums, fp32 softmax) where the CPU has AVX512-BF16 and the head size is 64 with
-// absolute positions; elsewhere the fp32 path runs. The bf16 and int8 encoders ask for kBf16 where
+// The precision the products may use: kBf16 lets Q, K, V and softmax's exponentials be rounded
+// to bfloat16 (fp32 sums, fp32 softmax) where the CPU has AVX512-BF16 and the head size is 64 with
+// absolute positions — on AMX tiles where the CPU has them (ROBERTA_ISA amx; that kernel has not
+// run on an AMX CPU yet, only its emulation); elsewhere the fp32 path runs. The bf16 and int8 encoders ask for kBf16 where
 // bf16_attention_pays().
 enum class AttentionPrecision { kFp32, kBf16 };
 void self_attention(float* ctx, const float* qkv, const size_t* offsets, size_t num_sequences, size_t heads,
                     size_t head_size, const RelativePositions& relative = {},
                     AttentionPrecision precision = AttentionPrecision::kFp32);
+
+// For tests: kBf16 attention with head size 64 through the AMX kernel, its tile instructions
+// emulated in C++ (amx_tiles.h), one thread; on any CPU with AVX512-BF16. Where the CPU has AMX
+// (and ROBERTA_ISA allows it) self_attention's kBf16 runs the same kernel on the tiles.
+void self_attention_amx_emulated(float* ctx, const float* qkv, const size_t* offsets, size_t num_sequences,
+                                 size_t heads);
 
 // Whether the bf16 and int8 encoders ask for kBf16 attention on this CPU. ROBERTA_ATTENTION=bf16 or
 // fp32 decides when set (another value is a roberta::Error naming the accepted ones). Unset: bf16
@@ -33,9 +40,10 @@ void self_attention(float* ctx, const float* qkv, const size_t* offsets, size_t 
 // per cycle than fp32 FMAs: AMD's Zen 4 (twice the FMA rate; bf16 attention measured 2x faster
 // there). Not on Intel's Xeons: their vdpbf16ps runs at half the fp32 FMA rate (measured peaks:
 // 240 against 479 GFLOP/s with 2 threads, ../shared/NOTES.md), so fp32 attention is both faster
-// and exact there.
+// and exact there — unless their AMX tiles (7.6 TFLOP/s bf16) do better: unmeasured, so still fp32
+// by default; ROBERTA_ATTENTION=bf16 runs the tiles (tools/cpu_paths_check.sh compares the two).
 bool bf16_attention_pays();
-// "bf16 (AVX512-BF16)" or "fp32 (...)" and why, for `roberta info`.
+// "bf16 (AVX512-BF16)", "bf16 (AMX tiles)" or "fp32 (...)" and why, for `roberta info`.
 std::string attention_path();
 
 }  // namespace roberta::kernels
