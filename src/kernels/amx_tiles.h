@@ -76,11 +76,13 @@ struct EmulatedTiles {
   }
   template <int T>
   static void load(const void* p, size_t stride) {
-    for (size_t r = 0; r < kTileRows; ++r) std::memcpy(file().tile[T][r], static_cast<const uint8_t*>(p) + r * stride, kRowBytes);
+    for (size_t r = 0; r < kTileRows; ++r)
+      std::memcpy(file().tile[T][r], static_cast<const uint8_t*>(p) + r * stride, kRowBytes);
   }
   template <int T>
   static void store(void* p, size_t stride) {
-    for (size_t r = 0; r < kTileRows; ++r) std::memcpy(static_cast<uint8_t*>(p) + r * stride, file().tile[T][r], kRowBytes);
+    for (size_t r = 0; r < kTileRows; ++r)
+      std::memcpy(static_cast<uint8_t*>(p) + r * stride, file().tile[T][r], kRowBytes);
   }
   // C[m][n] (int32) += sum over k < 16, i < 4 of u8(A[m][4k + i]) · s8(B[k][4n + i]).
   template <int C, int A, int B>

@@ -252,9 +252,9 @@ void attention_head_avx512(float* ctx, size_t ldc, const float* q, const float* 
 
 // The same with bfloat16 inputs and fp32 sums (AVX512-BF16's vdpbf16ps, twice the products per
 // instruction of an fp32 FMA): Q, K, V and the unnormalised probabilities exp(score - max) are
-// rounded to bf16 (nearest even); scores, softmax's sums and the context are fp32. Used by the bf16 and int8 encoders, whose
-// matrix inputs are rounded at least as coarsely. Pairs of bf16 travel as one uint32 (low half
-// first), the operand layout of vdpbf16ps.
+// rounded to bf16 (nearest even); scores, softmax's sums and the context are fp32. Used by the
+// bf16 and int8 encoders, whose matrix inputs are rounded at least as coarsely. Pairs of bf16
+// travel as one uint32 (low half first), the operand layout of vdpbf16ps.
 constexpr size_t kPairs = kHead / 2;  // bf16 pairs per row of Q, K or V
 
 #define ROBERTA_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))

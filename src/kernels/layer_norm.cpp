@@ -101,8 +101,10 @@ __attribute__((target("avx512f"))) void layer_norm_row_avx512(float* out, const 
   const __m512 vm = _mm512_set1_ps(static_cast<float>(mean));
   a0 = a1 = a2 = a3 = _mm512_setzero_ps();
   for (c = 0; c + 64 <= cols; c += 64) {
-    const __m512 d0 = _mm512_sub_ps(_mm512_loadu_ps(sum + c), vm), d1 = _mm512_sub_ps(_mm512_loadu_ps(sum + c + 16), vm),
-                 d2 = _mm512_sub_ps(_mm512_loadu_ps(sum + c + 32), vm), d3 = _mm512_sub_ps(_mm512_loadu_ps(sum + c + 48), vm);
+    const __m512 d0 = _mm512_sub_ps(_mm512_loadu_ps(sum + c), vm);
+    const __m512 d1 = _mm512_sub_ps(_mm512_loadu_ps(sum + c + 16), vm);
+    const __m512 d2 = _mm512_sub_ps(_mm512_loadu_ps(sum + c + 32), vm);
+    const __m512 d3 = _mm512_sub_ps(_mm512_loadu_ps(sum + c + 48), vm);
     a0 = _mm512_fmadd_ps(d0, d0, a0);
     a1 = _mm512_fmadd_ps(d1, d1, a1);
     a2 = _mm512_fmadd_ps(d2, d2, a2);
