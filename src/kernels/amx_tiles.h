@@ -6,7 +6,9 @@
 // for all: the 8 tiles 16 rows x 64 bytes.
 #include <cstddef>
 #include <cstdint>
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace roberta::kernels::amx {
 
@@ -49,10 +51,12 @@ struct HardwareTiles {
   }
   template <int C, int A, int B>
   static void dp_int8() {
+    static_assert(C != A && C != B && A != B, "TDPBUSD faults unless its three tiles differ");
     asm volatile("tdpbusd %%tmm%c2, %%tmm%c1, %%tmm%c0" ::"n"(C), "n"(A), "n"(B));
   }
   template <int C, int A, int B>
   static void dp_bf16() {
+    static_assert(C != A && C != B && A != B, "TDPBF16PS faults unless its three tiles differ");
     asm volatile("tdpbf16ps %%tmm%c2, %%tmm%c1, %%tmm%c0" ::"n"(C), "n"(A), "n"(B));
   }
 };
@@ -87,6 +91,7 @@ struct EmulatedTiles {
   // C[m][n] (int32) += sum over k < 16, i < 4 of u8(A[m][4k + i]) · s8(B[k][4n + i]).
   template <int C, int A, int B>
   static void dp_int8() {
+    static_assert(C != A && C != B && A != B, "TDPBUSD faults unless its three tiles differ");
     File& f = file();
     for (size_t m = 0; m < kTileRows; ++m)
       for (size_t n = 0; n < kRowBytes / 4; ++n) {
@@ -98,25 +103,31 @@ struct EmulatedTiles {
         std::memcpy(&f.tile[C][m][4 * n], &c, 4);
       }
   }
-  // C[m][n] (fp32) += A[m][2k + 1] · B[k][2n + 1], then += A[m][2k] · B[k][2n], for k = 0 .. 15
-  // (the SDM's order; bf16 widened to fp32).
+  // TDPBF16PS as the SDM writes it: per output, two fp32 partial sums from zero, one over the even
+  // and one over the odd elements of the 16 pairs, each step an FMA with denormal inputs read as
+  // zero and denormal results flushed to zero (DAZ = FTZ = 1, round to nearest even), and at the
+  // end C += even + odd. (Real silicon need not match this bit for bit: the tests compare the
+  // hardware's bf16 results with a float64 reference, not with this.)
   template <int C, int A, int B>
   static void dp_bf16() {
+    static_assert(C != A && C != B && A != B, "TDPBF16PS faults unless its three tiles differ");
     File& f = file();
-    const auto bf16 = [](const uint8_t* p) {
+    const auto flush = [](float v) { return std::fabs(v) < std::numeric_limits<float>::min() ? 0.0f * v : v; };
+    const auto bf16 = [&](const uint8_t* p) {
       const uint32_t bits = (uint32_t{p[0]} | uint32_t{p[1]} << 8) << 16;
       float v;
       std::memcpy(&v, &bits, 4);
-      return v;
+      return flush(v);
     };
     for (size_t m = 0; m < kTileRows; ++m)
       for (size_t n = 0; n < kRowBytes / 4; ++n) {
-        float c;
-        std::memcpy(&c, &f.tile[C][m][4 * n], 4);
+        float even = 0, odd = 0, c;
         for (size_t k = 0; k < kUnits; ++k) {
-          c += bf16(&f.tile[A][m][4 * k + 2]) * bf16(&f.tile[B][k][4 * n + 2]);
-          c += bf16(&f.tile[A][m][4 * k]) * bf16(&f.tile[B][k][4 * n]);
+          even = flush(std::fma(bf16(&f.tile[A][m][4 * k]), bf16(&f.tile[B][k][4 * n]), even));
+          odd = flush(std::fma(bf16(&f.tile[A][m][4 * k + 2]), bf16(&f.tile[B][k][4 * n + 2]), odd));
         }
+        std::memcpy(&c, &f.tile[C][m][4 * n], 4);
+        c = flush(flush(c) + flush(even + odd));
         std::memcpy(&f.tile[C][m][4 * n], &c, 4);
       }
   }
