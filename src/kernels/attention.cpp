@@ -74,10 +74,17 @@ inline __mmask16 lanes_below(size_t n, size_t c) {
   return n <= c ? 0 : n - c >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (n - c)) - 1);
 }
 
-// The maximum of a row's 64 scores in c0..c3 (columns p0 .. p0 + 63, only those below n count)
-// folded into vmax.
-__attribute__((target("avx512f"), always_inline)) inline __m512 fold_max(__m512 vmax, __m512 c0, __m512 c1, __m512 c2,
-                                                                       __m512 c3, size_t p0, size_t n) {
+// out[0, 64) = scale · a row's 64 sums c0..c3 of one key panel (columns p0 .. p0 + 63); returns
+// vmax with those scores folded in (only the columns below n count).
+__attribute__((target("avx512f"), always_inline)) inline __m512 store_scores(float* out, __m512 c0, __m512 c1,
+                                                                           __m512 c2, __m512 c3, __m512 scale,
+                                                                           __m512 vmax, size_t p0, size_t n) {
+  c0 = _mm512_mul_ps(c0, scale), c1 = _mm512_mul_ps(c1, scale), c2 = _mm512_mul_ps(c2, scale);
+  c3 = _mm512_mul_ps(c3, scale);
+  _mm512_store_ps(out, c0);
+  _mm512_store_ps(out + 16, c1);
+  _mm512_store_ps(out + 32, c2);
+  _mm512_store_ps(out + 48, c3);
   if (p0 + 64 <= n) return _mm512_max_ps(vmax, _mm512_max_ps(_mm512_max_ps(c0, c1), _mm512_max_ps(c2, c3)));
   vmax = _mm512_mask_max_ps(vmax, lanes_below(n, p0), vmax, c0);
   vmax = _mm512_mask_max_ps(vmax, lanes_below(n, p0 + 16), vmax, c1);
@@ -178,16 +185,8 @@ __attribute__((target("avx512f"))) void score_rows(float* s, size_t lds, const f
       }
     }
 #pragma GCC unroll 8
-    for (size_t r = 0; r < R; ++r) {
-      float* out = s + r * lds + p * kKeyPanel;
-      const __m512 s0 = _mm512_mul_ps(c0[r], vs), s1 = _mm512_mul_ps(c1[r], vs), s2 = _mm512_mul_ps(c2[r], vs),
-                   s3 = _mm512_mul_ps(c3[r], vs);
-      _mm512_store_ps(out, s0);
-      _mm512_store_ps(out + 16, s1);
-      _mm512_store_ps(out + 32, s2);
-      _mm512_store_ps(out + 48, s3);
-      vmax[r] = fold_max(vmax[r], s0, s1, s2, s3, p * kKeyPanel, L);
-    }
+    for (size_t r = 0; r < R; ++r)
+      vmax[r] = store_scores(s + r * lds + p * kKeyPanel, c0[r], c1[r], c2[r], c3[r], vs, vmax[r], p * kKeyPanel, L);
   }
 #pragma GCC unroll 8
   for (size_t r = 0; r < R; ++r) row_max[r] = _mm512_reduce_max_ps(vmax[r]);
@@ -357,16 +356,8 @@ ROBERTA_BF16_TARGET void score_rows_bf16(float* s, size_t lds, const uint32_t* q
       }
     }
 #pragma GCC unroll 8
-    for (size_t r = 0; r < R; ++r) {
-      float* out = s + r * lds + p * kKeyPanel;
-      const __m512 s0 = _mm512_mul_ps(c0[r], vs), s1 = _mm512_mul_ps(c1[r], vs), s2 = _mm512_mul_ps(c2[r], vs),
-                   s3 = _mm512_mul_ps(c3[r], vs);
-      _mm512_store_ps(out, s0);
-      _mm512_store_ps(out + 16, s1);
-      _mm512_store_ps(out + 32, s2);
-      _mm512_store_ps(out + 48, s3);
-      vmax[r] = fold_max(vmax[r], s0, s1, s2, s3, p * kKeyPanel, L);
-    }
+    for (size_t r = 0; r < R; ++r)
+      vmax[r] = store_scores(s + r * lds + p * kKeyPanel, c0[r], c1[r], c2[r], c3[r], vs, vmax[r], p * kKeyPanel, L);
   }
 #pragma GCC unroll 8
   for (size_t r = 0; r < R; ++r) row_max[r] = _mm512_reduce_max_ps(vmax[r]);
