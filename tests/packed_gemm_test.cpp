@@ -98,6 +98,23 @@ float round_bf16(float f) {
   return out;
 }
 
+// max over y of |float64 of the bf16-rounded x and w - y| / sqrt(K), after checking nothing was
+// written past N (1e30 if it was).
+double bf16_error(const std::vector<float>& y, const std::vector<float>& x, const std::vector<float>& w,
+                  const std::vector<float>& bias, size_t M, size_t N, size_t K, size_t ldy) {
+  double worst = 0;
+  for (size_t m = 0; m < M; ++m) {
+    for (size_t n = 0; n < N; ++n) {
+      double want = bias[n];
+      for (size_t k = 0; k < K; ++k) want += static_cast<double>(round_bf16(x[m * K + k])) * round_bf16(w[n * K + k]);
+      worst = std::max(worst, std::abs(want - y[m * ldy + n]) / std::sqrt(static_cast<double>(K)));
+    }
+    for (size_t n = N; n < ldy; ++n)
+      if (y[m * ldy + n] != -7.0f) return 1e30;  // wrote past N
+  }
+  return worst;
+}
+
 TEST(PackedGemmBf16, MatchesFloat64ReferenceOfBf16RoundedInputs) {
   EXPECT_EQ(roberta::kernels::to_bf16(1.0f), 0x3F80);
   EXPECT_EQ(roberta::kernels::to_bf16(1.00390625f), 0x3F80);  // halfway: to even
@@ -116,17 +133,7 @@ TEST(PackedGemmBf16, MatchesFloat64ReferenceOfBf16RoundedInputs) {
         const size_t ldy = N + 3;
         std::vector<float> y(M * ldy, -7.0f);
         roberta::kernels::packed_linear(y.data(), ldy, x.data(), packed, bias.data(), M);
-        double max_err = 0;
-        for (size_t m = 0; m < M; ++m) {
-          for (size_t n = 0; n < N; ++n) {
-            double want = bias[n];
-            for (size_t k = 0; k < K; ++k)
-              want += static_cast<double>(round_bf16(x[m * K + k])) * round_bf16(w[n * K + k]);
-            max_err = std::max(max_err, std::abs(want - y[m * ldy + n]) / std::sqrt(static_cast<double>(K)));
-          }
-          for (size_t n = N; n < ldy; ++n) ASSERT_EQ(y[m * ldy + n], -7.0f) << "wrote past N";
-        }
-        EXPECT_LT(max_err, 1e-5) << "M=" << M << " N=" << N << " K=" << K;
+        EXPECT_LT(bf16_error(y, x, w, bias, M, N, K, ldy), 1e-5) << "M=" << M << " N=" << N << " K=" << K;
       }
     }
   }
@@ -289,22 +296,6 @@ TEST(PackedGemmInt8, AmxTilesGiveTheirEmulationsResultsWhereTheCpuHasThem) {
     EXPECT_EQ(tiles, emulated) << "M=" << M << " N=" << N << " K=" << K;
     EXPECT_LT(c.error(tiles), 1e-5) << "M=" << M << " N=" << N << " K=" << K;
   }
-}
-
-// bf16: y against float64 of the bf16-rounded x and w (as PackedGemmBf16.MatchesFloat64Reference...).
-double bf16_error(const std::vector<float>& y, const std::vector<float>& x, const std::vector<float>& w,
-                  const std::vector<float>& bias, size_t M, size_t N, size_t K, size_t ldy) {
-  double worst = 0;
-  for (size_t m = 0; m < M; ++m) {
-    for (size_t n = 0; n < N; ++n) {
-      double want = bias[n];
-      for (size_t k = 0; k < K; ++k) want += static_cast<double>(round_bf16(x[m * K + k])) * round_bf16(w[n * K + k]);
-      worst = std::max(worst, std::abs(want - y[m * ldy + n]) / std::sqrt(static_cast<double>(K)));
-    }
-    for (size_t n = N; n < ldy; ++n)
-      if (y[m * ldy + n] != -7.0f) return 1e30;  // wrote past N
-  }
-  return worst;
 }
 
 TEST(PackedGemmBf16, AmxMatchesFloat64ReferenceOfBf16RoundedInputs) {

@@ -41,9 +41,10 @@ __attribute__((target("avx512f"))) inline __mmask16 columns_below(size_t cols, s
   return cols <= c0 ? 0 : cols >= c0 + 16 ? 0xFFFF : static_cast<__mmask16>((1u << (cols - c0)) - 1);
 }
 
-// int8: y = x_scale · w_scale · (sum - offset) (+ y's earlier slices) (+ bias), as int8_epilogue in
-// packed_gemm_int8.cpp.
-struct Int8Epilogue {
+// y = the block's sums (+ y's earlier slices) (+ bias), as the AVX-512 kernels' epilogues: int8
+// (offset set) dequantizes them first, x_scale · w_scale · (sum - offset) as int8_epilogue in
+// packed_gemm_int8.cpp; bf16 (offset null) takes the fp32 sums as they are.
+struct Epilogue {
   const int32_t* offset;
   const float *x_scale, *w_scale, *bias;
   bool first;
@@ -55,37 +56,14 @@ struct Int8Epilogue {
       const size_t c0 = col0 + h;
       const __mmask16 m = columns_below(cols, c0);
       if (!m) continue;
-      const __m512i o = _mm512_maskz_loadu_epi32(m, offset + c0);
-      const __m512 s = _mm512_maskz_loadu_ps(m, w_scale + c0);
+      const __m512i o = offset ? _mm512_maskz_loadu_epi32(m, offset + c0) : _mm512_setzero_si512();
+      const __m512 s = offset ? _mm512_maskz_loadu_ps(m, w_scale + c0) : _mm512_setzero_ps();
       const __m512 bv = bias ? _mm512_maskz_loadu_ps(m, bias + c0) : _mm512_setzero_ps();
       for (size_t r = 0; r < rows; ++r) {
         const __m512i sum = _mm512_load_si512(&acc.v[r][h]);
-        __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sum, o)),
-                                 _mm512_mul_ps(_mm512_set1_ps(x_scale[r0 + r]), s));
-        float* out = y + (r0 + r) * ldy + c0;
-        if (!first) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, out));
-        if (bias) v = _mm512_add_ps(v, bv);
-        _mm512_mask_storeu_ps(out, m, v);
-      }
-    }
-  }
-};
-
-// bf16: y = sum (+ y's earlier slices) (+ bias).
-struct Bf16Epilogue {
-  const float* bias;
-  bool first;
-  float* y;
-  size_t ldy, cols;
-  __attribute__((target("avx512f"))) void operator()(const Accumulators& acc, size_t r0, size_t rows,
-                                                     size_t col0) const {
-    for (size_t h = 0; h < 32; h += 16) {
-      const size_t c0 = col0 + h;
-      const __mmask16 m = columns_below(cols, c0);
-      if (!m) continue;
-      const __m512 bv = bias ? _mm512_maskz_loadu_ps(m, bias + c0) : _mm512_setzero_ps();
-      for (size_t r = 0; r < rows; ++r) {
-        __m512 v = _mm512_castsi512_ps(_mm512_load_si512(&acc.v[r][h]));
+        __m512 v = offset ? _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sum, o)),
+                                          _mm512_mul_ps(_mm512_set1_ps(x_scale[r0 + r]), s))
+                          : _mm512_castsi512_ps(sum);
         float* out = y + (r0 + r) * ldy + c0;
         if (!first) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, out));
         if (bias) v = _mm512_add_ps(v, bv);
@@ -98,7 +76,7 @@ struct Bf16Epilogue {
 // rows of x (k units [q0, q1), row stride ldx units) times a panel of kColumnTiles x 16 columns
 // (k unit q's row of the panel at panel + q * kPanelStride bytes), 32 x 32 blocks at a time:
 // tmm0-3 accumulate the block, tmm4-5 hold its two 16-row A tiles, tmm6-7 its two 16-column B tiles.
-template <class Tiles, bool kInt8, size_t kColumnTiles, size_t kPanelStride, class Epilogue>
+template <class Tiles, bool kInt8, size_t kColumnTiles, size_t kPanelStride>
 void amx_chunk(const uint32_t* x, size_t ldx, size_t rows, const uint8_t* panel, size_t q0, size_t q1,
                const Epilogue& epilogue) {
   static_assert(kColumnTiles % 2 == 0, "column tiles go in pairs");
@@ -178,7 +156,7 @@ void int8_amx(const uint32_t* xq, size_t ldq, size_t rows, const int8_t* panel, 
               const int32_t* offset, const float* x_scale, const float* w_scale, const float* bias, bool first,
               float* y, size_t ldy, size_t cols) {
   amx_chunk<Tiles, true, 4, 256>(xq, ldq, rows, reinterpret_cast<const uint8_t*>(panel), q0, q1,
-                                 Int8Epilogue{offset, x_scale, w_scale, bias, first, y, ldy, cols});
+                                 Epilogue{offset, x_scale, w_scale, bias, first, y, ldy, cols});
 }
 
 // bf16 panels: 32 columns (2 column tiles), 128 bytes per k pair (packed_gemm.h).
@@ -186,7 +164,7 @@ template <class Tiles>
 void bf16_amx(const uint32_t* xb, size_t ldx_pairs, size_t rows, const uint16_t* panel, size_t q0, size_t q1,
               const float* bias, bool first, float* y, size_t ldy, size_t cols) {
   amx_chunk<Tiles, false, 2, 128>(xb, ldx_pairs, rows, reinterpret_cast<const uint8_t*>(panel), q0, q1,
-                                  Bf16Epilogue{bias, first, y, ldy, cols});
+                                  Epilogue{nullptr, nullptr, nullptr, bias, first, y, ldy, cols});
 }
 
 }  // namespace

@@ -443,6 +443,20 @@ void attention_head_bf16(float* ctx, size_t ldc, const float* q, const float* k,
 // where the CPU has AMX (tests/kernels_test.cpp).
 constexpr size_t kAmxQueryRows = 16;
 
+// tmm0-3 (+)= the A tile tmm<A> (16 pairs of Q) times the B tiles of 16 key pairs x the panel's 64
+// keys at b (row stride b_stride bytes), 16 keys a tile.
+template <class Tiles, int A>
+void amx_score_step(const uint32_t* b, size_t b_stride) {
+  Tiles::template load<6>(b, b_stride);
+  Tiles::template load<7>(b + 16, b_stride);
+  Tiles::template dp_bf16<0, A, 6>();
+  Tiles::template dp_bf16<1, A, 7>();
+  Tiles::template load<6>(b + 32, b_stride);
+  Tiles::template load<7>(b + 48, b_stride);
+  Tiles::template dp_bf16<2, A, 6>();
+  Tiles::template dp_bf16<3, A, 7>();
+}
+
 template <class Tiles>
 ROBERTA_BF16_TARGET void attention_head_amx(float* ctx, size_t ldc, const float* q, const float* k, const float* v,
                                             size_t ld, size_t L, float scale) {
@@ -479,23 +493,8 @@ ROBERTA_BF16_TARGET void attention_head_amx(float* ctx, size_t ldc, const float*
       Tiles::template zero<1>();
       Tiles::template zero<2>();
       Tiles::template zero<3>();
-      Tiles::template load<6>(b, b_stride);
-      Tiles::template load<7>(b + 16, b_stride);
-      Tiles::template dp_bf16<0, 4, 6>();
-      Tiles::template dp_bf16<1, 4, 7>();
-      Tiles::template load<6>(b + 32, b_stride);
-      Tiles::template load<7>(b + 48, b_stride);
-      Tiles::template dp_bf16<2, 4, 6>();
-      Tiles::template dp_bf16<3, 4, 7>();
-      b += 16 * kKeyPanel;  // pairs 16 .. 31
-      Tiles::template load<6>(b, b_stride);
-      Tiles::template load<7>(b + 16, b_stride);
-      Tiles::template dp_bf16<0, 5, 6>();
-      Tiles::template dp_bf16<1, 5, 7>();
-      Tiles::template load<6>(b + 32, b_stride);
-      Tiles::template load<7>(b + 48, b_stride);
-      Tiles::template dp_bf16<2, 5, 6>();
-      Tiles::template dp_bf16<3, 5, 7>();
+      amx_score_step<Tiles, 4>(b, b_stride);                    // pairs 0 .. 15
+      amx_score_step<Tiles, 5>(b + 16 * kKeyPanel, b_stride);  // pairs 16 .. 31
       float* sp = s + p * kKeyPanel;
       Tiles::template store<0>(sp, s_stride);
       Tiles::template store<1>(sp + 16, s_stride);
