@@ -192,26 +192,33 @@ Outputs Model::forward(const Batch& batch, const ForwardOptions& options) const 
   const auto H = static_cast<size_t>(c.hidden_size), I = static_cast<size_t>(c.intermediate_size);
   // Per-thread buffers, kept for the next call only while small (util/scratch.h).
   thread_local std::vector<float> qkv, context, tmp, intermediate, normed, h_scales;
-  thread_local std::vector<uint32_t> h_quads;
+  thread_local std::vector<uint32_t> h_quads, h_pairs, i_pairs;
   const util::Scratch<float> qkv_s(qkv, T * 3 * H), context_s(context, T * H), tmp_s(tmp, T * H),
       intermediate_s(intermediate, T * I), normed_s(normed, m.final_norm ? T * H : 0);
   const bool quantized = !m.layers.empty() && m.layers[0].qkv.takes_quantized_input();
+  const bool bf16 = !m.layers.empty() && m.layers[0].qkv.takes_bf16_input();
   const util::Scratch<uint32_t> h_quads_s(h_quads, quantized ? T * ((H + 3) / 4) : 0);
   const util::Scratch<float> h_scales_s(h_scales, quantized ? T : 0);
+  const util::Scratch<uint32_t> h_pairs_s(h_pairs, bf16 ? T * ((H + 1) / 2) : 0),
+      i_pairs_s(i_pairs, bf16 ? T * ((I + 1) / 2) : 0);
   LayerWorkspace ws{qkv_s.data(), context_s.data(), tmp_s.data(), intermediate_s.data(), normed_s.data()};
   if (quantized) {
     ws.h_quads = h_quads_s.data();
     ws.h_scales = h_scales_s.data();
+  }
+  if (bf16) {
+    ws.h_pairs = h_pairs_s.data();
+    ws.i_pairs = i_pairs_s.data();
   }
 
   Outputs out;
   Matrix x(T, H);
   embeddings_forward(x, m.embeddings, batch, c);
   if (options.all_hidden_states) out.hidden_states.push_back(x);
-  bool x_quantized = false;  // int8: each layer quantizes its output for the next one's QKV product
+  bool x_converted = false;  // int8, bf16: each layer converts its output for the next one's QKV product
   for (size_t i = 0; i < m.layers.size(); ++i) {
-    x_quantized =
-        encoder_layer_forward(x, m.layers[i], batch, c, m.activation, ws, x_quantized, i + 1 < m.layers.size());
+    x_converted =
+        encoder_layer_forward(x, m.layers[i], batch, c, m.activation, ws, x_converted, i + 1 < m.layers.size());
     if (options.all_hidden_states) out.hidden_states.push_back(x);
   }
   // roberta-prelayernorm normalises the encoder's output; its hidden_states keep the value before.

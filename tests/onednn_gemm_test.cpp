@@ -68,21 +68,25 @@ TEST_P(OneDnnGemm, MatchesFloat64ReferenceOfRoundedInputs) {
                                                        : own_int8.dequantized(n, k);
             ASSERT_EQ(wd[n * K + k], want) << name(p) << " n=" << n << " k=" << k;
           }
-        std::vector<uint32_t> quads(M * ((K + 3) / 4));
+        std::vector<uint32_t> quads(M * ((K + 3) / 4)), pairs(M * ((K + 1) / 2));
         std::vector<float> xs(M);
         if (p == Precision::kInt8) roberta::kernels::quantize_rows(x.data(), M, K, quads.data(), xs.data());
+        if (p == Precision::kBF16) roberta::kernels::to_bf16_pairs(x.data(), M, K, pairs.data());
         // A dense y (ldy = N) with enough rows takes oneDNN's whole-row path (the product written
-        // straight into y); a strided one goes through the per-task tile. int8 also from x quantized
-        // beforehand (as a previous product's rows_done does).
-        for (const bool prequantized : {false, true})
+        // straight into y); a strided one goes through the per-task tile. int8 and bf16 also from x
+        // converted beforehand (as a previous product's rows_done does).
+        for (const bool preconverted : {false, true})
           for (const bool with_bias : {false, true})
             for (const bool dense : {false, true}) {
-              if (prequantized && p != Precision::kInt8) continue;
+              if (preconverted && p == Precision::kF32) continue;
               const size_t ldy = dense ? N : N + 3;
               std::vector<float> y(M * ldy, -7.0f);
-              if (prequantized)
+              if (preconverted && p == Precision::kInt8)
                 roberta::kernels::packed_linear(y.data(), ldy, roberta::kernels::QuantizedRows{quads.data(), xs.data()},
                                                 packed, with_bias ? bias.data() : nullptr, M);
+              else if (preconverted)
+                roberta::kernels::packed_linear(y.data(), ldy, roberta::kernels::Bf16Rows{pairs.data()}, packed,
+                                                with_bias ? bias.data() : nullptr, M);
               else
                 roberta::kernels::packed_linear(y.data(), ldy, x.data(), packed, with_bias ? bias.data() : nullptr, M);
               double max_err = 0;
@@ -110,7 +114,7 @@ TEST_P(OneDnnGemm, MatchesFloat64ReferenceOfRoundedInputs) {
                 for (size_t n = N; n < ldy; ++n) ASSERT_EQ(y[m * ldy + n], -7.0f) << "wrote past N";
               }
               EXPECT_LT(max_err, 1e-5) << name(p) << " M=" << M << " N=" << N << " K=" << K << " bias=" << with_bias
-                                       << " dense=" << dense << " prequantized=" << prequantized;
+                                       << " dense=" << dense << " preconverted=" << preconverted;
             }
       }
     }
@@ -149,9 +153,10 @@ TEST_P(OneDnnGemm, FusedActivationEqualsSeparatePass) {
   }
 }
 
-// rows_done sees each row once, final (activation applied), on the whole-row path (many rows, y
-// dense, N a multiple of 128: inside the tasks) and the tile path (after the product).
-TEST_P(OneDnnGemm, RowsDoneSeesEachFinalRowOnce) {
+// tiles_done and rows_done see each element / row once, final (activation applied), on the
+// whole-row path (many rows, y dense, N a multiple of 128: inside the tasks) and the tile path
+// (rows_done after the product), from fp32 x and, for bf16, from x rounded beforehand.
+TEST_P(OneDnnGemm, RowsDoneAndTilesDoneSeeFinalValuesOnce) {
   const Precision p = GetParam();
   std::mt19937 rng(13);
   std::normal_distribution<float> dist(0.0f, 1.0f);
@@ -159,8 +164,17 @@ TEST_P(OneDnnGemm, RowsDoneSeesEachFinalRowOnce) {
   std::vector<float> w(N * K);
   for (auto& v : w) v = dist(rng);
   SCOPED_TRACE(name(p));
-  expect_rows_done_sees_final_rows(OneDnnWeight(w.data(), N, K, p), N, K,
-                                   [](auto&&... args) { roberta::kernels::packed_linear(args...); });
+  const OneDnnWeight packed(w.data(), N, K, p);
+  expect_rows_done_sees_final_rows(packed, N, K, [](auto&&... args) { roberta::kernels::packed_linear(args...); });
+  if (p == Precision::kBF16)
+    expect_rows_done_sees_final_rows(packed, N, K,
+                                     [K](float* y, size_t ldy, const float* x, const auto& weight, const float* bias,
+                                         size_t M, auto act, auto rows_done, auto tiles_done) {
+                                       std::vector<uint32_t> pairs(M * ((K + 1) / 2));
+                                       roberta::kernels::to_bf16_pairs(x, M, K, pairs.data());
+                                       roberta::kernels::packed_linear(y, ldy, roberta::kernels::Bf16Rows{pairs.data()},
+                                                                       weight, bias, M, act, rows_done, tiles_done);
+                                     });
 }
 
 // Two threads multiplying with one weight at once (the server's and the library's case): both get

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <utility>
 
 #include "kernels/activations.h"
 #include "kernels/block_loop.h"
@@ -134,6 +135,15 @@ TEST(PackedGemmBf16, MatchesFloat64ReferenceOfBf16RoundedInputs) {
         std::vector<float> y(M * ldy, -7.0f);
         roberta::kernels::packed_linear(y.data(), ldy, x.data(), packed, bias.data(), M);
         EXPECT_LT(bf16_error(y, x, w, bias, M, N, K, ldy), 1e-5) << "M=" << M << " N=" << N << " K=" << K;
+        // From x rounded beforehand (as the op before does it, in its RowsDone / TilesDone): the same
+        // product, so the same bits.
+        std::vector<uint32_t> pairs(M * ((K + 1) / 2));
+        roberta::kernels::to_bf16_pairs(x.data(), M, K, pairs.data());
+        std::vector<float> from_pairs(M * ldy, -7.0f);
+        roberta::kernels::packed_linear(from_pairs.data(), ldy, roberta::kernels::Bf16Rows{pairs.data()}, packed,
+                                        bias.data(), M);
+        EXPECT_LT(bf16_error(from_pairs, x, w, bias, M, N, K, ldy), 1e-5) << "pairs, M=" << M << " N=" << N << " K=" << K;
+        EXPECT_EQ(from_pairs, y) << "M=" << M << " N=" << N << " K=" << K;
       }
     }
   }
@@ -324,8 +334,9 @@ TEST(PackedGemmBf16, AmxMatchesFloat64ReferenceOfBf16RoundedInputs) {
   if (!amx_here()) std::printf("  no AMX tiles here (or ROBERTA_ISA below amx): only the emulation ran\n");
 }
 
-// rows_done sees each row of y once, final, on every kernel (rows_done_check.h).
-TEST(PackedGemm, RowsDoneSeesEachFinalRowOnce) {
+// tiles_done and rows_done see each element / row of y once, final, on every kernel, from fp32 x
+// and from x converted beforehand (rows_done_check.h).
+TEST(PackedGemm, RowsDoneAndTilesDoneSeeFinalValuesOnce) {
   std::mt19937 rng(12);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   const size_t N = 768, K = 300;
@@ -335,6 +346,52 @@ TEST(PackedGemm, RowsDoneSeesEachFinalRowOnce) {
   expect_rows_done_sees_final_rows(roberta::kernels::PackedWeight(w.data(), N, K), N, K, apply);
   expect_rows_done_sees_final_rows(roberta::kernels::PackedWeightBf16(w.data(), N, K), N, K, apply);
   expect_rows_done_sees_final_rows(roberta::kernels::PackedWeightInt8(w.data(), N, K), N, K, apply);
+  const auto from_pairs = [K](float* y, size_t ldy, const float* x, const auto& packed, const float* bias, size_t M,
+                              auto act, auto rows_done, auto tiles_done) {
+    std::vector<uint32_t> pairs(M * ((K + 1) / 2));
+    roberta::kernels::to_bf16_pairs(x, M, K, pairs.data());
+    roberta::kernels::packed_linear(y, ldy, roberta::kernels::Bf16Rows{pairs.data()}, packed, bias, M, act, rows_done,
+                                    tiles_done);
+  };
+  expect_rows_done_sees_final_rows(roberta::kernels::PackedWeightBf16(w.data(), N, K), N, K, from_pairs);
+  const auto from_quads = [K](float* y, size_t ldy, const float* x, const auto& packed, const float* bias, size_t M,
+                              auto act, auto rows_done, auto tiles_done) {
+    std::vector<uint32_t> quads(M * ((K + 3) / 4));
+    std::vector<float> scales(M);
+    roberta::kernels::quantize_rows(x, M, K, quads.data(), scales.data());
+    roberta::kernels::packed_linear(y, ldy, roberta::kernels::QuantizedRows{quads.data(), scales.data()}, packed, bias,
+                                    M, act, rows_done, tiles_done);
+  };
+  expect_rows_done_sees_final_rows(roberta::kernels::PackedWeightInt8(w.data(), N, K), N, K, from_quads);
+}
+
+// to_bf16_pairs on a block of a larger matrix (a tile of columns [c0, c0 + k), c0 even): each
+// element rounded as to_bf16 (checked against torch's rounding above), k padded with a zero to an
+// even count, nothing outside the block written, on every ISA this CPU allows (CTest runs this
+// binary capped too).
+TEST(PackedGemmBf16, StridedPairsAreEachElementRoundedAndNothingElse) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist(0.0f, 3.0f);
+  const size_t rows = 7, cols = 101, ldp = 60;  // pairs per row of the destination, past (cols + 1) / 2
+  std::vector<float> x(rows * cols);
+  for (auto& v : x) v = dist(rng);
+  for (const auto& [c0, k] : {std::pair<size_t, size_t>{0, 101}, {0, 32}, {32, 45}, {64, 37}, {100, 1}, {2, 16}}) {
+    SCOPED_TRACE(::testing::Message() << "c0 " << c0 << " k " << k);
+    std::vector<uint32_t> pairs(rows * ldp, 0xDEADBEEFu);
+    roberta::kernels::to_bf16_pairs(x.data() + c0, cols, rows, k, pairs.data() + c0 / 2, ldp);
+    for (size_t r = 0; r < rows; ++r)
+      for (size_t q = 0; q < ldp; ++q) {
+        const uint32_t got = pairs[r * ldp + q];
+        const size_t i = 2 * q;  // the row's element in the pair's low half
+        if (i < c0 || i >= c0 + k) {
+          ASSERT_EQ(got, 0xDEADBEEFu) << "wrote outside the block at row " << r << " pair " << q;
+          continue;
+        }
+        const uint32_t lo = roberta::kernels::to_bf16(x[r * cols + i]);
+        const uint32_t hi = i + 1 < c0 + k ? roberta::kernels::to_bf16(x[r * cols + i + 1]) : 0;
+        ASSERT_EQ(got, lo | hi << 16) << "row " << r << " pair " << q;
+      }
+  }
 }
 
 }  // namespace

@@ -106,11 +106,15 @@ OneDnnWeight::OneDnnWeight(const float*, size_t, size_t, Precision) {
 size_t OneDnnWeight::bytes() const { return 0; }
 std::vector<float> OneDnnWeight::dequantized() const { return {}; }
 void packed_linear(float*, size_t, const float*, const OneDnnWeight&, const float*, size_t, Activation,
-                   const RowsDone*) {
+                   const RowsDone*, const TilesDone*) {
   throw Error("this build has no oneDNN");
 }
 void packed_linear(float*, size_t, const QuantizedRows&, const OneDnnWeight&, const float*, size_t, Activation,
-                   const RowsDone*) {
+                   const RowsDone*, const TilesDone*) {
+  throw Error("this build has no oneDNN");
+}
+void packed_linear(float*, size_t, const Bf16Rows&, const OneDnnWeight&, const float*, size_t, Activation,
+                   const RowsDone*, const TilesDone*) {
   throw Error("this build has no oneDNN");
 }
 std::string onednn_implementation(const OneDnnWeight&, size_t) { return ""; }
@@ -500,10 +504,11 @@ constexpr size_t kMinRowsPerThread = 64;
 // dequantized in place; no tile and no copy (the copy from the tile took ~4% of a bf16 forward
 // pass of 8 x 128 tokens on the Zen 4). The band count is a multiple of the thread count, bands
 // have at most kBandRows rows. x is already converted (xc, xs) unless fp32. Returns false, having
-// done nothing, where oneDNN's layout does not let one call take all the parts. rows_done (may be
-// null) runs on each band once it is final.
+// done nothing, where oneDNN's layout does not let one call take all the parts. The activation and
+// tiles_done (may be null) go over a band a few rows at a time (tiles of whole rows), while they
+// are in L1; rows_done (may be null) runs on each band once it is final.
 bool whole_rows_product(float* y, const float* x, const OneDnnWeight& w, const float* bias, size_t M, Activation act,
-                        const uint32_t* xc, const float* xs, const RowsDone* rows_done) {
+                        const uint32_t* xc, const float* xs, const RowsDone* rows_done, const TilesDone* tiles_done) {
   const size_t N = w.n(), K = w.k();
   const Precision p = w.precision();
   const OneDnnWeight::Impl& impl = w.impl();
@@ -527,7 +532,14 @@ bool whole_rows_product(float* y, const float* x, const OneDnnWeight& w, const f
     if (p == Precision::kInt8)  // the int32 sums become floats in place, element by element
       dequantize_avx512(out, N, reinterpret_cast<const int32_t*>(out), impl.offsets.data(), xs + m0,
                         impl.scales.data(), bias, rows, N);
-    if (act != Activation::kLinear) activation_rows(out, N, rows, N, act);
+    if (act != Activation::kLinear || tiles_done) {
+      const size_t step = std::max<size_t>(1, 8192 / N);  // rows of ~32 KB
+      for (size_t r0 = 0; r0 < rows; r0 += step) {
+        const size_t r1 = std::min(rows, r0 + step);
+        if (act != Activation::kLinear) activation_rows(out + r0 * N, N, r1 - r0, N, act);
+        if (tiles_done) (*tiles_done)(m0 + r0, m0 + r1, 0, N);
+      }
+    }
     if (rows_done) (*rows_done)(m0, m0 + rows);
   });
   return true;
@@ -540,7 +552,7 @@ namespace {
 // y = act(product + bias) from x in the product's precision: x itself (fp32), or xc: bf16 pairs
 // (M, ldx / 2) or int8 quads (M, ldx / 4) with per-row scales xs.
 void product(float* y, size_t ldy, const float* x, const uint32_t* xc, const float* xs, const OneDnnWeight& w,
-             const float* bias, size_t M, Activation act, const RowsDone* rows_done) {
+             const float* bias, size_t M, Activation act, const RowsDone* rows_done, const TilesDone* tiles_done) {
   const size_t N = w.n(), K = w.k();
   const Precision p = w.precision();
   const OneDnnWeight::Impl& impl = w.impl();
@@ -552,7 +564,7 @@ void product(float* y, size_t ldy, const float* x, const uint32_t* xc, const flo
   const size_t threads = pool.num_threads();
   const bool avx512 = usable_isa() >= Isa::kAvx512;
   if (ldy == N && N % OneDnnWeight::kPartColumns == 0 && M >= kMinRowsPerThread * threads &&
-      (p != Precision::kInt8 || avx512) && whole_rows_product(y, x, w, bias, M, act, xc, xs, rows_done))
+      (p != Precision::kInt8 || avx512) && whole_rows_product(y, x, w, bias, M, act, xc, xs, rows_done, tiles_done))
     return;
   const size_t bands = (M + kBandRows - 1) / kBandRows, band_rows = (M + bands - 1) / bands;
   // Consecutive full parts are taken together, `group` at a time, where oneDNN's layout allows it
@@ -594,6 +606,7 @@ void product(float* y, size_t ldy, const float* x, const uint32_t* xc, const flo
       (avx512 ? add_bias_avx512 : add_bias_portable)(out, ldy, tile.data(), b, rows, cols);
     }
     if (act != Activation::kLinear) activation_rows(out, ldy, rows, cols, act);
+    if (tiles_done) (*tiles_done)(m0, m0 + rows, c0, c0 + cols);
   });
   if (rows_done) rows_done_after(M, N, *rows_done);
 }
@@ -601,7 +614,7 @@ void product(float* y, size_t ldy, const float* x, const uint32_t* xc, const flo
 }  // namespace
 
 void packed_linear(float* y, size_t ldy, const float* x, const OneDnnWeight& w, const float* bias, size_t M,
-                   Activation act, const RowsDone* rows_done) {
+                   Activation act, const RowsDone* rows_done, const TilesDone* tiles_done) {
   const size_t N = w.n(), K = w.k();
   if (M == 0 || N == 0) return;
   const Precision p = w.precision();
@@ -624,15 +637,23 @@ void packed_linear(float* y, size_t ldy, const float* x, const OneDnnWeight& w, 
         quantize_rows(x + m0 * K, rows, K, xc + m0 * ldx / 4, xs + m0);
     });
   }
-  product(y, ldy, x, xc, xs, w, bias, M, act, rows_done);
+  product(y, ldy, x, xc, xs, w, bias, M, act, rows_done, tiles_done);
 }
 
 void packed_linear(float* y, size_t ldy, const QuantizedRows& x, const OneDnnWeight& w, const float* bias, size_t M,
-                   Activation act, const RowsDone* rows_done) {
+                   Activation act, const RowsDone* rows_done, const TilesDone* tiles_done) {
   if (w.precision() != Precision::kInt8) throw Error("quantized input given to a product whose weights are not int8");
   if (M == 0 || w.n() == 0) return;
   // quantize_rows's quads are oneDNN's u8 source rows: k padded to a multiple of 4 (source_stride).
-  product(y, ldy, nullptr, x.quads, x.scales, w, bias, M, act, rows_done);
+  product(y, ldy, nullptr, x.quads, x.scales, w, bias, M, act, rows_done, tiles_done);
+}
+
+void packed_linear(float* y, size_t ldy, const Bf16Rows& x, const OneDnnWeight& w, const float* bias, size_t M,
+                   Activation act, const RowsDone* rows_done, const TilesDone* tiles_done) {
+  if (w.precision() != Precision::kBF16) throw Error("bf16 input given to a product whose weights are not bf16");
+  if (M == 0 || w.n() == 0) return;
+  // to_bf16_pairs's pairs are oneDNN's bf16 source rows: k padded to an even count (source_stride).
+  product(y, ldy, nullptr, x.pairs, nullptr, w, bias, M, act, rows_done, tiles_done);
 }
 
 #endif  // ROBERTA_WITH_ONEDNN

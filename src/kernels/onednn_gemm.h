@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "activation.h"
+#include "packed_gemm.h"
 #include "packed_gemm_int8.h"
 #include "rows_done.h"
 
@@ -82,12 +83,19 @@ class OneDnnWeight {
 };
 
 // y (M, N) with row stride ldy = act(x (M, K) · Wᵀ (+ bias[N] when bias is not null)); rows_done
-// as for packed_linear in packed_gemm.h (inside the tasks on the whole-row path).
+// and tiles_done as for packed_linear in packed_gemm.h (inside the tasks on the whole-row path,
+// where the tiles are rows).
 void packed_linear(float* y, size_t ldy, const float* x, const OneDnnWeight& w, const float* bias, size_t M,
-                   Activation act = Activation::kLinear, const RowsDone* rows_done = nullptr);
+                   Activation act = Activation::kLinear, const RowsDone* rows_done = nullptr,
+                   const TilesDone* tiles_done = nullptr);
 // The same from x already quantized by quantize_rows (packed_gemm_int8.h); int8 weights only.
 void packed_linear(float* y, size_t ldy, const QuantizedRows& x, const OneDnnWeight& w, const float* bias, size_t M,
-                   Activation act = Activation::kLinear, const RowsDone* rows_done = nullptr);
+                   Activation act = Activation::kLinear, const RowsDone* rows_done = nullptr,
+                   const TilesDone* tiles_done = nullptr);
+// The same from x already rounded to bf16 by to_bf16_pairs (packed_gemm.h); bf16 weights only.
+void packed_linear(float* y, size_t ldy, const Bf16Rows& x, const OneDnnWeight& w, const float* bias, size_t M,
+                   Activation act = Activation::kLinear, const RowsDone* rows_done = nullptr,
+                   const TilesDone* tiles_done = nullptr);
 
 // The implementation oneDNN picked for a band of `rows` rows of this weight's first part (e.g.
 // "brg:avx512_core_bf16"), for tests and `roberta info`.

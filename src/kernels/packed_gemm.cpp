@@ -236,7 +236,7 @@ const Kernel& kernel() {
 const char* packed_gemm_isa() { return kernel().isa; }
 
 void packed_linear(float* y, size_t ldy, const float* x, const PackedWeight& w, const float* bias, size_t M,
-                   Activation act, const RowsDone* rows_done) {
+                   Activation act, const RowsDone* rows_done, const TilesDone* tiles_done) {
   const size_t K = w.k(), N = w.n();
   if (M == 0 || N == 0) return;
   const Kernel& kern = kernel();
@@ -249,6 +249,7 @@ void packed_linear(float* y, size_t ldy, const float* x, const PackedWeight& w, 
       },
       [&](size_t m0, size_t m1, size_t c0, size_t c1) {
         if (act != Activation::kLinear) activation_rows(y + m0 * ldy + c0, ldy, m1 - m0, c1 - c0, act);
+        if (tiles_done) (*tiles_done)(m0, m1, c0, c1);
       },
       kPanelColumns, rows_done);
 }
@@ -307,13 +308,14 @@ void bf16_block_portable(const uint32_t* xb, size_t ldx_pairs, size_t rows, cons
     for (size_t j = 0; j < cols; ++j) y[r * ldy + j] = bias ? acc[r][j] + bias[j] : acc[r][j];
 }
 
-// x (rows, k) -> bf16 pairs (rows, k_pairs), k padded with a zero to an even count.
-void to_bf16_pairs_portable(const float* x, size_t rows, size_t k, uint32_t* out) {
+// x (rows, k), row stride ldx -> bf16 pairs (rows, (k + 1) / 2), row stride ldp; k padded with a
+// zero to an even count.
+void to_bf16_pairs_portable(const float* x, size_t ldx, size_t rows, size_t k, uint32_t* out, size_t ldp) {
   const size_t q = (k + 1) / 2;
   for (size_t m = 0; m < rows; ++m) {
-    uint32_t* dst = out + m * q;
+    uint32_t* dst = out + m * ldp;
     std::fill_n(dst, q, 0u);
-    for (size_t i = 0; i < k; ++i) dst[i / 2] |= static_cast<uint32_t>(to_bf16(x[m * k + i])) << (16 * (i % 2));
+    for (size_t i = 0; i < k; ++i) dst[i / 2] |= static_cast<uint32_t>(to_bf16(x[m * ldx + i])) << (16 * (i % 2));
   }
 }
 
@@ -364,12 +366,11 @@ __attribute__((target("avx512f,avx512bf16"), flatten)) void bf16_blocks_avx512(c
 }
 
 // vcvtneps2bf16 rounds to nearest even as to_bf16 does (NaN stays NaN; denormals become zero).
-__attribute__((target("avx512f,avx512bf16"))) void to_bf16_pairs_avx512(const float* x, size_t rows, size_t k,
-                                                                        uint32_t* out) {
-  const size_t q = (k + 1) / 2;
+__attribute__((target("avx512f,avx512bf16"))) void to_bf16_pairs_avx512(const float* x, size_t ldx, size_t rows,
+                                                                        size_t k, uint32_t* out, size_t ldp) {
   for (size_t m = 0; m < rows; ++m) {
-    const float* src = x + m * k;
-    uint16_t* dst = reinterpret_cast<uint16_t*>(out + m * q);
+    const float* src = x + m * ldx;
+    uint16_t* dst = reinterpret_cast<uint16_t*>(out + m * ldp);
     size_t i = 0;
     for (; i + 16 <= k; i += 16)
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(src + i)));
@@ -381,7 +382,7 @@ __attribute__((target("avx512f,avx512bf16"))) void to_bf16_pairs_avx512(const fl
 
 struct Bf16Kernel {
   BlockFn<uint32_t, uint16_t> fn;
-  void (*convert)(const float* x, size_t rows, size_t k, uint32_t* out);
+  void (*convert)(const float* x, size_t ldx, size_t rows, size_t k, uint32_t* out, size_t ldp);
   size_t block_rows;  // for_each_block's row blocks: the register block (AVX-512), an A tile (AMX)
   const char* name;
 };
@@ -413,24 +414,21 @@ bool has_bf16_instructions() {
 #endif
 }
 
-void to_bf16_pairs(const float* x, size_t rows, size_t k, uint32_t* pairs) { bf16_kernel().convert(x, rows, k, pairs); }
+void to_bf16_pairs(const float* x, size_t rows, size_t k, uint32_t* pairs) {
+  bf16_kernel().convert(x, k, rows, k, pairs, (k + 1) / 2);
+}
+
+void to_bf16_pairs(const float* x, size_t ldx, size_t rows, size_t k, uint32_t* pairs, size_t ldp) {
+  bf16_kernel().convert(x, ldx, rows, k, pairs, ldp);
+}
 
 namespace {
-void packed_linear_with(BlockFn<uint32_t, uint16_t> fn, size_t block_rows, float* y, size_t ldy, const float* x,
+// The product from x already rounded: pairs (M, w.k_pairs()).
+void packed_linear_with(BlockFn<uint32_t, uint16_t> fn, size_t block_rows, float* y, size_t ldy, const uint32_t* xp,
                         const PackedWeightBf16& w, const float* bias, size_t M, Activation act,
-                        const RowsDone* rows_done) {
-  const size_t K = w.k(), N = w.n(), Q = w.k_pairs();
+                        const RowsDone* rows_done, const TilesDone* tiles_done) {
+  const size_t N = w.n(), Q = w.k_pairs();
   if (M == 0 || N == 0) return;
-  const Bf16Kernel& kern = bf16_kernel();
-  // x rounded to bf16 once per call, rows split over the pool when there are many.
-  thread_local std::vector<uint32_t> xb_buffer;  // the caller's; the pool's threads see it through xp
-  const util::Scratch<uint32_t> xb(xb_buffer, M * Q);
-  uint32_t* xp = xb.data();
-  constexpr size_t kConvertRows = 64;
-  ThreadPool::global()->parallel_for((M + kConvertRows - 1) / kConvertRows, [&](size_t t) {
-    const size_t m0 = t * kConvertRows, rows = std::min(kConvertRows, M - m0);
-    kern.convert(x + m0 * K, rows, K, xp + m0 * Q);
-  });
   for_each_block(
       M, N, Q, depth_slice(Q, kMaxDepth / 2), block_rows,
       [&](size_t r, size_t rows, size_t p, size_t q0, size_t q1) {
@@ -440,20 +438,45 @@ void packed_linear_with(BlockFn<uint32_t, uint16_t> fn, size_t block_rows, float
       },
       [&](size_t m0, size_t m1, size_t c0, size_t c1) {
         if (act != Activation::kLinear) activation_rows(y + m0 * ldy + c0, ldy, m1 - m0, c1 - c0, act);
+        if (tiles_done) (*tiles_done)(m0, m1, c0, c1);
       },
       kPanelColumns, rows_done);
+}
+
+// The same from fp32 x, rounded to bf16 once per call (rows split over the pool when there are many).
+void packed_linear_with(BlockFn<uint32_t, uint16_t> fn, size_t block_rows, float* y, size_t ldy, const float* x,
+                        const PackedWeightBf16& w, const float* bias, size_t M, Activation act,
+                        const RowsDone* rows_done, const TilesDone* tiles_done) {
+  const size_t K = w.k(), N = w.n(), Q = w.k_pairs();
+  if (M == 0 || N == 0) return;
+  thread_local std::vector<uint32_t> xb_buffer;  // the caller's; the pool's threads see it through xp
+  const util::Scratch<uint32_t> xb(xb_buffer, M * Q);
+  uint32_t* xp = xb.data();
+  constexpr size_t kConvertRows = 64;
+  ThreadPool::global()->parallel_for((M + kConvertRows - 1) / kConvertRows, [&](size_t t) {
+    const size_t m0 = t * kConvertRows, rows = std::min(kConvertRows, M - m0);
+    to_bf16_pairs(x + m0 * K, rows, K, xp + m0 * Q);
+  });
+  packed_linear_with(fn, block_rows, y, ldy, xp, w, bias, M, act, rows_done, tiles_done);
 }
 }  // namespace
 
 void packed_linear(float* y, size_t ldy, const float* x, const PackedWeightBf16& w, const float* bias, size_t M,
-                   Activation act, const RowsDone* rows_done) {
+                   Activation act, const RowsDone* rows_done, const TilesDone* tiles_done) {
   const Bf16Kernel& kern = bf16_kernel();
-  packed_linear_with(kern.fn, kern.block_rows, y, ldy, x, w, bias, M, act, rows_done);
+  packed_linear_with(kern.fn, kern.block_rows, y, ldy, x, w, bias, M, act, rows_done, tiles_done);
+}
+
+void packed_linear(float* y, size_t ldy, const Bf16Rows& x, const PackedWeightBf16& w, const float* bias, size_t M,
+                   Activation act, const RowsDone* rows_done, const TilesDone* tiles_done) {
+  const Bf16Kernel& kern = bf16_kernel();
+  packed_linear_with(kern.fn, kern.block_rows, y, ldy, x.pairs, w, bias, M, act, rows_done, tiles_done);
 }
 
 void packed_linear_amx_emulated(float* y, size_t ldy, const float* x, const PackedWeightBf16& w, const float* bias,
                                 size_t M) {
-  packed_linear_with(bf16_block_amx_emulated, kAmxBlockRows, y, ldy, x, w, bias, M, Activation::kLinear, nullptr);
+  packed_linear_with(bf16_block_amx_emulated, kAmxBlockRows, y, ldy, x, w, bias, M, Activation::kLinear, nullptr,
+                     nullptr);
 }
 
 }  // namespace roberta::kernels

@@ -69,16 +69,32 @@ uint16_t to_bf16(float f);
 // x (rows, k) rounded as to_bf16 does, into pairs (rows, (k + 1) / 2): the element 2i in the low
 // half of pair i, k padded with a zero to an even count. Vectorised where the CPU allows.
 void to_bf16_pairs(const float* x, size_t rows, size_t k, uint32_t* pairs);
+// The same on a block of a larger matrix: x with row stride ldx, pairs with row stride ldp (in
+// pairs); e.g. a tile of columns [c0, c0 + k) (c0 even) into pairs + c0 / 2.
+void to_bf16_pairs(const float* x, size_t ldx, size_t rows, size_t k, uint32_t* pairs, size_t ldp);
+
+// x already rounded to bf16 by to_bf16_pairs, e.g. by the op before while its rows were in cache
+// (a RowsDone or TilesDone), so that the product needs no pass of its own: pairs (M, (K + 1) / 2).
+struct Bf16Rows {
+  const uint32_t* pairs;
+};
 
 // y (M, N) with row stride ldy = act(x (M, K) · Wᵀ (+ bias[N] when bias is not null)); the
-// activation is applied to each tile while it is still in cache. rows_done (may be null) is called
+// activation is applied to each tile while it is still in cache. tiles_done (may be null) is then
+// called on each finished tile, in the task that computed it. rows_done (may be null) is called
 // on every row of y once it is final: by the tasks that computed whole rows, where there are enough
 // rows for each thread to take whole rows (for_each_block), else after the product.
 void packed_linear(float* y, size_t ldy, const float* x, const PackedWeight& w, const float* bias, size_t M,
-                   Activation act = Activation::kLinear, const RowsDone* rows_done = nullptr);
+                   Activation act = Activation::kLinear, const RowsDone* rows_done = nullptr,
+                   const TilesDone* tiles_done = nullptr);
 // The same with bf16 weights: x is rounded to bf16, products are summed in fp32.
 void packed_linear(float* y, size_t ldy, const float* x, const PackedWeightBf16& w, const float* bias, size_t M,
-                   Activation act = Activation::kLinear, const RowsDone* rows_done = nullptr);
+                   Activation act = Activation::kLinear, const RowsDone* rows_done = nullptr,
+                   const TilesDone* tiles_done = nullptr);
+// The same from x already rounded (the same results, bit for bit).
+void packed_linear(float* y, size_t ldy, const Bf16Rows& x, const PackedWeightBf16& w, const float* bias, size_t M,
+                   Activation act = Activation::kLinear, const RowsDone* rows_done = nullptr,
+                   const TilesDone* tiles_done = nullptr);
 
 // For tests: the bf16 product through the AMX kernel with every tile instruction emulated in C++
 // (amx_gemm.h), on any CPU with AVX-512 (x is rounded to bf16 by this CPU's conversion).

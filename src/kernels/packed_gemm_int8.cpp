@@ -279,7 +279,7 @@ void quantize_rows(const float* x, size_t rows, size_t k, uint32_t* quads, float
 }
 
 void packed_linear(float* y, size_t ldy, const float* x, const PackedWeightInt8& w, const float* bias, size_t M,
-                   Activation act, const RowsDone* rows_done) {
+                   Activation act, const RowsDone* rows_done, const TilesDone* tiles_done) {
   const size_t K = w.k(), N = w.n(), Q = w.k_quads();
   if (M == 0 || N == 0) return;
   const Int8Kernel& kern = int8_kernel();
@@ -295,13 +295,13 @@ void packed_linear(float* y, size_t ldy, const float* x, const PackedWeightInt8&
     const size_t m0 = t * kConvertRows, rows = std::min(kConvertRows, M - m0);
     kern.quantize(x + m0 * K, rows, K, xp + m0 * Q, sp + m0);
   });
-  packed_linear(y, ldy, QuantizedRows{xp, sp}, w, bias, M, act, rows_done);
+  packed_linear(y, ldy, QuantizedRows{xp, sp}, w, bias, M, act, rows_done, tiles_done);
 }
 
 namespace {
 void packed_linear_with(const Int8BlockFn fn, size_t block_rows, float* y, size_t ldy, const QuantizedRows& x,
                         const PackedWeightInt8& w, const float* bias, size_t M, Activation act,
-                        const RowsDone* rows_done) {
+                        const RowsDone* rows_done, const TilesDone* tiles_done) {
   const size_t N = w.n(), Q = w.k_quads();
   if (M == 0 || N == 0) return;
   const uint32_t* xp = x.quads;
@@ -316,20 +316,22 @@ void packed_linear_with(const Int8BlockFn fn, size_t block_rows, float* y, size_
       },
       [&](size_t m0, size_t m1, size_t c0, size_t c1) {
         if (act != Activation::kLinear) activation_rows(y + m0 * ldy + c0, ldy, m1 - m0, c1 - c0, act);
+        if (tiles_done) (*tiles_done)(m0, m1, c0, c1);
       },
       kCols, rows_done);
 }
 }  // namespace
 
 void packed_linear(float* y, size_t ldy, const QuantizedRows& x, const PackedWeightInt8& w, const float* bias,
-                   size_t M, Activation act, const RowsDone* rows_done) {
+                   size_t M, Activation act, const RowsDone* rows_done, const TilesDone* tiles_done) {
   const Int8Kernel& kern = int8_kernel();
-  packed_linear_with(kern.fn, kern.block_rows, y, ldy, x, w, bias, M, act, rows_done);
+  packed_linear_with(kern.fn, kern.block_rows, y, ldy, x, w, bias, M, act, rows_done, tiles_done);
 }
 
 void packed_linear_amx_emulated(float* y, size_t ldy, const QuantizedRows& x, const PackedWeightInt8& w,
                                 const float* bias, size_t M) {
-  packed_linear_with(int8_block_amx_emulated, kAmxBlockRows, y, ldy, x, w, bias, M, Activation::kLinear, nullptr);
+  packed_linear_with(int8_block_amx_emulated, kAmxBlockRows, y, ldy, x, w, bias, M, Activation::kLinear, nullptr,
+                     nullptr);
 }
 
 }  // namespace roberta::kernels

@@ -65,9 +65,10 @@ float quantize_weight_row(const float* w, size_t k, int8_t* q);
 void quantize_rows(const float* x, size_t rows, size_t k, uint32_t* quads, float* scale);
 
 // y (M, N) with row stride ldy = act(dequantized product + bias), x quantized on the fly; rows_done
-// as for packed_linear in packed_gemm.h.
+// and tiles_done as for packed_linear in packed_gemm.h.
 void packed_linear(float* y, size_t ldy, const float* x, const PackedWeightInt8& w, const float* bias, size_t M,
-                   Activation act = Activation::kLinear, const RowsDone* rows_done = nullptr);
+                   Activation act = Activation::kLinear, const RowsDone* rows_done = nullptr,
+                   const TilesDone* tiles_done = nullptr);
 
 // x already quantized by quantize_rows, e.g. by the rows_done of the product before (the rows
 // still in cache, and no pass of its own): quads (M, w.k_quads()) and scales (M).
@@ -76,7 +77,8 @@ struct QuantizedRows {
   const float* scales;
 };
 void packed_linear(float* y, size_t ldy, const QuantizedRows& x, const PackedWeightInt8& w, const float* bias,
-                   size_t M, Activation act = Activation::kLinear, const RowsDone* rows_done = nullptr);
+                   size_t M, Activation act = Activation::kLinear, const RowsDone* rows_done = nullptr,
+                   const TilesDone* tiles_done = nullptr);
 
 // For tests: the same product through the AMX kernel with every tile instruction emulated in C++
 // (amx_gemm.h), on any CPU with AVX-512.

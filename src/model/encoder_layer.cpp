@@ -26,7 +26,7 @@ EncoderLayer load_encoder_layer(const WeightScope& s, const ModelConfig& c) {
 }
 
 bool encoder_layer_forward(Matrix& x, const EncoderLayer& L, const Batch& batch, const ModelConfig& c,
-                           kernels::Activation act, const LayerWorkspace& ws, bool x_quantized, bool quantize_x) {
+                           kernels::Activation act, const LayerWorkspace& ws, bool x_converted, bool convert_x) {
   const size_t T = x.rows;
   const auto H = static_cast<size_t>(c.hidden_size), I = static_cast<size_t>(c.intermediate_size);
   const auto heads = static_cast<size_t>(c.num_attention_heads), d = static_cast<size_t>(c.head_size());
@@ -45,41 +45,67 @@ bool encoder_layer_forward(Matrix& x, const EncoderLayer& L, const Batch& batch,
     for (size_t i = 0; i < T * H; ++i) h[i] = ws.tmp[i] + h[i];
     return false;
   }
-  // Where the products take int8 input, x is quantized by the product before (RowsDone below) for
-  // the QKV and the intermediate products, not in a pass of their own.
-  const bool quantized = ws.h_quads && L.qkv.takes_quantized_input() && L.intermediate.takes_quantized_input();
-  const size_t hq = (H + 3) / 4;
+  // Where the products take int8 or bf16 input, x is converted to it by the product before
+  // (RowsDone below) for the QKV and the intermediate products, not in a pass of their own; in bf16
+  // also act(intermediate), tile by tile in the intermediate product (TilesDone), for the output
+  // product. The products see the same values either way: outputs are the same bit for bit.
+  enum class Input { kF32, kInt8, kBf16 };
+  const Input input = ws.h_quads && L.qkv.takes_quantized_input() && L.intermediate.takes_quantized_input() ? Input::kInt8
+                      : ws.h_pairs && ws.i_pairs && L.qkv.takes_bf16_input() && L.intermediate.takes_bf16_input() &&
+                              L.output.takes_bf16_input()
+                          ? Input::kBf16
+                          : Input::kF32;
+  const size_t hq = (H + 3) / 4, hp = (H + 1) / 2, ip = (I + 1) / 2;
+  // y = act(x · Wᵀ + b) with x converted where the layer before left it so (x_converted) or where
+  // attn_done did.
+  const auto apply_to_x = [&](const PackedLinear& linear, float* y, size_t ldy, kernels::Activation a, bool converted,
+                              const kernels::TilesDone* tiles_done) {
+    if (converted && input == Input::kInt8)
+      linear.apply(y, ldy, kernels::QuantizedRows{ws.h_quads, ws.h_scales}, T, a, nullptr, tiles_done);
+    else if (converted && input == Input::kBf16)
+      linear.apply(y, ldy, kernels::Bf16Rows{ws.h_pairs}, T, a, nullptr, tiles_done);
+    else
+      linear.apply(y, ldy, h, T, a, nullptr, tiles_done);
+  };
+  const auto convert_x_rows = [&](size_t m0, size_t m1) {
+    if (input == Input::kInt8)
+      kernels::quantize_rows(h + m0 * H, m1 - m0, H, ws.h_quads + m0 * hq, ws.h_scales + m0);
+    else if (input == Input::kBf16)
+      kernels::to_bf16_pairs(h + m0 * H, m1 - m0, H, ws.h_pairs + m0 * hp);
+  };
   // attention: x = LayerNorm(x + dense(softmax(Q Kᵀ / sqrt(d)) V))
-  if (quantized && x_quantized)
-    L.qkv.apply(ws.qkv, 3 * H, kernels::QuantizedRows{ws.h_quads, ws.h_scales}, T);
-  else
-    L.qkv.apply(ws.qkv, 3 * H, h, T);
+  apply_to_x(L.qkv, ws.qkv, 3 * H, kernels::Activation::kLinear, x_converted, nullptr);
   kernels::self_attention(ws.context, ws.qkv, batch.offsets.data(), batch.num_sequences(), heads, d, L.relative,
                           L.attention_precision);
   // Work on rows as soon as a product has finished them, while they are in cache: x = LayerNorm(tmp
-  // + x) after the attention's and the feed-forward's output products, and where quantized, x for
+  // + x) after the attention's and the feed-forward's output products, and where converted, x for
   // the feed-forward and for the next layer. (act(intermediate) quantized the same way, for the
   // output product, made 8 x 128 tokens 4% slower on the Zen 4: the intermediate product's tasks
-  // then each take whole 3072-wide rows, the whole weight per band, rather than groups of panels.)
+  // then each take whole 3072-wide rows, the whole weight per band, rather than groups of panels.
+  // Rounding to bf16 needs no row maximum, so it goes tile by tile.)
   const kernels::RowsDone attn_done = [&](size_t m0, size_t m1) {
     kernels::layer_norm_rows(h + m0 * H, ws.tmp + m0 * H, h + m0 * H, L.attn_norm.gamma, L.attn_norm.beta, m1 - m0, H,
                              c.layer_norm_eps);
-    if (quantized) kernels::quantize_rows(h + m0 * H, m1 - m0, H, ws.h_quads + m0 * hq, ws.h_scales + m0);
+    convert_x_rows(m0, m1);
   };
   const kernels::RowsDone out_done = [&](size_t m0, size_t m1) {
     kernels::layer_norm_rows(h + m0 * H, ws.tmp + m0 * H, h + m0 * H, L.out_norm.gamma, L.out_norm.beta, m1 - m0, H,
                              c.layer_norm_eps);
-    // (the feed-forward's first product, the last reader of ws.h_quads, has finished)
-    if (quantized && quantize_x) kernels::quantize_rows(h + m0 * H, m1 - m0, H, ws.h_quads + m0 * hq, ws.h_scales + m0);
+    // (the feed-forward's first product, the last reader of ws.h_quads / ws.h_pairs, has finished)
+    if (convert_x) convert_x_rows(m0, m1);
   };
   L.attn_out.apply(ws.tmp, H, ws.context, T, kernels::Activation::kLinear, &attn_done);
   // feed-forward: x = LayerNorm(x + output(act(intermediate(x))))
-  if (quantized)
-    L.intermediate.apply(ws.intermediate, I, kernels::QuantizedRows{ws.h_quads, ws.h_scales}, T, act);
+  const kernels::TilesDone intermediate_done = [&](size_t m0, size_t m1, size_t c0, size_t c1) {
+    kernels::to_bf16_pairs(ws.intermediate + m0 * I + c0, I, m1 - m0, c1 - c0, ws.i_pairs + m0 * ip + c0 / 2, ip);
+  };
+  apply_to_x(L.intermediate, ws.intermediate, I, act, input != Input::kF32,
+             input == Input::kBf16 ? &intermediate_done : nullptr);
+  if (input == Input::kBf16)
+    L.output.apply(ws.tmp, H, kernels::Bf16Rows{ws.i_pairs}, T, kernels::Activation::kLinear, &out_done);
   else
-    L.intermediate.apply(ws.intermediate, I, h, T, act);
-  L.output.apply(ws.tmp, H, ws.intermediate, T, kernels::Activation::kLinear, &out_done);
-  return quantized && quantize_x;
+    L.output.apply(ws.tmp, H, ws.intermediate, T, kernels::Activation::kLinear, &out_done);
+  return input != Input::kF32 && convert_x;
 }
 
 }  // namespace roberta

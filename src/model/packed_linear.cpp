@@ -49,8 +49,10 @@ R PackedLinear::visit(F&& f, R empty) const {
 }
 
 void PackedLinear::apply(float* y, size_t ldy, const float* x, size_t M, kernels::Activation act,
-                         const kernels::RowsDone* rows_done) const {
-  visit([&](const auto& w) { return kernels::packed_linear(y, ldy, x, w, bias_.data(), M, act, rows_done), 0; }, 0);
+                         const kernels::RowsDone* rows_done, const kernels::TilesDone* tiles_done) const {
+  visit(
+      [&](const auto& w) { return kernels::packed_linear(y, ldy, x, w, bias_.data(), M, act, rows_done, tiles_done), 0; },
+      0);
 }
 
 bool PackedLinear::takes_quantized_input() const {
@@ -59,11 +61,26 @@ bool PackedLinear::takes_quantized_input() const {
 }
 
 void PackedLinear::apply(float* y, size_t ldy, const kernels::QuantizedRows& x, size_t M, kernels::Activation act,
-                         const kernels::RowsDone* rows_done) const {
+                         const kernels::RowsDone* rows_done, const kernels::TilesDone* tiles_done) const {
   if (const auto* w = std::get_if<kernels::OneDnnWeight>(&weight_))
-    kernels::packed_linear(y, ldy, x, *w, bias_.data(), M, act, rows_done);
+    kernels::packed_linear(y, ldy, x, *w, bias_.data(), M, act, rows_done, tiles_done);
   else
-    kernels::packed_linear(y, ldy, x, std::get<kernels::PackedWeightInt8>(weight_), bias_.data(), M, act, rows_done);
+    kernels::packed_linear(y, ldy, x, std::get<kernels::PackedWeightInt8>(weight_), bias_.data(), M, act, rows_done,
+                           tiles_done);
+}
+
+bool PackedLinear::takes_bf16_input() const {
+  if (const auto* w = std::get_if<kernels::OneDnnWeight>(&weight_)) return w->precision() == kernels::Precision::kBF16;
+  return std::holds_alternative<kernels::PackedWeightBf16>(weight_);
+}
+
+void PackedLinear::apply(float* y, size_t ldy, const kernels::Bf16Rows& x, size_t M, kernels::Activation act,
+                         const kernels::RowsDone* rows_done, const kernels::TilesDone* tiles_done) const {
+  if (const auto* w = std::get_if<kernels::OneDnnWeight>(&weight_))
+    kernels::packed_linear(y, ldy, x, *w, bias_.data(), M, act, rows_done, tiles_done);
+  else
+    kernels::packed_linear(y, ldy, x, std::get<kernels::PackedWeightBf16>(weight_), bias_.data(), M, act, rows_done,
+                           tiles_done);
 }
 
 size_t PackedLinear::out() const { return bias_.size(); }

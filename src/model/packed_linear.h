@@ -31,17 +31,24 @@ class PackedLinear {
   // Packs one layer, or several with the same input size stacked along the output.
   static PackedLinear join(const std::vector<LinearWeights>& parts, WeightType type);
 
-  // y (M, out) with row stride ldy = act(x (M, in) · Wᵀ + bias); then rows_done (may be null) on
-  // finished rows of y, inside the product's tasks where it can (kernels::for_each_block).
+  // y (M, out) with row stride ldy = act(x (M, in) · Wᵀ + bias); then tiles_done (may be null) on
+  // each finished tile of y and rows_done (may be null) on finished rows of y, inside the product's
+  // tasks where it can (kernels::for_each_block).
   void apply(float* y, size_t ldy, const float* x, size_t M,
              kernels::Activation act = kernels::Activation::kLinear,
-             const kernels::RowsDone* rows_done = nullptr) const;
+             const kernels::RowsDone* rows_done = nullptr, const kernels::TilesDone* tiles_done = nullptr) const;
   // Whether this layer can take its input already quantized (int8 weights, ours or oneDNN's).
   bool takes_quantized_input() const;
   // The same with x quantized by kernels::quantize_rows; only where takes_quantized_input().
   void apply(float* y, size_t ldy, const kernels::QuantizedRows& x, size_t M,
              kernels::Activation act = kernels::Activation::kLinear,
-             const kernels::RowsDone* rows_done = nullptr) const;
+             const kernels::RowsDone* rows_done = nullptr, const kernels::TilesDone* tiles_done = nullptr) const;
+  // Whether this layer can take its input already rounded to bf16 (bf16 weights, ours or oneDNN's).
+  bool takes_bf16_input() const;
+  // The same with x rounded by kernels::to_bf16_pairs; only where takes_bf16_input().
+  void apply(float* y, size_t ldy, const kernels::Bf16Rows& x, size_t M,
+             kernels::Activation act = kernels::Activation::kLinear,
+             const kernels::RowsDone* rows_done = nullptr, const kernels::TilesDone* tiles_done = nullptr) const;
   size_t out() const;
   size_t in() const;
   size_t bytes() const;  // the packed panels and the bias

@@ -56,13 +56,18 @@ struct LayerWorkspace {
   // quads + (T) scales; else null.
   uint32_t* h_quads = nullptr;
   float* h_scales = nullptr;
+  // Where they take them rounded to bf16 (takes_bf16_input): x as (T, H/2) pairs and
+  // act(intermediate) as (T, I/2) pairs; else null.
+  uint32_t* h_pairs = nullptr;
+  uint32_t* i_pairs = nullptr;
 };
-// x (T, H) = the block applied to x, in place. x_quantized: ws.h_quads holds x quantized (the
-// layer before left it there). quantize_x: leave the result quantized there too, for the next
-// layer; returns whether it did (only where the layer's products take quantized input).
+// x (T, H) = the block applied to x, in place. x_converted: ws holds x in the products' input
+// precision (int8 quads or bf16 pairs; the layer before left it there). convert_x: leave the
+// result converted there too, for the next layer; returns whether it did (only where the layer's
+// products take int8 or bf16 input).
 bool encoder_layer_forward(Matrix& x, const EncoderLayer& L, const Batch& batch, const ModelConfig& c,
-                           kernels::Activation act, const LayerWorkspace& ws, bool x_quantized = false,
-                           bool quantize_x = false);
+                           kernels::Activation act, const LayerWorkspace& ws, bool x_converted = false,
+                           bool convert_x = false);
 
 // ---- RobertaLMHead: dense -> gelu -> LayerNorm -> decoder (tied to the word embeddings or not)
 struct LmHead {
