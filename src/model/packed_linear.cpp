@@ -55,32 +55,33 @@ void PackedLinear::apply(float* y, size_t ldy, const float* x, size_t M, kernels
       0);
 }
 
-bool PackedLinear::takes_quantized_input() const {
-  if (const auto* w = std::get_if<kernels::OneDnnWeight>(&weight_)) return w->precision() == kernels::Precision::kInt8;
-  return std::holds_alternative<kernels::PackedWeightInt8>(weight_);
+template <class Own>
+bool PackedLinear::holds(kernels::Precision p) const {
+  if (const auto* w = std::get_if<kernels::OneDnnWeight>(&weight_)) return w->precision() == p;
+  return std::holds_alternative<Own>(weight_);
 }
+
+template <class Own, class Rows>
+void PackedLinear::apply_converted(float* y, size_t ldy, const Rows& x, size_t M, kernels::Activation act,
+                                   const kernels::RowsDone* rows_done, const kernels::TilesDone* tiles_done) const {
+  if (const auto* w = std::get_if<kernels::OneDnnWeight>(&weight_))
+    kernels::packed_linear(y, ldy, x, *w, bias_.data(), M, act, rows_done, tiles_done);
+  else
+    kernels::packed_linear(y, ldy, x, std::get<Own>(weight_), bias_.data(), M, act, rows_done, tiles_done);
+}
+
+bool PackedLinear::takes_quantized_input() const { return holds<kernels::PackedWeightInt8>(kernels::Precision::kInt8); }
 
 void PackedLinear::apply(float* y, size_t ldy, const kernels::QuantizedRows& x, size_t M, kernels::Activation act,
                          const kernels::RowsDone* rows_done, const kernels::TilesDone* tiles_done) const {
-  if (const auto* w = std::get_if<kernels::OneDnnWeight>(&weight_))
-    kernels::packed_linear(y, ldy, x, *w, bias_.data(), M, act, rows_done, tiles_done);
-  else
-    kernels::packed_linear(y, ldy, x, std::get<kernels::PackedWeightInt8>(weight_), bias_.data(), M, act, rows_done,
-                           tiles_done);
+  apply_converted<kernels::PackedWeightInt8>(y, ldy, x, M, act, rows_done, tiles_done);
 }
 
-bool PackedLinear::takes_bf16_input() const {
-  if (const auto* w = std::get_if<kernels::OneDnnWeight>(&weight_)) return w->precision() == kernels::Precision::kBF16;
-  return std::holds_alternative<kernels::PackedWeightBf16>(weight_);
-}
+bool PackedLinear::takes_bf16_input() const { return holds<kernels::PackedWeightBf16>(kernels::Precision::kBF16); }
 
 void PackedLinear::apply(float* y, size_t ldy, const kernels::Bf16Rows& x, size_t M, kernels::Activation act,
                          const kernels::RowsDone* rows_done, const kernels::TilesDone* tiles_done) const {
-  if (const auto* w = std::get_if<kernels::OneDnnWeight>(&weight_))
-    kernels::packed_linear(y, ldy, x, *w, bias_.data(), M, act, rows_done, tiles_done);
-  else
-    kernels::packed_linear(y, ldy, x, std::get<kernels::PackedWeightBf16>(weight_), bias_.data(), M, act, rows_done,
-                           tiles_done);
+  apply_converted<kernels::PackedWeightBf16>(y, ldy, x, M, act, rows_done, tiles_done);
 }
 
 size_t PackedLinear::out() const { return bias_.size(); }

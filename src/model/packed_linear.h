@@ -56,6 +56,13 @@ class PackedLinear {
  private:
   template <class F, class R>
   R visit(F&& f, R empty) const;
+  // Whether the weight is Own (our packing) or oneDNN's in precision p; the product on x already
+  // converted to that precision (Rows: QuantizedRows or Bf16Rows).
+  template <class Own>
+  bool holds(kernels::Precision p) const;
+  template <class Own, class Rows>
+  void apply_converted(float* y, size_t ldy, const Rows& x, size_t M, kernels::Activation act,
+                       const kernels::RowsDone* rows_done, const kernels::TilesDone* tiles_done) const;
 
   std::variant<std::monostate, kernels::PackedWeight, kernels::PackedWeightBf16, kernels::PackedWeightInt8,
                kernels::OneDnnWeight>
