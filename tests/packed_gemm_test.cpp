@@ -99,50 +99,58 @@ float round_bf16(float f) {
   return out;
 }
 
-// max over y of |float64 of the bf16-rounded x and w - y| / sqrt(K), after checking nothing was
-// written past N (1e30 if it was).
-double bf16_error(const std::vector<float>& y, const std::vector<float>& x, const std::vector<float>& w,
-                  const std::vector<float>& bias, size_t M, size_t N, size_t K, size_t ldy) {
-  double worst = 0;
-  for (size_t m = 0; m < M; ++m) {
-    for (size_t n = 0; n < N; ++n) {
-      double want = bias[n];
-      for (size_t k = 0; k < K; ++k) want += static_cast<double>(round_bf16(x[m * K + k])) * round_bf16(w[n * K + k]);
-      worst = std::max(worst, std::abs(want - y[m * ldy + n]) / std::sqrt(static_cast<double>(K)));
-    }
-    for (size_t n = N; n < ldy; ++n)
-      if (y[m * ldy + n] != -7.0f) return 1e30;  // wrote past N
+// A random bf16 product: x (M, K), w (N, K), bias (N) from N(0, 1), w packed; y has 3 columns past N.
+struct Bf16Case {
+  size_t M, N, K;
+  std::vector<float> x, w, bias;
+  roberta::kernels::PackedWeightBf16 packed;
+  Bf16Case(size_t m, size_t n, size_t k, std::mt19937& rng) : M(m), N(n), K(k), x(m * k), w(n * k), bias(n) {
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    for (auto& v : x) v = dist(rng);
+    for (auto& v : w) v = dist(rng);
+    for (auto& v : bias) v = dist(rng);
+    packed = roberta::kernels::PackedWeightBf16(w.data(), N, K);
   }
-  return worst;
-}
+  size_t ldy() const { return N + 3; }
+  std::vector<float> fresh_y() const { return std::vector<float>(M * ldy(), -7.0f); }
+  // max over y of |float64 of the bf16-rounded x and w - y| / sqrt(K), after checking nothing was
+  // written past N (1e30 if it was).
+  double error(const std::vector<float>& y) const {
+    double worst = 0;
+    for (size_t m = 0; m < M; ++m) {
+      for (size_t n = 0; n < N; ++n) {
+        double want = bias[n];
+        for (size_t k = 0; k < K; ++k) want += static_cast<double>(round_bf16(x[m * K + k])) * round_bf16(w[n * K + k]);
+        worst = std::max(worst, std::abs(want - y[m * ldy() + n]) / std::sqrt(static_cast<double>(K)));
+      }
+      for (size_t n = N; n < ldy(); ++n)
+        if (y[m * ldy() + n] != -7.0f) return 1e30;  // wrote past N
+    }
+    return worst;
+  }
+};
 
 TEST(PackedGemmBf16, MatchesFloat64ReferenceOfBf16RoundedInputs) {
   EXPECT_EQ(roberta::kernels::to_bf16(1.0f), 0x3F80);
   EXPECT_EQ(roberta::kernels::to_bf16(1.00390625f), 0x3F80);  // halfway: to even
   EXPECT_EQ(roberta::kernels::to_bf16(1.01171875f), 0x3F82);  // halfway: to even (up)
   std::mt19937 rng(7);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
   std::printf("  AVX512-BF16 instructions: %s\n", roberta::kernels::has_bf16_instructions() ? "yes" : "no");
   for (size_t M : {1, 5, 8, 12, 17, 70, 200}) {
     for (size_t N : {3, 32, 45, 768}) {
       for (size_t K : {1, 2, 7, 256, 301, 768, 1030}) {  // 1030: two k passes
-        std::vector<float> x(M * K), w(N * K), bias(N);
-        for (auto& v : x) v = dist(rng);
-        for (auto& v : w) v = dist(rng);
-        for (auto& v : bias) v = dist(rng);
-        const roberta::kernels::PackedWeightBf16 packed(w.data(), N, K);
-        const size_t ldy = N + 3;
-        std::vector<float> y(M * ldy, -7.0f);
-        roberta::kernels::packed_linear(y.data(), ldy, x.data(), packed, bias.data(), M);
-        EXPECT_LT(bf16_error(y, x, w, bias, M, N, K, ldy), 1e-5) << "M=" << M << " N=" << N << " K=" << K;
+        const Bf16Case c(M, N, K, rng);
+        std::vector<float> y = c.fresh_y();
+        roberta::kernels::packed_linear(y.data(), c.ldy(), c.x.data(), c.packed, c.bias.data(), M);
+        EXPECT_LT(c.error(y), 1e-5) << "M=" << M << " N=" << N << " K=" << K;
         // From x rounded beforehand (as the op before does it, in its RowsDone / TilesDone): the same
         // product, so the same bits.
         std::vector<uint32_t> pairs(M * ((K + 1) / 2));
-        roberta::kernels::to_bf16_pairs(x.data(), M, K, pairs.data());
-        std::vector<float> from_pairs(M * ldy, -7.0f);
-        roberta::kernels::packed_linear(from_pairs.data(), ldy, roberta::kernels::Bf16Rows{pairs.data()}, packed,
-                                        bias.data(), M);
-        EXPECT_LT(bf16_error(from_pairs, x, w, bias, M, N, K, ldy), 1e-5) << "pairs, M=" << M << " N=" << N << " K=" << K;
+        roberta::kernels::to_bf16_pairs(c.x.data(), M, K, pairs.data());
+        std::vector<float> from_pairs = c.fresh_y();
+        roberta::kernels::packed_linear(from_pairs.data(), c.ldy(), roberta::kernels::Bf16Rows{pairs.data()}, c.packed,
+                                        c.bias.data(), M);
+        EXPECT_LT(c.error(from_pairs), 1e-5) << "pairs, M=" << M << " N=" << N << " K=" << K;
         EXPECT_EQ(from_pairs, y) << "M=" << M << " N=" << N << " K=" << K;
       }
     }
@@ -311,24 +319,18 @@ TEST(PackedGemmInt8, AmxTilesGiveTheirEmulationsResultsWhereTheCpuHasThem) {
 TEST(PackedGemmBf16, AmxMatchesFloat64ReferenceOfBf16RoundedInputs) {
   if (!emulation_runs_here()) GTEST_SKIP() << "the emulation's epilogue needs AVX-512";
   std::mt19937 rng(23);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
   // K 1030: two k slices (512 pairs each at most), the second ending inside a 16-pair step.
   for (auto [M, N, K] : kAmxShapes) {
     if (K == 3100) K = 1030;
-    std::vector<float> x(M * K), w(N * K), bias(N);
-    for (auto& v : x) v = dist(rng);
-    for (auto& v : w) v = dist(rng);
-    for (auto& v : bias) v = dist(rng);
-    const roberta::kernels::PackedWeightBf16 packed(w.data(), N, K);
-    const size_t ldy = N + 3;
-    std::vector<float> emulated(M * ldy, -7.0f);
-    roberta::kernels::packed_linear_amx_emulated(emulated.data(), ldy, x.data(), packed, bias.data(), M);
-    EXPECT_LT(bf16_error(emulated, x, w, bias, M, N, K, ldy), 1e-5) << "emulated, M=" << M << " N=" << N << " K=" << K;
+    const Bf16Case c(M, N, K, rng);
+    std::vector<float> emulated = c.fresh_y();
+    roberta::kernels::packed_linear_amx_emulated(emulated.data(), c.ldy(), c.x.data(), c.packed, c.bias.data(), M);
+    EXPECT_LT(c.error(emulated), 1e-5) << "emulated, M=" << M << " N=" << N << " K=" << K;
     if (amx_here()) {
       EXPECT_STREQ(roberta::kernels::bf16_kernel_name(), "AMX-BF16");
-      std::vector<float> tiles(M * ldy, -7.0f);
-      roberta::kernels::packed_linear(tiles.data(), ldy, x.data(), packed, bias.data(), M);
-      EXPECT_LT(bf16_error(tiles, x, w, bias, M, N, K, ldy), 1e-5) << "AMX tiles, M=" << M << " N=" << N << " K=" << K;
+      std::vector<float> tiles = c.fresh_y();
+      roberta::kernels::packed_linear(tiles.data(), c.ldy(), c.x.data(), c.packed, c.bias.data(), M);
+      EXPECT_LT(c.error(tiles), 1e-5) << "AMX tiles, M=" << M << " N=" << N << " K=" << K;
     }
   }
   if (!amx_here()) std::printf("  no AMX tiles here (or ROBERTA_ISA below amx): only the emulation ran\n");

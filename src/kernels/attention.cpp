@@ -1,8 +1,8 @@
 #include "attention.h"
 
-#include <cblas.h>
+#include "intrinsics.h"
 
-#include <immintrin.h>
+#include <cblas.h>
 
 #include <algorithm>
 #include <array>
@@ -21,13 +21,6 @@
 #include "util/scratch.h"
 #include "util/thread_pool.h"
 #include "vector_math.h"
-
-// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which -Wmaybe-uninitialized reports
-// inside the headers; nothing of ours is uninitialised.
-#if !defined(__clang__)  // (clang has no such warning, and warns about the unknown name)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace roberta::kernels {
 

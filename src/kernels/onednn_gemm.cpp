@@ -17,11 +17,7 @@
 #endif
 
 #if defined(ROBERTA_WITH_ONEDNN)
-#if !defined(__clang__)  // (clang has no such warning, and warns about the unknown name)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <immintrin.h>
+#include "intrinsics.h"
 #include <omp.h>
 
 #include <mutex>

@@ -1,13 +1,6 @@
 #include "packed_gemm_int8.h"
 
-// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which -Wmaybe-uninitialized reports
-// inside the headers at -O2; nothing of ours is uninitialised.
-#if !defined(__clang__)  // (clang has no such warning, and warns about the unknown name)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#pragma GCC diagnostic ignored "-Wuninitialized"
-
-#include <immintrin.h>
+#include "intrinsics.h"
 
 #include <algorithm>
 #include <cmath>
