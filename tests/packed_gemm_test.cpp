@@ -7,8 +7,11 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstring>
+#include <iterator>
+#include <limits>
 #include <random>
 #include <utility>
 
@@ -19,6 +22,7 @@
 #include "kernels/packed_gemm_int8.h"
 #include "roberta/threads.h"
 #include "rows_done_check.h"
+#include "stacked_rows.h"
 
 namespace {
 
@@ -53,6 +57,26 @@ TEST(PackedGemm, MatchesFloat64Reference) {
       }
     }
   }
+}
+
+// Rows of several matrices stacked in place (Q, K and V at load) pack byte for byte as their
+// contiguous copy does, in every precision, parts straddling panels (k = 37: no whole 8 x 8 block
+// at the end of a row, odd pairs, a part quad).
+TEST(PackedGemm, StackedRowsPackAsTheirCopyDoes) {
+  const size_t K = 37;
+  const roberta::test::StackedRows rows({30, 45, 20}, K, 4);
+  const roberta::kernels::WeightRows& stacked = rows.stacked;
+  const std::vector<float>& copy = rows.copy;
+  const size_t N = stacked.n();
+  const auto same_bytes = [](const void* a, const void* b, size_t n) { return std::memcmp(a, b, n) == 0; };
+  const roberta::kernels::PackedWeight f32(stacked), f32_copy(copy.data(), N, K);
+  EXPECT_TRUE(same_bytes(f32.panel(0), f32_copy.panel(0), f32.bytes()));
+  const roberta::kernels::PackedWeightBf16 bf16(stacked), bf16_copy(copy.data(), N, K);
+  EXPECT_TRUE(same_bytes(bf16.panel(0), bf16_copy.panel(0), bf16.bytes()));
+  const roberta::kernels::PackedWeightInt8 int8(stacked), int8_copy(copy.data(), N, K);
+  EXPECT_TRUE(same_bytes(int8.panel(0), int8_copy.panel(0), int8.panels() * int8.k_quads() * 64 * 4));
+  EXPECT_TRUE(same_bytes(int8.scales(), int8_copy.scales(), N * sizeof(float)));
+  EXPECT_TRUE(same_bytes(int8.offsets(0, 0), int8_copy.offsets(0, 0), int8.panels() * 64 * sizeof(int32_t)));
 }
 
 // The activation applied by the GEMM's epilogue equals the activation applied afterwards, on
@@ -393,6 +417,67 @@ TEST(PackedGemmBf16, StridedPairsAreEachElementRoundedAndNothingElse) {
         const uint32_t hi = i + 1 < c0 + k ? roberta::kernels::to_bf16(x[r * cols + i + 1]) : 0;
         ASSERT_EQ(got, lo | hi << 16) << "row " << r << " pair " << q;
       }
+  }
+}
+
+// to_bf16_row, which rounds the weights at load, is to_bf16 (checked against torch's rounding
+// above) bit for bit on every kind of value: zeros, denormals (kept, unlike vcvtneps2bf16), ties
+// both ways, values that round up to infinity, infinities, signalling and quiet NaNs of either
+// sign; in its vector loop and its scalar tail; nothing written past n.
+TEST(PackedGemmBf16, WeightRowRoundingIsToBf16BitForBit) {
+  const uint32_t specials[] = {0x00000000, 0x80000000, 0x00000001, 0x807FFFFF, 0x00008000, 0x00018000,
+                               0x3F808000, 0x3F818000, 0x3F808001, 0xBF818000, 0x7F7FFFFF, 0xFF7FFFFF,
+                               0x7F800000, 0xFF800000, 0x7F800001, 0x7FBFFFFF, 0xFFC00000, 0x7FFFFFFF};
+  std::mt19937 rng(5);
+  for (size_t n : {0, 1, 15, 16, 17, 40, 100, 769}) {
+    std::vector<float> x(n);
+    for (size_t i = 0; i < n; ++i)
+      x[i] = std::bit_cast<float>(i % 3 == 0 ? specials[(i / 3) % std::size(specials)] : static_cast<uint32_t>(rng()));
+    std::vector<uint16_t> out(n + 1, 0xABCD);
+    roberta::kernels::to_bf16_row(x.data(), n, out.data());
+    for (size_t i = 0; i < n; ++i)
+      ASSERT_EQ(out[i], roberta::kernels::to_bf16(x[i]))
+          << "n " << n << " at " << i << ": bits 0x" << std::hex << std::bit_cast<uint32_t>(x[i]);
+    EXPECT_EQ(out[n], 0xABCD) << "wrote past n = " << n;
+  }
+}
+
+// The weights' quantization per output channel, as torch's and ONNX Runtime's symmetric
+// per-channel quantizers do it: scale = max |w| / 127, q = w / scale rounded to the nearest
+// integer, ties to even (written out here); an all-zero row gets scale 1; a NaN weight gives 0 and
+// does not count in the maximum. In the vector loop and the scalar tail (k = 37 = 2 x 16 + 5), and
+// through PackedWeightInt8's layout.
+TEST(PackedGemmInt8, QuantizesWeightRowsToTheNearestStepTiesToEven) {
+  const size_t N = 40, K = 37;
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist(0.0f, 0.1f);
+  std::vector<float> w(N * K);
+  for (auto& v : w) v = dist(rng);
+  std::fill_n(w.begin(), K, 0.0f);  // row 0: all zero
+  // Row 1: its maximum is 127, so the scale is 1 and each quotient is the value itself.
+  const float ties[] = {2.5f, 3.5f, -2.5f, -3.5f, 0.5f, -0.5f, 126.5f, -126.5f, 1.49999f, 127.0f};
+  for (size_t k = 0; k < K; ++k) w[K + k] = ties[k % std::size(ties)];
+  w[2 * K + 3] = w[2 * K + 20] = w[2 * K + 35] = std::numeric_limits<float>::quiet_NaN();  // row 2
+  w[3 * K + 36] = 5.0f;  // row 3: the maximum in the tail
+  const roberta::kernels::PackedWeightInt8 packed(w.data(), N, K);
+  for (size_t n = 0; n < N; ++n) {
+    float amax = 0;
+    for (size_t k = 0; k < K; ++k)
+      if (!std::isnan(w[n * K + k])) amax = std::max(amax, std::abs(w[n * K + k]));
+    const float scale = amax > 0 ? amax / 127.0f : 1.0f;
+    std::vector<int8_t> q(K);
+    ASSERT_EQ(roberta::kernels::quantize_weight_row(w.data() + n * K, K, q.data()), scale) << "row " << n;
+    for (size_t k = 0; k < K; ++k) {
+      const float v = w[n * K + k] / scale;
+      float want = 0;
+      if (!std::isnan(v)) {
+        const float f = std::floor(v), frac = v - f;
+        want = frac > 0.5f ? f + 1 : frac < 0.5f ? f : std::fmod(f, 2.0f) == 0 ? f : f + 1;
+        want = std::clamp(want, -127.0f, 127.0f);
+      }
+      ASSERT_EQ(q[k], static_cast<int8_t>(want)) << "row " << n << " k " << k << ": w " << w[n * K + k];
+      ASSERT_EQ(packed.dequantized(n, k), want * scale) << "row " << n << " k " << k;
+    }
   }
 }
 

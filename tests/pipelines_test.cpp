@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "roberta/pipelines.h"
+#include "roberta/threads.h"
 #include "random_model.h"
 #include "test_util.h"
 
@@ -471,6 +472,31 @@ TEST(PipelinesRun, SequenceHeads) {
     EXPECT_EQ(e.kind(), ErrorKind::kInvalidModel);
     EXPECT_NE(std::string(e.what()).find("so it cannot classify tokens"), std::string::npos) << e.what();
   }
+}
+
+// Loading overlaps the tokenizer with the model where the pool has more than one thread; the
+// errors stay those of loading one after the other: the tokenizer's first, else the model's.
+TEST(PipelinesRun, LoadReportsTheTokenizersErrorFirstThenTheModels) {
+  test::TempDir good, no_tokenizer, bad_model, neither;
+  write_random_model(good.path(), "sequence", {"NEG", "POS"});
+  for (const auto* dir : {&no_tokenizer, &bad_model, &neither}) {
+    std::filesystem::copy_file(good.path() / "config.json", dir->path() / "config.json");
+    std::filesystem::copy_file(good.path() / "model.safetensors", dir->path() / "model.safetensors");
+  }
+  std::filesystem::copy_file(good.path() / "tokenizer.json", bad_model.path() / "tokenizer.json");
+  test::write_text(bad_model.path() / "model.safetensors", "tiny");
+  test::write_text(neither.path() / "model.safetensors", "tiny");
+  for (const unsigned threads : {1u, 2u}) {
+    SCOPED_TRACE(::testing::Message() << threads << " threads");
+    set_num_threads(threads);
+    EXPECT_EQ(TextClassifier::load(good.path())(std::vector<TextInput>{{"Fine.", std::nullopt}}).at(0).size(), 1u);
+    EXPECT_EQ(Embedder::load(good.path()).dimension(), 8u);
+    test::expect_error([&] { TextClassifier::load(no_tokenizer.path()); }, {"no tokenizer found"});
+    test::expect_error([&] { Embedder::load(neither.path()); }, {"no tokenizer found"});
+    test::expect_error([&] { CrossEncoder::load(bad_model.path()); }, {"model.safetensors", "too small"});
+    test::expect_error([&] { QuestionAnswerer::load(bad_model.path()); }, {"model.safetensors", "too small"});
+  }
+  set_num_threads(0);
 }
 
 TEST(PipelinesRun, RerankerRank) {

@@ -1,6 +1,6 @@
 #include "packed_gemm.h"
 
-#include <immintrin.h>
+#include "intrinsics.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -17,19 +17,64 @@
 
 namespace roberta::kernels {
 
-PackedWeight::PackedWeight(const float* w, size_t n, size_t k)
-    : n_(n), k_(k), data_(static_cast<float*>(::operator new[](bytes(), std::align_val_t(64)))) {
+namespace {
+// dst[kk * ldd + j] = src[j][kk] for rows j < rows, kk in [k0, k1).
+void transpose_scalar(const WeightRows& w, size_t r0, size_t rows, size_t k0, size_t k1, float* dst, size_t ldd) {
+  for (size_t j = 0; j < rows; ++j) {
+    const float* src = w.row(r0 + j);
+    for (size_t kk = k0; kk < k1; ++kk) dst[kk * ldd + j] = src[kk];
+  }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 10
+// The same, 8 x 8 blocks at a time through registers; the edges as transpose_scalar does them.
+__attribute__((target("avx2"))) void transpose_avx2(const WeightRows& w, size_t r0, size_t rows, size_t k0, size_t k1,
+                                                    float* dst, size_t ldd) {
+  const size_t full_rows = rows / 8 * 8, k8 = k0 + (k1 - k0) / 8 * 8;
+  for (size_t j = 0; j < full_rows; j += 8) {
+    const float* src[8];
+    for (size_t i = 0; i < 8; ++i) src[i] = w.row(r0 + j + i);
+    for (size_t kk = k0; kk < k8; kk += 8) {
+      __m256 r[8];
+      for (size_t i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src[i] + kk);
+      __m256 t[8], u[8];
+      for (size_t i = 0; i < 4; ++i) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);      // columns 0 1 | 4 5 of two rows
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);  // columns 2 3 | 6 7
+      }
+      for (size_t h = 0; h < 2; ++h) {  // rows 0-3, rows 4-7: u[4h + c] holds columns c | c + 4
+        u[4 * h + 0] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        u[4 * h + 1] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        u[4 * h + 2] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        u[4 * h + 3] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], _MM_SHUFFLE(3, 2, 3, 2));
+      }
+      float* d = dst + kk * ldd + j;
+      for (size_t c = 0; c < 4; ++c) {
+        _mm256_storeu_ps(d + c * ldd, _mm256_permute2f128_ps(u[c], u[4 + c], 0x20));
+        _mm256_storeu_ps(d + (c + 4) * ldd, _mm256_permute2f128_ps(u[c], u[4 + c], 0x31));
+      }
+    }
+    transpose_scalar(w, r0 + j, 8, k8, k1, dst + j, ldd);
+  }
+  transpose_scalar(w, r0 + full_rows, rows - full_rows, k0, k1, dst + full_rows, ldd);
+}
+#endif
+}  // namespace
+
+PackedWeight::PackedWeight(const WeightRows& w)
+    : n_(w.n()), k_(w.k()), data_(static_cast<float*>(::operator new[](bytes(), std::align_val_t(64)))) {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 10
+  const auto transpose = usable_isa() >= Isa::kAvx2 ? transpose_avx2 : transpose_scalar;
+#else
+  const auto transpose = transpose_scalar;
+#endif
   // Panels are independent: pack them on the thread pool. Within a panel, walk k in tiles so
   // that both the 32 source rows and the destination stay in cache.
   ThreadPool::global()->parallel_for(panels(), [&](size_t p) {
-    float* dst = data_.get() + p * k * kPanel;
-    const size_t rows = std::min(kPanel, n - p * kPanel);
-    if (rows < kPanel) std::memset(dst, 0, k * kPanel * sizeof(float));
-    for (size_t k0 = 0; k0 < k; k0 += 64)
-      for (size_t j = 0; j < rows; ++j) {
-        const float* src = w + (p * kPanel + j) * k;
-        for (size_t kk = k0; kk < std::min(k, k0 + 64); ++kk) dst[kk * kPanel + j] = src[kk];
-      }
+    float* dst = data_.get() + p * k_ * kPanel;
+    const size_t rows = std::min(kPanel, n_ - p * kPanel);
+    if (rows < kPanel) std::memset(dst, 0, k_ * kPanel * sizeof(float));
+    for (size_t k0 = 0; k0 < k_; k0 += 64) transpose(w, p * kPanel, rows, k0, std::min(k_, k0 + 64), dst, kPanel);
   });
 }
 
@@ -275,14 +320,43 @@ static float from_bf16(uint16_t h) {
   return f;
 }
 
-PackedWeightBf16::PackedWeightBf16(const float* w, size_t n, size_t k)
-    : n_(n), k_(k), data_(static_cast<uint16_t*>(::operator new[](bytes(), std::align_val_t(64)))) {
+namespace {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 10
+// to_bf16's integer rounding, 16 values at a time (not vcvtneps2bf16, which flushes denormals).
+__attribute__((target("avx512f"))) void to_bf16_row_avx512(const float* x, size_t n, uint16_t* out) {
+  const __m512i magnitude = _mm512_set1_epi32(0x7FFFFFFF), inf = _mm512_set1_epi32(0x7F800000);
+  const __m512i half = _mm512_set1_epi32(0x7FFF), one = _mm512_set1_epi32(1), quiet = _mm512_set1_epi32(0x40);
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512i bits = _mm512_loadu_si512(x + i), high = _mm512_srli_epi32(bits, 16);
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(bits, magnitude), inf);
+    const __m512i rounded =
+        _mm512_srli_epi32(_mm512_add_epi32(bits, _mm512_add_epi32(half, _mm512_and_si512(high, one))), 16);
+    const __m512i h = _mm512_mask_blend_epi32(nan, rounded, _mm512_or_si512(high, quiet));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm512_cvtepi32_epi16(h));
+  }
+  for (; i < n; ++i) out[i] = to_bf16(x[i]);
+}
+#endif
+}  // namespace
+
+void to_bf16_row(const float* x, size_t n, uint16_t* out) {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 10
+  static const bool avx512 = usable_isa() >= Isa::kAvx512;
+  if (avx512) return to_bf16_row_avx512(x, n, out);
+#endif
+  for (size_t i = 0; i < n; ++i) out[i] = to_bf16(x[i]);
+}
+
+PackedWeightBf16::PackedWeightBf16(const WeightRows& w)
+    : n_(w.n()), k_(w.k()), data_(static_cast<uint16_t*>(::operator new[](bytes(), std::align_val_t(64)))) {
   ThreadPool::global()->parallel_for(panels(), [&](size_t p) {
-    uint16_t* dst = data_.get() + p * k_pairs() * kPanel * 2;
-    std::memset(dst, 0, k_pairs() * kPanel * 2 * sizeof(uint16_t));
-    for (size_t j = 0; j < kPanel && p * kPanel + j < n; ++j) {
-      const float* src = w + (p * kPanel + j) * k;
-      for (size_t kk = 0; kk < k; ++kk) dst[(kk / 2) * kPanel * 2 + j * 2 + kk % 2] = to_bf16(src[kk]);
+    uint32_t* dst = reinterpret_cast<uint32_t*>(data_.get() + p * k_pairs() * kPanel * 2);
+    std::memset(dst, 0, k_pairs() * kPanel * sizeof(uint32_t));
+    std::vector<uint16_t> row(k_pairs() * 2, 0);  // k padded with a zero to an even count
+    for (size_t j = 0; j < kPanel && p * kPanel + j < n_; ++j) {
+      to_bf16_row(w.row(p * kPanel + j), k_, row.data());
+      for (size_t q = 0; q < k_pairs(); ++q) std::memcpy(dst + q * kPanel + j, row.data() + 2 * q, 4);
     }
   });
 }

@@ -14,6 +14,7 @@
 
 #include "activation.h"
 #include "rows_done.h"
+#include "weight_rows.h"
 
 namespace roberta::kernels {
 
@@ -22,8 +23,9 @@ class PackedWeight {
   static constexpr size_t kPanel = 32;
 
   PackedWeight() = default;
+  explicit PackedWeight(const WeightRows& w);
   // w is (n, k) row-major.
-  PackedWeight(const float* w, size_t n, size_t k);
+  PackedWeight(const float* w, size_t n, size_t k) : PackedWeight(WeightRows(w, n, k)) {}
 
   size_t n() const { return n_; }
   size_t k() const { return k_; }
@@ -47,7 +49,8 @@ class PackedWeightBf16 {
   static constexpr size_t kPanel = 32;
 
   PackedWeightBf16() = default;
-  PackedWeightBf16(const float* w, size_t n, size_t k);
+  explicit PackedWeightBf16(const WeightRows& w);
+  PackedWeightBf16(const float* w, size_t n, size_t k) : PackedWeightBf16(WeightRows(w, n, k)) {}
 
   size_t n() const { return n_; }
   size_t k() const { return k_; }
@@ -66,6 +69,9 @@ class PackedWeightBf16 {
 
 // fp32 -> bfloat16 with round to nearest even (NaN stays NaN), as torch and OpenBLAS convert.
 uint16_t to_bf16(float f);
+// n values rounded exactly as to_bf16 does (denormals kept, NaN quieted), vectorised where the CPU
+// allows: for packing weights.
+void to_bf16_row(const float* x, size_t n, uint16_t* out);
 // x (rows, k) rounded as to_bf16 does, into pairs (rows, (k + 1) / 2): the element 2i in the low
 // half of pair i, k padded with a zero to an even count. Vectorised where the CPU allows.
 void to_bf16_pairs(const float* x, size_t rows, size_t k, uint32_t* pairs);

@@ -16,6 +16,7 @@
 
 #include "activation.h"
 #include "rows_done.h"
+#include "weight_rows.h"
 
 namespace roberta::kernels {
 
@@ -28,7 +29,8 @@ class PackedWeightInt8 {
   static constexpr size_t kSliceQuads = 768;
 
   PackedWeightInt8() = default;
-  PackedWeightInt8(const float* w, size_t n, size_t k);  // w is (n, k) row-major
+  explicit PackedWeightInt8(const WeightRows& w);
+  PackedWeightInt8(const float* w, size_t n, size_t k) : PackedWeightInt8(WeightRows(w, n, k)) {}  // w: (n, k) row-major
 
   size_t n() const { return n_; }
   size_t k() const { return k_; }

@@ -6,32 +6,22 @@ namespace roberta {
 
 PackedLinear PackedLinear::join(const std::vector<LinearWeights>& parts, WeightType type) {
   PackedLinear p;
-  const size_t in = parts.at(0).in;
-  size_t out = 0;
-  for (const LinearWeights& l : parts) out += l.out;
-  std::vector<float> joined;
-  const float* w = parts[0].weight;
-  if (parts.size() > 1) {
-    joined.resize(out * in);
-    size_t row = 0;
-    for (const LinearWeights& l : parts) {
-      std::copy_n(l.weight, l.out * in, joined.begin() + static_cast<ptrdiff_t>(row * in));
-      row += l.out;
-    }
-    w = joined.data();
+  kernels::WeightRows w(parts.at(0).in);  // the parts' rows stacked, read in place
+  for (const LinearWeights& l : parts) {
+    w.append(l.weight, l.out);
+    p.bias_.insert(p.bias_.end(), l.bias, l.bias + l.out);
   }
-  for (const LinearWeights& l : parts) p.bias_.insert(p.bias_.end(), l.bias, l.bias + l.out);
   const kernels::Precision precision = type == WeightType::kBF16   ? kernels::Precision::kBF16
                                        : type == WeightType::kInt8 ? kernels::Precision::kInt8
                                                                    : kernels::Precision::kF32;
   if (kernels::use_onednn(precision))
-    p.weight_.emplace<kernels::OneDnnWeight>(w, out, in, precision);
+    p.weight_.emplace<kernels::OneDnnWeight>(w, precision);
   else if (type == WeightType::kBF16)
-    p.weight_.emplace<kernels::PackedWeightBf16>(w, out, in);
+    p.weight_.emplace<kernels::PackedWeightBf16>(w);
   else if (type == WeightType::kInt8)
-    p.weight_.emplace<kernels::PackedWeightInt8>(w, out, in);
+    p.weight_.emplace<kernels::PackedWeightInt8>(w);
   else
-    p.weight_.emplace<kernels::PackedWeight>(w, out, in);
+    p.weight_.emplace<kernels::PackedWeight>(w);
   return p;
 }
 

@@ -81,7 +81,9 @@ CrossEncoder::CrossEncoder(Tokenizer tokenizer, ModelConfig model_config, CrossE
     : tokenizer_(std::move(tokenizer)), model_config_(std::move(model_config)), config_(std::move(config)) {}
 
 CrossEncoder CrossEncoder::load(const std::filesystem::path& dir, const LoadOptions& options) {
-  return CrossEncoder(Model::load(dir, options), Tokenizer::from_dir(dir), CrossEncoderConfig::from_dir(dir));
+  CrossEncoderConfig config = CrossEncoderConfig::from_dir(dir);
+  auto [model, tokenizer] = pipeline::load_model_and_tokenizer(dir, options);
+  return CrossEncoder(std::move(model), std::move(tokenizer), std::move(config));
 }
 
 CrossEncoderActivation CrossEncoder::default_activation() const {

@@ -6,6 +6,7 @@
 
 #include "kernels/activations.h"
 #include "lowercase.h"
+#include "pipelines/pipeline_util.h"
 #include "roberta/dev/weights.h"
 #include "roberta/error.h"
 #include "util/files.h"
@@ -183,7 +184,8 @@ size_t Embedder::dimension() const {
 
 Embedder Embedder::load(const std::filesystem::path& dir, const LoadOptions& options) {
   SentenceTransformerConfig config = SentenceTransformerConfig::from_dir(dir);
-  return Embedder(Model::load(dir, options), Tokenizer::from_dir(dir), config);
+  auto [model, tokenizer] = pipeline::load_model_and_tokenizer(dir, options);
+  return Embedder(std::move(model), std::move(tokenizer), config);
 }
 
 size_t Embedder::max_seq_length() const {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "pipelines/pipeline_util.h"
 #include "roberta/error.h"
 
 namespace roberta {
@@ -32,7 +33,8 @@ FillMask::FillMask(Model model, Tokenizer tokenizer) : model_(std::move(model)),
 }
 
 FillMask FillMask::load(const std::filesystem::path& dir, const LoadOptions& options) {
-  return FillMask(Model::load(dir, options), Tokenizer::from_dir(dir));
+  auto [model, tokenizer] = pipeline::load_model_and_tokenizer(dir, options);
+  return FillMask(std::move(model), std::move(tokenizer));
 }
 
 std::vector<int32_t> FillMask::target_ids(const std::vector<std::string>& targets,

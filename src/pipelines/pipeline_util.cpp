@@ -2,12 +2,32 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
+#include <future>
+#include <optional>
 
 #include "byte_level.h"
 #include "roberta/error.h"
+#include "roberta/threads.h"
 #include "unicode.h"
 
 namespace roberta::pipeline {
+
+ModelAndTokenizer load_model_and_tokenizer(const std::filesystem::path& dir, const LoadOptions& options) {
+  if (num_threads() <= 1) {
+    Tokenizer tokenizer = Tokenizer::from_dir(dir);
+    return {Model::load(dir, options), std::move(tokenizer)};
+  }
+  std::future<Model> model = std::async(std::launch::async, [&dir, &options] { return Model::load(dir, options); });
+  std::optional<Tokenizer> tokenizer;
+  try {
+    tokenizer.emplace(Tokenizer::from_dir(dir));
+  } catch (...) {
+    model.wait();
+    throw;  // the tokenizer's error first
+  }
+  return {model.get(), std::move(*tokenizer)};
+}
 
 void require_utf8(std::string_view text, const std::string& what) {
   if (auto bad = unicode::find_invalid_utf8(text))

@@ -20,7 +20,8 @@ QuestionAnswerer::QuestionAnswerer(Tokenizer tokenizer, ModelConfig config)
     : tokenizer_(std::move(tokenizer)), config_(std::move(config)) {}
 
 QuestionAnswerer QuestionAnswerer::load(const std::filesystem::path& dir, const LoadOptions& options) {
-  return QuestionAnswerer(Model::load(dir, options), Tokenizer::from_dir(dir));
+  auto [model, tokenizer] = pipeline::load_model_and_tokenizer(dir, options);
+  return QuestionAnswerer(std::move(model), std::move(tokenizer));
 }
 
 QuestionAnswerer::Prepared QuestionAnswerer::prepare(const std::string& question, const std::string& context,

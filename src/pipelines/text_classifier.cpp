@@ -29,7 +29,8 @@ TextClassifier::TextClassifier(Tokenizer tokenizer, ModelConfig config)
     : tokenizer_(std::move(tokenizer)), config_(std::move(config)) {}
 
 TextClassifier TextClassifier::load(const std::filesystem::path& dir, const LoadOptions& options) {
-  return TextClassifier(Model::load(dir, options), Tokenizer::from_dir(dir));
+  auto [model, tokenizer] = pipeline::load_model_and_tokenizer(dir, options);
+  return TextClassifier(std::move(model), std::move(tokenizer));
 }
 
 ClassificationFunction TextClassifier::default_function() const {

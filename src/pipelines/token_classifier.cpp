@@ -27,7 +27,8 @@ TokenClassifier::TokenClassifier(Tokenizer tokenizer, ModelConfig config)
     : tokenizer_(std::move(tokenizer)), config_(std::move(config)) {}
 
 TokenClassifier TokenClassifier::load(const std::filesystem::path& dir, const LoadOptions& options) {
-  return TokenClassifier(Model::load(dir, options), Tokenizer::from_dir(dir));
+  auto [model, tokenizer] = pipeline::load_model_and_tokenizer(dir, options);
+  return TokenClassifier(std::move(model), std::move(tokenizer));
 }
 
 namespace {

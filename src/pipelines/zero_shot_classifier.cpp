@@ -95,7 +95,8 @@ void ZeroShotClassifier::init() {
 }
 
 ZeroShotClassifier ZeroShotClassifier::load(const std::filesystem::path& dir, const LoadOptions& options) {
-  return ZeroShotClassifier(Model::load(dir, options), Tokenizer::from_dir(dir));
+  auto [model, tokenizer] = pipeline::load_model_and_tokenizer(dir, options);
+  return ZeroShotClassifier(std::move(model), std::move(tokenizer));
 }
 
 ZeroShotClassifier::Prepared ZeroShotClassifier::prepare(std::span<const std::string> sequences,

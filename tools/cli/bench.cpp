@@ -12,7 +12,9 @@
 namespace roberta::cli {
 
 int run_bench(const Args& args) {
+  const auto load_start = std::chrono::steady_clock::now();
   const Model model = Model::load(model_dir(args), load_options(args));
+  const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count();
   const ModelConfig& c = model.config();
   const size_t B = static_cast<size_t>(args.integer("batch", 1, 1'000'000).value_or(1));
   const size_t runs = static_cast<size_t>(args.integer("runs", 1, 1'000'000).value_or(5));
@@ -70,13 +72,14 @@ int run_bench(const Args& args) {
                       {"threads", num_threads()},
                       {"outputs", outputs}, {"runs", runs}, {"median_ms", median}, {"min_ms", sorted.front()},
                       {"max_ms", sorted.back()}, {"tokens_per_s", tokens_per_s}, {"gflops", gflops},
-                      {"peak_rss_mb", peak_mb}, {"all_ms", ms}, {"lengths", lengths}}
+                      {"peak_rss_mb", peak_mb}, {"load_ms", load_ms}, {"all_ms", ms}, {"lengths", lengths}}
                      .dump()
               << "\n";
   } else {
     std::printf("batch %zu, %zu real tokens, %zu runs: median %.2f ms (min %.2f, max %.2f)\n", B, batch.num_tokens(), runs,
                 median, sorted.front(), sorted.back());
-    std::printf("%.0f tokens/s, %.1f GFLOP/s, peak memory %.0f MB\n", tokens_per_s, gflops, peak_mb);
+    std::printf("%.0f tokens/s, %.1f GFLOP/s, peak memory %.0f MB; the model loaded in %.0f ms\n", tokens_per_s, gflops,
+                peak_mb, load_ms);
   }
   return 0;
 }

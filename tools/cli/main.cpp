@@ -256,7 +256,9 @@ std::string program_help(std::span<const Command> commands) {
   for (const Command& c : commands)
     if (takes(c, "dtype")) dtype += (dtype.empty() ? "" : ", ") + std::string(c.name);
   if (const size_t comma = dtype.rfind(", "); comma != std::string::npos) dtype.replace(comma, 2, " and ");
-  out += "\n" + wrap(dtype + " also take --dtype fp32|bf16: " + std::string(option("dtype").help) + ".", 0, 0);
+  out += "\n" + wrap(dtype + " also take --dtype " + std::string(option("dtype").hint) + ": " +
+                         std::string(option("dtype").help) + ".",
+                     0, 0);
   out += "\nRun `roberta COMMAND --help` for the options of a command.\n"
          "Exit status: 0 success, 1 error in the input or the model, 2 usage error.\n";
   return out;
