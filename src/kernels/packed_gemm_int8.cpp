@@ -268,7 +268,7 @@ struct Int8Kernel {
   const char* name;
 };
 
-bool cpu_has_vnni() {
+[[maybe_unused]] bool cpu_has_vnni() {  // (unused where the VNNI kernel is not built: clang)
 #if defined(__x86_64__)
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512vnni");
