@@ -9,6 +9,7 @@
 
 #include "roberta/pipelines.h"
 #include "test_util.h"
+#include "util/scratch.h"
 
 namespace {
 
@@ -59,7 +60,11 @@ TEST(Model, MemoryReturnsToABoundAfterALargeBatch) {
   std::vector<int32_t> seq(64);
   for (size_t i = 0; i < seq.size(); ++i) seq[i] = static_cast<int32_t>(3 + i % 200);
   small.add_sequence(seq);
-  for (int b = 0; b < 2048; ++b) large.add_sequence(seq);  // 131,072 tokens: ~120 MB of buffers
+  // 268,800 tokens (~300 MB of buffers): even the smallest scratch buffer, (tokens, hidden), is
+  // larger than what a thread keeps between calls.
+  for (int b = 0; b < 4200; ++b) large.add_sequence(seq);
+  ASSERT_GT(large.num_tokens() * static_cast<size_t>(model.config().hidden_size) * sizeof(float),
+            roberta::util::kScratchKeepBytes);
   model.forward(small);
   const size_t before = resident_bytes();
   EXPECT_EQ(model.forward(large).last_hidden_state.rows, large.num_tokens());

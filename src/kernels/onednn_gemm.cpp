@@ -272,7 +272,7 @@ const Primitive& primitive(Precision p, size_t rows, size_t cols, size_t k, size
 
 struct OneDnnWeight::Impl {
   struct Free {
-    void operator()(char* p) const { ::operator delete[](p, std::align_val_t(64)); }
+    void operator()(char* p) const { ::operator delete[](p, kPackedAlignment); }
   };
   std::unique_ptr<char[], Free> storage;  // the full parts, one after the other
   size_t part_bytes = 0;                  // of one full part
@@ -301,7 +301,7 @@ OneDnnWeight::OneDnnWeight(const WeightRows& w, Precision precision) : n_(w.n())
   if (full_parts) {
     single_threaded_onednn();
     impl->part_bytes = packed_weight_desc(precision, kPartColumns, k).get_size();
-    impl->storage.reset(static_cast<char*>(::operator new[](full_parts * impl->part_bytes, std::align_val_t(64))));
+    impl->storage.reset(static_cast<char*>(::operator new[](full_parts * impl->part_bytes, kPackedAlignment)));
   }
   std::vector<size_t> part_bytes(parts);
   // Parts in parallel: each is rounded / quantized by our code into the product's precision (so

@@ -62,7 +62,7 @@ __attribute__((target("avx2"))) void transpose_avx2(const WeightRows& w, size_t 
 }  // namespace
 
 PackedWeight::PackedWeight(const WeightRows& w)
-    : n_(w.n()), k_(w.k()), data_(static_cast<float*>(::operator new[](bytes(), std::align_val_t(64)))) {
+    : n_(w.n()), k_(w.k()), data_(static_cast<float*>(::operator new[](bytes(), kPackedAlignment))) {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 10
   const auto transpose = usable_isa() >= Isa::kAvx2 ? transpose_avx2 : transpose_scalar;
 #else
@@ -349,7 +349,7 @@ void to_bf16_row(const float* x, size_t n, uint16_t* out) {
 }
 
 PackedWeightBf16::PackedWeightBf16(const WeightRows& w)
-    : n_(w.n()), k_(w.k()), data_(static_cast<uint16_t*>(::operator new[](bytes(), std::align_val_t(64)))) {
+    : n_(w.n()), k_(w.k()), data_(static_cast<uint16_t*>(::operator new[](bytes(), kPackedAlignment))) {
   ThreadPool::global()->parallel_for(panels(), [&](size_t p) {
     uint32_t* dst = reinterpret_cast<uint32_t*>(data_.get() + p * k_pairs() * kPanel * 2);
     std::memset(dst, 0, k_pairs() * kPanel * sizeof(uint32_t));

@@ -35,10 +35,10 @@ class PackedWeight {
 
  private:
   struct Free {
-    void operator()(float* p) const { ::operator delete[](p, std::align_val_t(64)); }
+    void operator()(float* p) const { ::operator delete[](p, kPackedAlignment); }
   };
   size_t n_ = 0, k_ = 0;
-  std::unique_ptr<float[], Free> data_;  // 64-byte aligned: one panel row is one cache line
+  std::unique_ptr<float[], Free> data_;  // 64-byte aligned (kPackedAlignment): one panel row is one cache line
 };
 
 // The same weight in bfloat16 (round to nearest even), laid out for AVX512-BF16's vdpbf16ps:
@@ -61,7 +61,7 @@ class PackedWeightBf16 {
 
  private:
   struct Free {
-    void operator()(uint16_t* p) const { ::operator delete[](p, std::align_val_t(64)); }
+    void operator()(uint16_t* p) const { ::operator delete[](p, kPackedAlignment); }
   };
   size_t n_ = 0, k_ = 0;
   std::unique_ptr<uint16_t[], Free> data_;

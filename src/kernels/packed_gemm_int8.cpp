@@ -17,7 +17,7 @@ namespace roberta::kernels {
 
 PackedWeightInt8::PackedWeightInt8(const WeightRows& w)
     : n_(w.n()), k_(w.k()),
-      data_(static_cast<int8_t*>(::operator new[](panels() * k_quads() * kPanel * 4, std::align_val_t(64)))),
+      data_(static_cast<int8_t*>(::operator new[](panels() * k_quads() * kPanel * 4, kPackedAlignment))),
       scales_(n_) {
   const size_t Q = k_quads(), slices = (Q + kSliceQuads - 1) / kSliceQuads;
   offsets_.assign(slices * panels() * kPanel, 0);

@@ -50,7 +50,7 @@ class PackedWeightInt8 {
 
  private:
   struct Free {
-    void operator()(int8_t* p) const { ::operator delete[](p, std::align_val_t(64)); }
+    void operator()(int8_t* p) const { ::operator delete[](p, kPackedAlignment); }
   };
   size_t n_ = 0, k_ = 0;
   std::unique_ptr<int8_t[], Free> data_;

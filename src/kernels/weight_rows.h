@@ -1,10 +1,16 @@
 #pragma once
 // The rows of a weight (n, k) as the packers read them at load: one row-major matrix, or the rows
-// of several matrices stacked without copying them (Q, K and V packed as one product).
+// of several matrices stacked without copying them (what Q, K and V packed as one product could
+// use; model/packed_linear.cpp says why the model still packs them from a copy); and the
+// alignment of what the packers write.
 #include <cstddef>
+#include <new>
 #include <vector>
 
 namespace roberta::kernels {
+
+// The alignment of the packers' output: a cache line, so that each panel row is whole lines.
+inline constexpr std::align_val_t kPackedAlignment{64};
 
 class WeightRows {
  public:

@@ -13,7 +13,7 @@
 // work, and release_free_memory() gives what is free back once there is none (the soak: 197 MB
 // from minute 3 to 10 under load, 101 MB a few seconds after it).
 //
-// What stays is mostly the forward pass's per-thread scratch buffers (up to 8 MiB each,
+// What stays is mostly the forward pass's per-thread scratch buffers (up to 32 MiB each,
 // util/scratch.h) and memory still in use in partly used pages.
 //
 //   batcher_options.on_idle = release_free_memory;   // the batcher calls it after 1 s without work
