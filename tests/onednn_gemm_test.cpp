@@ -19,7 +19,6 @@
 #include "kernels/packed_gemm_int8.h"
 #include "roberta/error.h"
 #include "rows_done_check.h"
-#include "stacked_rows.h"
 
 namespace {
 
@@ -207,15 +206,6 @@ TEST_P(OneDnnGemm, TwoThreadsAtOnceGetTheSameAnswer) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(got[0], want[0]);
   EXPECT_EQ(got[1], want[1]);
-}
-
-// Rows of several matrices stacked in place (Q, K and V at load) pack as their contiguous copy
-// does, rows of one part and parts straddling the 128-column parts alike (fp32 gathers them first).
-TEST_P(OneDnnGemm, StackedRowsPackAsTheirCopyDoes) {
-  const size_t K = 37;
-  const roberta::test::StackedRows rows({30, 45, 200}, K, 4);
-  const OneDnnWeight from_parts(rows.stacked, GetParam()), from_copy(rows.copy.data(), rows.stacked.n(), K, GetParam());
-  EXPECT_EQ(from_parts.dequantized(), from_copy.dequantized());
 }
 
 // oneDNN's reference (slow, generic) code never runs these products: every band height gets an

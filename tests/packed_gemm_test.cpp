@@ -22,7 +22,6 @@
 #include "kernels/packed_gemm_int8.h"
 #include "roberta/threads.h"
 #include "rows_done_check.h"
-#include "stacked_rows.h"
 
 namespace {
 
@@ -57,26 +56,6 @@ TEST(PackedGemm, MatchesFloat64Reference) {
       }
     }
   }
-}
-
-// Rows of several matrices stacked in place (Q, K and V at load) pack byte for byte as their
-// contiguous copy does, in every precision, parts straddling panels (k = 37: no whole 8 x 8 block
-// at the end of a row, odd pairs, a part quad).
-TEST(PackedGemm, StackedRowsPackAsTheirCopyDoes) {
-  const size_t K = 37;
-  const roberta::test::StackedRows rows({30, 45, 20}, K, 4);
-  const roberta::kernels::WeightRows& stacked = rows.stacked;
-  const std::vector<float>& copy = rows.copy;
-  const size_t N = stacked.n();
-  const auto same_bytes = [](const void* a, const void* b, size_t n) { return std::memcmp(a, b, n) == 0; };
-  const roberta::kernels::PackedWeight f32(stacked), f32_copy(copy.data(), N, K);
-  EXPECT_TRUE(same_bytes(f32.panel(0), f32_copy.panel(0), f32.bytes()));
-  const roberta::kernels::PackedWeightBf16 bf16(stacked), bf16_copy(copy.data(), N, K);
-  EXPECT_TRUE(same_bytes(bf16.panel(0), bf16_copy.panel(0), bf16.bytes()));
-  const roberta::kernels::PackedWeightInt8 int8(stacked), int8_copy(copy.data(), N, K);
-  EXPECT_TRUE(same_bytes(int8.panel(0), int8_copy.panel(0), int8.panels() * int8.k_quads() * 64 * 4));
-  EXPECT_TRUE(same_bytes(int8.scales(), int8_copy.scales(), N * sizeof(float)));
-  EXPECT_TRUE(same_bytes(int8.offsets(0, 0), int8_copy.offsets(0, 0), int8.panels() * 64 * sizeof(int32_t)));
 }
 
 // The activation applied by the GEMM's epilogue equals the activation applied afterwards, on

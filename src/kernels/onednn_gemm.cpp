@@ -96,7 +96,7 @@ bool onednn_supports(Precision) { return false; }
 
 struct OneDnnWeight::Impl {};
 
-OneDnnWeight::OneDnnWeight(const WeightRows&, Precision) {
+OneDnnWeight::OneDnnWeight(const float*, size_t, size_t, Precision) {
   throw Error("this build has no oneDNN (install libdnnl-dev and rebuild)");
 }
 size_t OneDnnWeight::bytes() const { return 0; }
@@ -272,7 +272,7 @@ const Primitive& primitive(Precision p, size_t rows, size_t cols, size_t k, size
 
 struct OneDnnWeight::Impl {
   struct Free {
-    void operator()(char* p) const { ::operator delete[](p, kPackedAlignment); }
+    void operator()(char* p) const { ::operator delete[](p, std::align_val_t(64)); }
   };
   std::unique_ptr<char[], Free> storage;  // the full parts, one after the other
   size_t part_bytes = 0;                  // of one full part
@@ -283,8 +283,8 @@ struct OneDnnWeight::Impl {
   size_t bytes = 0;
 };
 
-OneDnnWeight::OneDnnWeight(const WeightRows& w, Precision precision) : n_(w.n()), k_(w.k()), precision_(precision) {
-  const size_t n = n_, k = k_;
+OneDnnWeight::OneDnnWeight(const float* w, size_t n, size_t k, Precision precision)
+    : n_(n), k_(k), precision_(precision) {
   if (!onednn_supports(precision))
     throw Error(std::string("oneDNN cannot multiply ") + (precision == Precision::kInt8 ? "int8" : "bf16") +
                 " correctly on this CPU (" + onednn_isa() +
@@ -301,31 +301,26 @@ OneDnnWeight::OneDnnWeight(const WeightRows& w, Precision precision) : n_(w.n())
   if (full_parts) {
     single_threaded_onednn();
     impl->part_bytes = packed_weight_desc(precision, kPartColumns, k).get_size();
-    impl->storage.reset(static_cast<char*>(::operator new[](full_parts * impl->part_bytes, kPackedAlignment)));
+    impl->storage.reset(static_cast<char*>(::operator new[](full_parts * impl->part_bytes, std::align_val_t(64))));
   }
   std::vector<size_t> part_bytes(parts);
   // Parts in parallel: each is rounded / quantized by our code into the product's precision (so
   // that every path rounds alike), plain (cols, k), then reordered by oneDNN into its layout.
   ThreadPool::global()->parallel_for(parts, [&](size_t part) {
     const size_t c0 = part * kPartColumns, cols = std::min(kPartColumns, n - c0);
-    thread_local std::vector<float> f32_buffer;
     thread_local std::vector<uint16_t> bf16_buffer;
     thread_local std::vector<int8_t> int8_buffer;
-    const bool gather = precision == Precision::kF32 && !w.contiguous(c0, cols);  // rows of stacked matrices
-    const util::Scratch<float> f32(f32_buffer, gather ? cols * k : 0);
     const util::Scratch<uint16_t> bf16(bf16_buffer, precision == Precision::kBF16 ? cols * k : 0);
     const util::Scratch<int8_t> q(int8_buffer, precision == Precision::kInt8 ? cols * k : 0);
-    const void* plain = w.row(c0);
-    if (gather) {
-      for (size_t j = 0; j < cols; ++j) std::copy_n(w.row(c0 + j), k, f32.data() + j * k);
-      plain = f32.data();
-    } else if (precision == Precision::kBF16) {
-      for (size_t j = 0; j < cols; ++j) to_bf16_row(w.row(c0 + j), k, bf16.data() + j * k);
+    const float* src_rows = w + c0 * k;
+    const void* plain = src_rows;
+    if (precision == Precision::kBF16) {
+      to_bf16_row(src_rows, cols * k, bf16.data());
       plain = bf16.data();
     } else if (precision == Precision::kInt8) {
       for (size_t j = 0; j < cols; ++j) {
         int8_t* row = q.data() + j * k;
-        impl->scales[c0 + j] = quantize_weight_row(w.row(c0 + j), k, row);
+        impl->scales[c0 + j] = quantize_weight_row(src_rows + j * k, k, row);
         int32_t sum = 0;
         for (size_t kk = 0; kk < k; ++kk) sum += row[kk];
         impl->offsets[c0 + j] = 128 * sum;

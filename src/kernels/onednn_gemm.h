@@ -61,11 +61,9 @@ class OneDnnWeight {
   static constexpr size_t kPartColumns = 128;
 
   OneDnnWeight() = default;
-  // Throws roberta::Error in a build without oneDNN, or where !onednn_supports(precision).
-  OneDnnWeight(const WeightRows& w, Precision precision);
-  // w is (n, k) row-major.
-  OneDnnWeight(const float* w, size_t n, size_t k, Precision precision)
-      : OneDnnWeight(WeightRows(w, n, k), precision) {}
+  // w is (n, k) row-major. Throws roberta::Error in a build without oneDNN, or where
+  // !onednn_supports(precision).
+  OneDnnWeight(const float* w, size_t n, size_t k, Precision precision);
 
   size_t n() const { return n_; }
   size_t k() const { return k_; }

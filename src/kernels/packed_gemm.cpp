@@ -18,25 +18,22 @@
 namespace roberta::kernels {
 
 namespace {
-// dst[kk * ldd + j] = src[j][kk] for rows j < rows, kk in [k0, k1).
-void transpose_scalar(const WeightRows& w, size_t r0, size_t rows, size_t k0, size_t k1, float* dst, size_t ldd) {
-  for (size_t j = 0; j < rows; ++j) {
-    const float* src = w.row(r0 + j);
-    for (size_t kk = k0; kk < k1; ++kk) dst[kk * ldd + j] = src[kk];
-  }
+// dst[kk * ldd + j] = src[j * lds + kk] for rows j < rows, kk in [k0, k1).
+void transpose_scalar(const float* src, size_t lds, size_t rows, size_t k0, size_t k1, float* dst, size_t ldd) {
+  for (size_t j = 0; j < rows; ++j)
+    for (size_t kk = k0; kk < k1; ++kk) dst[kk * ldd + j] = src[j * lds + kk];
 }
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 10
 // The same, 8 x 8 blocks at a time through registers; the edges as transpose_scalar does them.
-__attribute__((target("avx2"))) void transpose_avx2(const WeightRows& w, size_t r0, size_t rows, size_t k0, size_t k1,
+__attribute__((target("avx2"))) void transpose_avx2(const float* src, size_t lds, size_t rows, size_t k0, size_t k1,
                                                     float* dst, size_t ldd) {
   const size_t full_rows = rows / 8 * 8, k8 = k0 + (k1 - k0) / 8 * 8;
   for (size_t j = 0; j < full_rows; j += 8) {
-    const float* src[8];
-    for (size_t i = 0; i < 8; ++i) src[i] = w.row(r0 + j + i);
+    const float* s = src + j * lds;
     for (size_t kk = k0; kk < k8; kk += 8) {
       __m256 r[8];
-      for (size_t i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src[i] + kk);
+      for (size_t i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(s + i * lds + kk);
       __m256 t[8], u[8];
       for (size_t i = 0; i < 4; ++i) {
         t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);      // columns 0 1 | 4 5 of two rows
@@ -54,15 +51,15 @@ __attribute__((target("avx2"))) void transpose_avx2(const WeightRows& w, size_t 
         _mm256_storeu_ps(d + (c + 4) * ldd, _mm256_permute2f128_ps(u[c], u[4 + c], 0x31));
       }
     }
-    transpose_scalar(w, r0 + j, 8, k8, k1, dst + j, ldd);
+    transpose_scalar(s, lds, 8, k8, k1, dst + j, ldd);
   }
-  transpose_scalar(w, r0 + full_rows, rows - full_rows, k0, k1, dst + full_rows, ldd);
+  transpose_scalar(src + full_rows * lds, lds, rows - full_rows, k0, k1, dst + full_rows, ldd);
 }
 #endif
 }  // namespace
 
-PackedWeight::PackedWeight(const WeightRows& w)
-    : n_(w.n()), k_(w.k()), data_(static_cast<float*>(::operator new[](bytes(), kPackedAlignment))) {
+PackedWeight::PackedWeight(const float* w, size_t n, size_t k)
+    : n_(n), k_(k), data_(static_cast<float*>(::operator new[](bytes(), std::align_val_t(64)))) {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 10
   const auto transpose = usable_isa() >= Isa::kAvx2 ? transpose_avx2 : transpose_scalar;
 #else
@@ -71,10 +68,10 @@ PackedWeight::PackedWeight(const WeightRows& w)
   // Panels are independent: pack them on the thread pool. Within a panel, walk k in tiles so
   // that both the 32 source rows and the destination stay in cache.
   ThreadPool::global()->parallel_for(panels(), [&](size_t p) {
-    float* dst = data_.get() + p * k_ * kPanel;
-    const size_t rows = std::min(kPanel, n_ - p * kPanel);
-    if (rows < kPanel) std::memset(dst, 0, k_ * kPanel * sizeof(float));
-    for (size_t k0 = 0; k0 < k_; k0 += 64) transpose(w, p * kPanel, rows, k0, std::min(k_, k0 + 64), dst, kPanel);
+    float* dst = data_.get() + p * k * kPanel;
+    const size_t rows = std::min(kPanel, n - p * kPanel);
+    if (rows < kPanel) std::memset(dst, 0, k * kPanel * sizeof(float));
+    for (size_t k0 = 0; k0 < k; k0 += 64) transpose(w + p * kPanel * k, k, rows, k0, std::min(k, k0 + 64), dst, kPanel);
   });
 }
 
@@ -348,14 +345,14 @@ void to_bf16_row(const float* x, size_t n, uint16_t* out) {
   for (size_t i = 0; i < n; ++i) out[i] = to_bf16(x[i]);
 }
 
-PackedWeightBf16::PackedWeightBf16(const WeightRows& w)
-    : n_(w.n()), k_(w.k()), data_(static_cast<uint16_t*>(::operator new[](bytes(), kPackedAlignment))) {
+PackedWeightBf16::PackedWeightBf16(const float* w, size_t n, size_t k)
+    : n_(n), k_(k), data_(static_cast<uint16_t*>(::operator new[](bytes(), std::align_val_t(64)))) {
   ThreadPool::global()->parallel_for(panels(), [&](size_t p) {
     uint32_t* dst = reinterpret_cast<uint32_t*>(data_.get() + p * k_pairs() * kPanel * 2);
     std::memset(dst, 0, k_pairs() * kPanel * sizeof(uint32_t));
     std::vector<uint16_t> row(k_pairs() * 2, 0);  // k padded with a zero to an even count
-    for (size_t j = 0; j < kPanel && p * kPanel + j < n_; ++j) {
-      to_bf16_row(w.row(p * kPanel + j), k_, row.data());
+    for (size_t j = 0; j < kPanel && p * kPanel + j < n; ++j) {
+      to_bf16_row(w + (p * kPanel + j) * k, k, row.data());
       for (size_t q = 0; q < k_pairs(); ++q) std::memcpy(dst + q * kPanel + j, row.data() + 2 * q, 4);
     }
   });

@@ -14,7 +14,6 @@
 
 #include "activation.h"
 #include "rows_done.h"
-#include "weight_rows.h"
 
 namespace roberta::kernels {
 
@@ -23,9 +22,8 @@ class PackedWeight {
   static constexpr size_t kPanel = 32;
 
   PackedWeight() = default;
-  explicit PackedWeight(const WeightRows& w);
   // w is (n, k) row-major.
-  PackedWeight(const float* w, size_t n, size_t k) : PackedWeight(WeightRows(w, n, k)) {}
+  PackedWeight(const float* w, size_t n, size_t k);
 
   size_t n() const { return n_; }
   size_t k() const { return k_; }
@@ -35,10 +33,10 @@ class PackedWeight {
 
  private:
   struct Free {
-    void operator()(float* p) const { ::operator delete[](p, kPackedAlignment); }
+    void operator()(float* p) const { ::operator delete[](p, std::align_val_t(64)); }
   };
   size_t n_ = 0, k_ = 0;
-  std::unique_ptr<float[], Free> data_;  // 64-byte aligned (kPackedAlignment): one panel row is one cache line
+  std::unique_ptr<float[], Free> data_;  // 64-byte aligned: one panel row is one cache line
 };
 
 // The same weight in bfloat16 (round to nearest even), laid out for AVX512-BF16's vdpbf16ps:
@@ -49,8 +47,7 @@ class PackedWeightBf16 {
   static constexpr size_t kPanel = 32;
 
   PackedWeightBf16() = default;
-  explicit PackedWeightBf16(const WeightRows& w);
-  PackedWeightBf16(const float* w, size_t n, size_t k) : PackedWeightBf16(WeightRows(w, n, k)) {}
+  PackedWeightBf16(const float* w, size_t n, size_t k);
 
   size_t n() const { return n_; }
   size_t k() const { return k_; }
@@ -61,7 +58,7 @@ class PackedWeightBf16 {
 
  private:
   struct Free {
-    void operator()(uint16_t* p) const { ::operator delete[](p, kPackedAlignment); }
+    void operator()(uint16_t* p) const { ::operator delete[](p, std::align_val_t(64)); }
   };
   size_t n_ = 0, k_ = 0;
   std::unique_ptr<uint16_t[], Free> data_;

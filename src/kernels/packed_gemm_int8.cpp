@@ -15,19 +15,18 @@
 
 namespace roberta::kernels {
 
-PackedWeightInt8::PackedWeightInt8(const WeightRows& w)
-    : n_(w.n()), k_(w.k()),
-      data_(static_cast<int8_t*>(::operator new[](panels() * k_quads() * kPanel * 4, kPackedAlignment))),
-      scales_(n_) {
+PackedWeightInt8::PackedWeightInt8(const float* w, size_t n, size_t k)
+    : n_(n), k_(k), data_(static_cast<int8_t*>(::operator new[](panels() * k_quads() * kPanel * 4, std::align_val_t(64)))),
+      scales_(n) {
   const size_t Q = k_quads(), slices = (Q + kSliceQuads - 1) / kSliceQuads;
   offsets_.assign(slices * panels() * kPanel, 0);
   ThreadPool::global()->parallel_for(panels(), [&](size_t p) {
     int8_t* dst = data_.get() + p * Q * kPanel * 4;
     std::memset(dst, 0, Q * kPanel * 4);
     std::vector<int8_t> q(Q * 4, 0);  // k padded with zeros to whole quads
-    for (size_t j = 0; j < kPanel && p * kPanel + j < n_; ++j) {
+    for (size_t j = 0; j < kPanel && p * kPanel + j < n; ++j) {
       const size_t row = p * kPanel + j;
-      scales_[row] = quantize_weight_row(w.row(row), k_, q.data());
+      scales_[row] = quantize_weight_row(w + row * k, k, q.data());
       for (size_t quad = 0; quad < Q; ++quad) {
         const int8_t* v = q.data() + 4 * quad;
         std::memcpy(dst + (quad * kPanel + j) * 4, v, 4);

@@ -16,7 +16,6 @@
 
 #include "activation.h"
 #include "rows_done.h"
-#include "weight_rows.h"
 
 namespace roberta::kernels {
 
@@ -29,8 +28,7 @@ class PackedWeightInt8 {
   static constexpr size_t kSliceQuads = 768;
 
   PackedWeightInt8() = default;
-  explicit PackedWeightInt8(const WeightRows& w);
-  PackedWeightInt8(const float* w, size_t n, size_t k) : PackedWeightInt8(WeightRows(w, n, k)) {}  // w: (n, k) row-major
+  PackedWeightInt8(const float* w, size_t n, size_t k);  // w is (n, k) row-major
 
   size_t n() const { return n_; }
   size_t k() const { return k_; }
@@ -50,7 +48,7 @@ class PackedWeightInt8 {
 
  private:
   struct Free {
-    void operator()(int8_t* p) const { ::operator delete[](p, kPackedAlignment); }
+    void operator()(int8_t* p) const { ::operator delete[](p, std::align_val_t(64)); }
   };
   size_t n_ = 0, k_ = 0;
   std::unique_ptr<int8_t[], Free> data_;

@@ -6,18 +6,17 @@ namespace roberta {
 
 PackedLinear PackedLinear::join(const std::vector<LinearWeights>& parts, WeightType type) {
   PackedLinear p;
-  // Several parts' rows one after the other, in a copy (7 MB for roberta-base's Q, K and V). The
-  // packers could read them in place (kernels::WeightRows stacks them; tests check both pack
-  // alike), and the load was ~20 ms faster that way, but the freed copy is what makes glibc raise
-  // its mmap threshold early in the load, so that the packed weights come from its heap rather
-  // than from an mmap each: and with the weights in mmaps int8 8 x 128 tokens ran 4-5% slower
-  // (Zen 4, paired A/B, 10 rounds; the same with MALLOC_MMAP_THRESHOLD_ set). Until the weights
-  // get an arena of their own, the copy stays.
+  // Several parts' rows one after the other, in a copy (7 MB for roberta-base's Q, K and V).
+  // Packing them in place from the three matrices loaded ~20 ms faster, but the freed copy is what
+  // makes glibc raise its mmap threshold early in the load, so that the packed weights come from
+  // its heap rather than from an mmap each: and with the weights in mmaps int8 8 x 128 tokens ran
+  // 4-5% slower (Zen 4, paired A/B, 10 rounds; the same with MALLOC_MMAP_THRESHOLD_ set). Until
+  // the weights get an arena of their own, the copy stays.
   const size_t in = parts.at(0).in;
   size_t out = 0;
   for (const LinearWeights& l : parts) out += l.out;
   std::vector<float> joined;
-  const float* rows = parts[0].weight;
+  const float* w = parts[0].weight;
   if (parts.size() > 1) {
     joined.resize(out * in);
     size_t row = 0;
@@ -25,21 +24,20 @@ PackedLinear PackedLinear::join(const std::vector<LinearWeights>& parts, WeightT
       std::copy_n(l.weight, l.out * in, joined.begin() + static_cast<ptrdiff_t>(row * in));
       row += l.out;
     }
-    rows = joined.data();
+    w = joined.data();
   }
   for (const LinearWeights& l : parts) p.bias_.insert(p.bias_.end(), l.bias, l.bias + l.out);
-  const kernels::WeightRows w(rows, out, in);
   const kernels::Precision precision = type == WeightType::kBF16   ? kernels::Precision::kBF16
                                        : type == WeightType::kInt8 ? kernels::Precision::kInt8
                                                                    : kernels::Precision::kF32;
   if (kernels::use_onednn(precision))
-    p.weight_.emplace<kernels::OneDnnWeight>(w, precision);
+    p.weight_.emplace<kernels::OneDnnWeight>(w, out, in, precision);
   else if (type == WeightType::kBF16)
-    p.weight_.emplace<kernels::PackedWeightBf16>(w);
+    p.weight_.emplace<kernels::PackedWeightBf16>(w, out, in);
   else if (type == WeightType::kInt8)
-    p.weight_.emplace<kernels::PackedWeightInt8>(w);
+    p.weight_.emplace<kernels::PackedWeightInt8>(w, out, in);
   else
-    p.weight_.emplace<kernels::PackedWeight>(w);
+    p.weight_.emplace<kernels::PackedWeight>(w, out, in);
   return p;
 }
 
