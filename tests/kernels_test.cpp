@@ -269,8 +269,9 @@ TEST(Attention, PaddingDoesNotEnterTheRowMaximum) {
 }
 
 // Which attention the bf16 and int8 encoders ask for: ROBERTA_ATTENTION when set (a typo is an
-// error), else bf16 only where the CPU has AVX512-BF16 and is an AMD one (vdpbf16ps twice the fp32
-// FMA rate there, half of it on Intel's Xeons).
+// error), else bf16 only where the CPU has AMX tiles (usable: not capped by ROBERTA_ISA) or has
+// AVX512-BF16 and is an AMD one (vdpbf16ps twice the fp32 FMA rate there, half of it on Intel's
+// Xeons, whose AMX tiles measured faster than fp32 attention).
 TEST(Attention, Bf16OnlyWhereItPaysOrWhereForced) {
   const char* old = std::getenv("ROBERTA_ATTENTION");
   const std::string saved = old ? old : "";
@@ -282,7 +283,9 @@ TEST(Attention, Bf16OnlyWhereItPaysOrWhereForced) {
 #else
   const bool amd = false;
 #endif
-  EXPECT_EQ(roberta::kernels::bf16_attention_pays(), has_bf16 && amd);
+  const bool amx = roberta::kernels::usable_isa() >= Isa::kAmx;
+  EXPECT_EQ(roberta::kernels::bf16_attention_pays(), has_bf16 && (amd || amx));
+  if (amx) EXPECT_NE(roberta::kernels::attention_path().find("AMX"), std::string::npos);
   std::printf("  default here: %s\n", roberta::kernels::attention_path().c_str());
   ::setenv("ROBERTA_ATTENTION", "fp32", 1);
   EXPECT_FALSE(roberta::kernels::bf16_attention_pays());

@@ -564,14 +564,14 @@ bool bf16_dot_beats_fma() {
 bool bf16_attention_pays() {
   const std::string env = attention_env();
   if (usable_isa() < Isa::kAvx512Bf16) return false;
-  return env.empty() ? bf16_dot_beats_fma() : env == "bf16";
+  return env.empty() ? usable_isa() >= Isa::kAmx || bf16_dot_beats_fma() : env == "bf16";
 }
 
 std::string attention_path() {
   const std::string env = attention_env();
   if (bf16_attention_pays())
     return std::string(usable_isa() >= Isa::kAmx ? "bf16 (AMX tiles" : "bf16 (AVX512-BF16") +
-           (env.empty() ? ", faster than fp32 FMAs on this CPU)" : ", ROBERTA_ATTENTION)");
+           (env.empty() ? ", faster than fp32 on this CPU)" : ", ROBERTA_ATTENTION)");
   if (usable_isa() < Isa::kAvx512Bf16) return "fp32 (no AVX512-BF16 here, or ROBERTA_ISA below avx512bf16)";
   return env.empty() ? "fp32 (this CPU's bf16 dot product is no faster than its fp32 FMAs)"
                      : "fp32 (ROBERTA_ATTENTION)";

@@ -20,8 +20,8 @@ struct RelativePositions {
 };
 // The precision the products may use: kBf16 lets Q, K, V and softmax's exponentials be rounded
 // to bfloat16 (fp32 sums, fp32 softmax) where the CPU has AVX512-BF16 and the head size is 64 with
-// absolute positions — on AMX tiles where the CPU has them (ROBERTA_ISA amx; that kernel has not
-// run on an AMX CPU yet, only its emulation); elsewhere the fp32 path runs. The bf16 and int8
+// absolute positions — on AMX tiles where the CPU has them (ROBERTA_ISA amx; tested on the tiles
+// against its emulation and a float64 reference on an AMX Xeon); elsewhere the fp32 path runs. The bf16 and int8
 // encoders ask for kBf16 where bf16_attention_pays().
 enum class AttentionPrecision { kFp32, kBf16 };
 void self_attention(float* ctx, const float* qkv, const size_t* offsets, size_t num_sequences, size_t heads,
@@ -36,12 +36,13 @@ void self_attention_amx_emulated(float* ctx, const float* qkv, const size_t* off
 
 // Whether the bf16 and int8 encoders ask for kBf16 attention on this CPU. ROBERTA_ATTENTION=bf16 or
 // fp32 decides when set (another value is a roberta::Error naming the accepted ones). Unset: bf16
-// where the CPU has AVX512-BF16 (and ROBERTA_ISA allows it) and its vdpbf16ps does more products
-// per cycle than fp32 FMAs: AMD's Zen 4 (twice the FMA rate; bf16 attention measured 2x faster
-// there). Not on Intel's Xeons: their vdpbf16ps runs at half the fp32 FMA rate (measured peaks:
-// 240 against 479 GFLOP/s with 2 threads, ../shared/NOTES.md), so fp32 attention is both faster
-// and exact there — unless their AMX tiles (7.6 TFLOP/s bf16) do better: unmeasured, so still fp32
-// by default; ROBERTA_ATTENTION=bf16 runs the tiles (tools/cpu_paths_check.sh compares the two).
+// where the CPU has AMX tiles (and ROBERTA_ISA allows them): on an Intel Xeon with AMX the tiles
+// made int8 8 x 128 tokens 13% faster than fp32 attention (125 -> 109 ms) and bf16 6% (200 -> 188;
+// 2026-11-25, README "Measured"); and where the CPU has AVX512-BF16 whose vdpbf16ps does more
+// products per cycle than fp32 FMAs: AMD's Zen 4 (twice the FMA rate; bf16 attention measured 2x
+// faster there). Not on Intel CPUs with AVX512-BF16 but no AMX: their vdpbf16ps runs at half the
+// fp32 FMA rate (240 against 479 GFLOP/s with 2 threads, ../shared/NOTES.md), so fp32 attention is
+// both faster and exact there.
 bool bf16_attention_pays();
 // "bf16 (AVX512-BF16)", "bf16 (AMX tiles)" or "fp32 (...)" and why, for `roberta info`.
 std::string attention_path();

@@ -80,13 +80,15 @@ bool use_onednn(Precision p) {
   if (choice == GemmChoice::kOneDnn) return true;
   // Measured on an AMD EPYC Zen 4 (README, "Speed"): oneDNN's bf16 products make a forward pass
   // 3-14% faster than ours; its int8 ones are within the noise of ours (0.93-1.17x on 16 tokens,
-  // 1.02-1.12x on 8 x 128), and its fp32 ones no faster (0.84x on 16 tokens). On CPUs with AMX it
-  // is the only path that uses the AMX tiles, for bf16 and int8. bf16 only where oneDNN multiplies
-  // it natively (elsewhere it emulates it, unmeasured).
+  // 1.02-1.12x on 8 x 128), and its fp32 ones no faster (0.84x on 16 tokens). On an Intel Xeon with
+  // AMX (2026-11-25, paired rounds, README "Measured"): oneDNN's bf16 products (AMX) are 10-13%
+  // faster than our AMX ones on 8 x 128 and 32 x 8..128 tokens, ours 8% faster on 16 tokens; its
+  // int8 ones are slower than our AMX ones (0.97x on 8 x 128, 0.87x on 32 x 8..128 tokens), so int8
+  // stays on ours everywhere. bf16 only where oneDNN multiplies it natively (elsewhere it emulates
+  // it, unmeasured).
   if (usable_isa() != detected_isa()) return false;
   const std::string isa = onednn_isa();
-  if (p == Precision::kBF16) return isa == "avx512_core_bf16" || isa == "avx512_core_amx";
-  return p == Precision::kInt8 && isa == "avx512_core_amx" && cpu_has_amx(p);
+  return p == Precision::kBF16 && (isa == "avx512_core_bf16" || isa == "avx512_core_amx");
 }
 
 #if !defined(ROBERTA_WITH_ONEDNN)
