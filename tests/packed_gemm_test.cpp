@@ -339,6 +339,47 @@ TEST(PackedGemmBf16, AmxMatchesFloat64ReferenceOfBf16RoundedInputs) {
   if (!amx_here()) std::printf("  no AMX tiles here (or ROBERTA_ISA below amx): only the emulation ran\n");
 }
 
+// The AMX products apply GELU in their epilogue, on the last k slice only: the same values as the
+// product followed by the separate activation pass, bit for bit, for int8 and bf16, through the
+// emulation everywhere and on the tiles where the CPU has them (shapes with two k slices included:
+// GELU after the first slice would differ).
+TEST(PackedGemm, AmxFusedGeluEqualsSeparatePass) {
+  if (!emulation_runs_here()) GTEST_SKIP() << "the emulation's epilogue needs AVX-512";
+  using roberta::kernels::Activation;
+  std::mt19937 rng(24);
+  const auto expect_fused_equals_separate = [](std::vector<float> plain, const std::vector<float>& fused, size_t M,
+                                               size_t N, size_t ldy, const char* what) {
+    roberta::kernels::activation_rows(plain.data(), ldy, M, N, Activation::kGelu);
+    EXPECT_EQ(fused, plain) << what << " M=" << M << " N=" << N;  // (columns past N: -7 in both)
+  };
+  for (const auto& [M, N, K] : kAmxShapes) {
+    Int8Case c(M, N, K, rng);
+    std::vector<float> plain(M * c.ldy(), -7.0f), fused(M * c.ldy(), -7.0f);
+    roberta::kernels::packed_linear_amx_emulated(plain.data(), c.ldy(), c.rows(), c.packed, c.bias.data(), M);
+    roberta::kernels::packed_linear_amx_emulated(fused.data(), c.ldy(), c.rows(), c.packed, c.bias.data(), M,
+                                                 Activation::kGelu);
+    expect_fused_equals_separate(plain, fused, M, N, c.ldy(), "int8, emulated");
+    if (amx_here()) {
+      std::vector<float> tiles(M * c.ldy(), -7.0f);
+      roberta::kernels::packed_linear(tiles.data(), c.ldy(), c.rows(), c.packed, c.bias.data(), M, Activation::kGelu);
+      expect_fused_equals_separate(plain, tiles, M, N, c.ldy(), "int8, AMX tiles");
+    }
+    const Bf16Case b(M, N, K == 3100 ? 1030 : K, rng);
+    std::vector<float> plain_bf16 = b.fresh_y(), fused_bf16 = b.fresh_y();
+    roberta::kernels::packed_linear_amx_emulated(plain_bf16.data(), b.ldy(), b.x.data(), b.packed, b.bias.data(), M);
+    roberta::kernels::packed_linear_amx_emulated(fused_bf16.data(), b.ldy(), b.x.data(), b.packed, b.bias.data(), M,
+                                                 Activation::kGelu);
+    expect_fused_equals_separate(plain_bf16, fused_bf16, M, N, b.ldy(), "bf16, emulated");
+    if (amx_here()) {
+      std::vector<float> tiles = b.fresh_y(), tiles_plain = b.fresh_y();
+      roberta::kernels::packed_linear(tiles_plain.data(), b.ldy(), b.x.data(), b.packed, b.bias.data(), M);
+      roberta::kernels::packed_linear(tiles.data(), b.ldy(), b.x.data(), b.packed, b.bias.data(), M, Activation::kGelu);
+      expect_fused_equals_separate(tiles_plain, tiles, M, N, b.ldy(), "bf16, AMX tiles");
+    }
+  }
+  if (!amx_here()) std::printf("  no AMX tiles here (or ROBERTA_ISA below amx): only the emulation ran\n");
+}
+
 // tiles_done and rows_done see each element / row of y once, final, on every kernel, from fp32 x
 // and from x converted beforehand (rows_done_check.h).
 TEST(PackedGemm, RowsDoneAndTilesDoneSeeFinalValuesOnce) {

@@ -4,6 +4,8 @@
 
 #include "intrinsics.h"
 
+#include "avx512_math.h"
+
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
@@ -12,6 +14,7 @@ namespace roberta::kernels {
 
 namespace {
 using namespace amx;
+
 
 // dst = rows [0, rows) x k units [0, units) of src (row stride ld units), zero elsewhere.
 void stage_a(TileBuffer& dst, const uint32_t* src, size_t ld, size_t rows, size_t units) {
@@ -43,6 +46,7 @@ struct Epilogue {
   bool first;
   float* y;
   size_t ldy, cols;
+  bool gelu;  // y = gelu(y) after the bias
   __attribute__((target("avx512f"))) void operator()(const Accumulators& acc, size_t r0, size_t rows,
                                                      size_t col0) const {
     for (size_t h = 0; h < 32; h += 16) {
@@ -60,6 +64,7 @@ struct Epilogue {
         float* out = y + (r0 + r) * ldy + c0;
         if (!first) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, out));
         if (bias) v = _mm512_add_ps(v, bv);
+        if (gelu) v = gelu_avx512(v);
         _mm512_mask_storeu_ps(out, m, v);
       }
     }
@@ -98,8 +103,20 @@ void amx_chunk(const uint32_t* x, size_t ldx, size_t rows, const uint8_t* panel,
       Tiles::template zero<1>();
       Tiles::template zero<2>();
       Tiles::template zero<3>();
+      // The next block's rows of y (2 lines a row), prefetched for writing a few at a time during
+      // this block's products, so that the epilogue's stores do not wait for their lines: 10-11%
+      // off int8 and 12-19% off bf16 forward passes of 8 x 128 and 32 x 8..128 tokens (paired
+      // rounds, Xeon with AMX, 2026-11-25).
+      size_t next_r = r, next_jt = jt + 2;
+      if (next_jt == kColumnTiles) next_r += 32, next_jt = 0;
+      const size_t next_rows = next_r < rows ? std::min<size_t>(32, rows - next_r) : 0;
+      const size_t y_lines = 2 * next_rows;
+      const size_t steps = (q1 - q0 + kUnits - 1) / kUnits, per_step = (y_lines + steps - 1) / steps;
+      size_t y_line = 0;
       for (size_t q = q0; q < q1; q += kUnits) {
         const size_t units = std::min(kUnits, q1 - q);
+        for (size_t i = 0; i < per_step && y_line < y_lines; ++i, ++y_line)
+          __builtin_prefetch(epilogue.y + (next_r + y_line / 2) * epilogue.ldy + next_jt * 16 + (y_line % 2) * 16, 1, 3);
         if (nr >= 16 && units == kUnits) {
           Tiles::template load<4>(xa + q, ldx * 4);
         } else {
@@ -147,17 +164,17 @@ void amx_chunk(const uint32_t* x, size_t ldx, size_t rows, const uint8_t* panel,
 template <class Tiles>
 void int8_amx(const uint32_t* xq, size_t ldq, size_t rows, const int8_t* panel, size_t q0, size_t q1,
               const int32_t* offset, const float* x_scale, const float* w_scale, const float* bias, bool first,
-              float* y, size_t ldy, size_t cols) {
+              float* y, size_t ldy, size_t cols, bool gelu) {
   amx_chunk<Tiles, true, 4, 256>(xq, ldq, rows, reinterpret_cast<const uint8_t*>(panel), q0, q1,
-                                 Epilogue{offset, x_scale, w_scale, bias, first, y, ldy, cols});
+                                 Epilogue{offset, x_scale, w_scale, bias, first, y, ldy, cols, gelu});
 }
 
 // bf16 panels: 32 columns (2 column tiles), 128 bytes per k pair (packed_gemm.h).
 template <class Tiles>
 void bf16_amx(const uint32_t* xb, size_t ldx_pairs, size_t rows, const uint16_t* panel, size_t q0, size_t q1,
-              const float* bias, bool first, float* y, size_t ldy, size_t cols) {
+              const float* bias, bool first, float* y, size_t ldy, size_t cols, bool gelu) {
   amx_chunk<Tiles, false, 2, 128>(xb, ldx_pairs, rows, reinterpret_cast<const uint8_t*>(panel), q0, q1,
-                                  Epilogue{nullptr, nullptr, nullptr, bias, first, y, ldy, cols});
+                                  Epilogue{nullptr, nullptr, nullptr, bias, first, y, ldy, cols, gelu});
 }
 
 }  // namespace

@@ -27,14 +27,17 @@ namespace roberta::kernels {
 // Rows the callers' row blocks are made of (for_each_block's block_rows): one A tile.
 constexpr size_t kAmxBlockRows = 16;
 
-// The int8 block (Int8BlockFn): y[r][j] (+)= x_scale[r] · w_scale[j] · (sum over quads [q0, q1) of
-// u8(x) · s8(w) - offset[j]) (+ bias), rows of x quads with stride ldq, panel of 64 columns.
+// The int8 block (Int8BlockFn, and `gelu`): y[r][j] (+)= x_scale[r] · w_scale[j] · (sum over quads
+// [q0, q1) of u8(x) · s8(w) - offset[j]) (+ bias), rows of x quads with stride ldq, panel of 64
+// columns; then, if `gelu` (pass it with the last k slice), y = gelu(y) as activation_rows does
+// it (gelu_avx512, avx512_math.h), while the values are in registers: no pass over y of its own.
 using AmxInt8Fn = void (*)(const uint32_t* xq, size_t ldq, size_t rows, const int8_t* panel, size_t q0, size_t q1,
                            const int32_t* offset, const float* x_scale, const float* w_scale, const float* bias,
-                           bool first, float* y, size_t ldy, size_t cols);
-// The bf16 block (packed_gemm.cpp's BlockFn<uint32_t, uint16_t>): y (+)= x pairs [q0, q1) · panel (32 columns).
+                           bool first, float* y, size_t ldy, size_t cols, bool gelu);
+// The bf16 block (packed_gemm.cpp's BlockFn<uint32_t, uint16_t>, and `gelu` as above): y (+)= x
+// pairs [q0, q1) · panel (32 columns).
 using AmxBf16Fn = void (*)(const uint32_t* xb, size_t ldx_pairs, size_t rows, const uint16_t* panel, size_t q0,
-                           size_t q1, const float* bias, bool first, float* y, size_t ldy, size_t cols);
+                           size_t q1, const float* bias, bool first, float* y, size_t ldy, size_t cols, bool gelu);
 
 // On the tiles; only where usable_isa() >= Isa::kAmx.
 extern const AmxInt8Fn int8_block_amx;

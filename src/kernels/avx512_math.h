@@ -4,6 +4,8 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+#include <cstdint>
+
 namespace roberta::kernels {
 
 // exp(x) for 16 floats: the same Cephes polynomial as vmath::exp (about 1 ulp), scaled by 2^n with
@@ -22,6 +24,35 @@ __attribute__((target("avx512f"))) inline __m512 exp_avx512(__m512 x) {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
   p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
   return _mm512_scalef_ps(p, n);
+}
+
+// GELU (erf form) written with AVX-512 intrinsics, erf from Abramowitz & Stegun 7.1.28:
+// erf(a) = 1 - 1 / (1 + a1 a + ... + a6 a^6)^16 for a >= 0 (|error| <= 3e-7; a clamped at 6, where
+// erf is 1 in float), the reciprocal as rcp14 plus a Newton step. No exp and no division: 1.6x
+// faster than 7.1.26 with exp (0.30 against 0.47 ns a value in cache, Zen 4); |error| < 6e-7 of
+// max(1, |gelu|) against double precision (tests/activations_test.cpp). The AMX products' epilogue
+// (amx_gemm.cpp) applies it too, to values in registers: the same function, the same results.
+__attribute__((target("avx512f"))) inline __m512 gelu_avx512(__m512 x) {
+  const __m512 z = _mm512_mul_ps(x, _mm512_set1_ps(0.7071067811865476f));
+  const __m512 a = _mm512_min_ps(_mm512_abs_ps(z), _mm512_set1_ps(6.0f));
+  __m512 p = _mm512_set1_ps(0.0000430638f);
+  p = _mm512_fmadd_ps(p, a, _mm512_set1_ps(0.0002765672f));
+  p = _mm512_fmadd_ps(p, a, _mm512_set1_ps(0.0001520143f));
+  p = _mm512_fmadd_ps(p, a, _mm512_set1_ps(0.0092705272f));
+  p = _mm512_fmadd_ps(p, a, _mm512_set1_ps(0.0422820123f));
+  p = _mm512_fmadd_ps(p, a, _mm512_set1_ps(0.0705230784f));
+  p = _mm512_fmadd_ps(p, a, _mm512_set1_ps(1.0f));
+  p = _mm512_mul_ps(p, p);  // p^16
+  p = _mm512_mul_ps(p, p);
+  p = _mm512_mul_ps(p, p);
+  p = _mm512_mul_ps(p, p);
+  __m512 t = _mm512_rcp14_ps(p);
+  t = _mm512_mul_ps(t, _mm512_fnmadd_ps(p, t, _mm512_set1_ps(2.0f)));
+  const __m512 y = _mm512_sub_ps(_mm512_set1_ps(1.0f), t);  // erf(|z|)
+  const __m512 erf = _mm512_castsi512_ps(_mm512_or_si512(
+      _mm512_castps_si512(y), _mm512_and_si512(_mm512_castps_si512(z), _mm512_set1_epi32(INT32_MIN))));
+  const __m512 half_x = _mm512_mul_ps(x, _mm512_set1_ps(0.5f));
+  return _mm512_fmadd_ps(half_x, erf, half_x);
 }
 
 }  // namespace roberta::kernels

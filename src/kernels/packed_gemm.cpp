@@ -452,7 +452,8 @@ __attribute__((target("avx512f,avx512bf16"))) void to_bf16_pairs_avx512(const fl
 #endif
 
 struct Bf16Kernel {
-  BlockFn<uint32_t, uint16_t> fn;
+  BlockFn<uint32_t, uint16_t> fn;  // (null where amx is set)
+  AmxBf16Fn amx;                    // our AMX product (null elsewhere): it applies GELU in its epilogue
   void (*convert)(const float* x, size_t ldx, size_t rows, size_t k, uint32_t* out, size_t ldp);
   size_t block_rows;  // for_each_block's row blocks: the register block (AVX-512), an A tile (AMX)
   const char* name;
@@ -460,11 +461,11 @@ struct Bf16Kernel {
 
 Bf16Kernel pick_bf16_kernel() {
 #if defined(ROBERTA_HAVE_BF16_KERNEL)
-  if (usable_isa() >= Isa::kAmx) return {bf16_block_amx, to_bf16_pairs_avx512, kAmxBlockRows, "AMX-BF16"};
+  if (usable_isa() >= Isa::kAmx) return {nullptr, bf16_block_amx, to_bf16_pairs_avx512, kAmxBlockRows, "AMX-BF16"};
   if (usable_isa() >= Isa::kAvx512Bf16)
-    return {bf16_blocks_avx512<kMaxRows>, to_bf16_pairs_avx512, kMaxRows, "AVX512-BF16"};
+    return {bf16_blocks_avx512<kMaxRows>, nullptr, to_bf16_pairs_avx512, kMaxRows, "AVX512-BF16"};
 #endif
-  return {over_blocks<uint32_t, uint16_t, bf16_block_portable, kMaxRows>, to_bf16_pairs_portable, kMaxRows,
+  return {over_blocks<uint32_t, uint16_t, bf16_block_portable, kMaxRows>, nullptr, to_bf16_pairs_portable, kMaxRows,
           "emulated bf16"};
 }
 
@@ -494,30 +495,36 @@ void to_bf16_pairs(const float* x, size_t ldx, size_t rows, size_t k, uint32_t* 
 }
 
 namespace {
-// The product from x already rounded: pairs (M, w.k_pairs()).
-void packed_linear_with(BlockFn<uint32_t, uint16_t> fn, size_t block_rows, float* y, size_t ldy, const uint32_t* xp,
-                        const PackedWeightBf16& w, const float* bias, size_t M, Activation act,
-                        const RowsDone* rows_done, const TilesDone* tiles_done) {
+// The product from x already rounded: pairs (M, w.k_pairs()), by kern.fn or kern.amx (the AMX
+// product applies GELU itself, on the last k slice).
+void packed_linear_with(const Bf16Kernel& kern, float* y, size_t ldy, const uint32_t* xp, const PackedWeightBf16& w,
+                        const float* bias, size_t M, Activation act, const RowsDone* rows_done,
+                        const TilesDone* tiles_done) {
   const size_t N = w.n(), Q = w.k_pairs();
   if (M == 0 || N == 0) return;
+  const bool fused_gelu = kern.amx && act == Activation::kGelu;
   for_each_block(
-      M, N, Q, depth_slice(Q, kMaxDepth / 2), block_rows,
+      M, N, Q, depth_slice(Q, kMaxDepth / 2), kern.block_rows,
       [&](size_t r, size_t rows, size_t p, size_t q0, size_t q1) {
-        const size_t col = p * PackedWeightBf16::kPanel;
-        fn(xp + r * Q, Q, rows, w.panel(p), q0, q1, bias && q1 == Q ? bias + col : nullptr, q0 == 0, y + r * ldy + col, ldy,
-                std::min(PackedWeightBf16::kPanel, N - col));
+        const size_t col = p * PackedWeightBf16::kPanel, cols = std::min(PackedWeightBf16::kPanel, N - col);
+        const float* b = bias && q1 == Q ? bias + col : nullptr;
+        if (kern.amx)
+          kern.amx(xp + r * Q, Q, rows, w.panel(p), q0, q1, b, q0 == 0, y + r * ldy + col, ldy, cols,
+                   fused_gelu && q1 == Q);
+        else
+          kern.fn(xp + r * Q, Q, rows, w.panel(p), q0, q1, b, q0 == 0, y + r * ldy + col, ldy, cols);
       },
       [&](size_t m0, size_t m1, size_t c0, size_t c1) {
-        if (act != Activation::kLinear) activation_rows(y + m0 * ldy + c0, ldy, m1 - m0, c1 - c0, act);
+        if (act != Activation::kLinear && !fused_gelu) activation_rows(y + m0 * ldy + c0, ldy, m1 - m0, c1 - c0, act);
         if (tiles_done) (*tiles_done)(m0, m1, c0, c1);
       },
       kPanelColumns, rows_done);
 }
 
 // The same from fp32 x, rounded to bf16 once per call (rows split over the pool when there are many).
-void packed_linear_with(BlockFn<uint32_t, uint16_t> fn, size_t block_rows, float* y, size_t ldy, const float* x,
-                        const PackedWeightBf16& w, const float* bias, size_t M, Activation act,
-                        const RowsDone* rows_done, const TilesDone* tiles_done) {
+void packed_linear_with(const Bf16Kernel& kern, float* y, size_t ldy, const float* x, const PackedWeightBf16& w,
+                        const float* bias, size_t M, Activation act, const RowsDone* rows_done,
+                        const TilesDone* tiles_done) {
   const size_t K = w.k(), N = w.n(), Q = w.k_pairs();
   if (M == 0 || N == 0) return;
   thread_local std::vector<uint32_t> xb_buffer;  // the caller's; the pool's threads see it through xp
@@ -528,26 +535,24 @@ void packed_linear_with(BlockFn<uint32_t, uint16_t> fn, size_t block_rows, float
     const size_t m0 = t * kConvertRows, rows = std::min(kConvertRows, M - m0);
     to_bf16_pairs(x + m0 * K, rows, K, xp + m0 * Q);
   });
-  packed_linear_with(fn, block_rows, y, ldy, xp, w, bias, M, act, rows_done, tiles_done);
+  packed_linear_with(kern, y, ldy, xp, w, bias, M, act, rows_done, tiles_done);
 }
 }  // namespace
 
 void packed_linear(float* y, size_t ldy, const float* x, const PackedWeightBf16& w, const float* bias, size_t M,
                    Activation act, const RowsDone* rows_done, const TilesDone* tiles_done) {
-  const Bf16Kernel& kern = bf16_kernel();
-  packed_linear_with(kern.fn, kern.block_rows, y, ldy, x, w, bias, M, act, rows_done, tiles_done);
+  packed_linear_with(bf16_kernel(), y, ldy, x, w, bias, M, act, rows_done, tiles_done);
 }
 
 void packed_linear(float* y, size_t ldy, const Bf16Rows& x, const PackedWeightBf16& w, const float* bias, size_t M,
                    Activation act, const RowsDone* rows_done, const TilesDone* tiles_done) {
-  const Bf16Kernel& kern = bf16_kernel();
-  packed_linear_with(kern.fn, kern.block_rows, y, ldy, x.pairs, w, bias, M, act, rows_done, tiles_done);
+  packed_linear_with(bf16_kernel(), y, ldy, x.pairs, w, bias, M, act, rows_done, tiles_done);
 }
 
 void packed_linear_amx_emulated(float* y, size_t ldy, const float* x, const PackedWeightBf16& w, const float* bias,
-                                size_t M) {
-  packed_linear_with(bf16_block_amx_emulated, kAmxBlockRows, y, ldy, x, w, bias, M, Activation::kLinear, nullptr,
-                     nullptr);
+                                size_t M, Activation act) {
+  const Bf16Kernel emulated{nullptr, bf16_block_amx_emulated, nullptr, kAmxBlockRows, "AMX-BF16, emulated"};
+  packed_linear_with(emulated, y, ldy, x, w, bias, M, act, nullptr, nullptr);
 }
 
 }  // namespace roberta::kernels

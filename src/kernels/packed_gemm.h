@@ -102,7 +102,7 @@ void packed_linear(float* y, size_t ldy, const Bf16Rows& x, const PackedWeightBf
 // For tests: the bf16 product through the AMX kernel with every tile instruction emulated in C++
 // (amx_gemm.h), on any CPU with AVX-512 (x is rounded to bf16 by this CPU's conversion).
 void packed_linear_amx_emulated(float* y, size_t ldy, const float* x, const PackedWeightBf16& w, const float* bias,
-                                size_t M);
+                                size_t M, Activation act = Activation::kLinear);
 
 // Whether the bf16 product runs on AVX512-BF16 or AMX here (the CPU has it and ROBERTA_ISA allows
 // it); else it is emulated, correctly but slowly.

@@ -261,7 +261,8 @@ __attribute__((target("avx512f,avx512bw"))) void quantize_rows_avx512(const floa
 #endif
 
 struct Int8Kernel {
-  Int8BlockFn fn;
+  Int8BlockFn fn;  // (null where amx is set)
+  AmxInt8Fn amx;   // our AMX product (null elsewhere): it applies GELU in its epilogue
   void (*quantize)(const float* x, size_t rows, size_t k, uint32_t* quads, float* scale);
   size_t block_rows;  // for_each_block's row blocks: the register block (VNNI), an A tile (AMX)
   const char* name;
@@ -278,11 +279,11 @@ struct Int8Kernel {
 
 Int8Kernel pick_int8_kernel() {
 #if defined(ROBERTA_HAVE_VNNI_KERNEL)
-  if (usable_isa() >= Isa::kAmx) return {int8_block_amx, quantize_rows_avx512, kAmxBlockRows, "AMX-INT8"};
+  if (usable_isa() >= Isa::kAmx) return {nullptr, int8_block_amx, quantize_rows_avx512, kAmxBlockRows, "AMX-INT8"};
   if (usable_isa() >= Isa::kAvx512 && cpu_has_vnni())
-    return {int8_block_vnni, quantize_rows_avx512, kMaxRows, "AVX512-VNNI"};
+    return {int8_block_vnni, nullptr, quantize_rows_avx512, kMaxRows, "AVX512-VNNI"};
 #endif
-  return {int8_block_portable, quantize_rows_portable, kMaxRows, "portable"};
+  return {int8_block_portable, nullptr, quantize_rows_portable, kMaxRows, "portable"};
 }
 
 const Int8Kernel& int8_kernel() {
@@ -327,23 +328,30 @@ void packed_linear(float* y, size_t ldy, const float* x, const PackedWeightInt8&
 }
 
 namespace {
-void packed_linear_with(const Int8BlockFn fn, size_t block_rows, float* y, size_t ldy, const QuantizedRows& x,
-                        const PackedWeightInt8& w, const float* bias, size_t M, Activation act,
-                        const RowsDone* rows_done, const TilesDone* tiles_done) {
+// `fn` or `amx` (the other null): the AMX product applies GELU itself, on the last k slice.
+void packed_linear_with(const Int8BlockFn fn, const AmxInt8Fn amx, size_t block_rows, float* y, size_t ldy,
+                        const QuantizedRows& x, const PackedWeightInt8& w, const float* bias, size_t M,
+                        Activation act, const RowsDone* rows_done, const TilesDone* tiles_done) {
   const size_t N = w.n(), Q = w.k_quads();
   if (M == 0 || N == 0) return;
   const uint32_t* xp = x.quads;
   const float* sp = x.scales;
+  const bool fused_gelu = amx && act == Activation::kGelu;
   for_each_block(
       M, N, Q, PackedWeightInt8::kSliceQuads, block_rows,
       [&](size_t r, size_t rows, size_t p, size_t q0, size_t q1) {
         const size_t col = p * kCols;
-        fn(xp + r * Q, Q, rows, w.panel(p), q0, q1, w.offsets(q0 / PackedWeightInt8::kSliceQuads, p), sp + r,
-           w.scales() + col, bias && q1 == Q ? bias + col : nullptr, q0 == 0, y + r * ldy + col, ldy,
-           std::min(kCols, N - col));
+        const int32_t* offsets = w.offsets(q0 / PackedWeightInt8::kSliceQuads, p);
+        const float* b = bias && q1 == Q ? bias + col : nullptr;
+        if (amx)
+          amx(xp + r * Q, Q, rows, w.panel(p), q0, q1, offsets, sp + r, w.scales() + col, b, q0 == 0, y + r * ldy + col,
+              ldy, std::min(kCols, N - col), fused_gelu && q1 == Q);
+        else
+          fn(xp + r * Q, Q, rows, w.panel(p), q0, q1, offsets, sp + r, w.scales() + col, b, q0 == 0, y + r * ldy + col,
+             ldy, std::min(kCols, N - col));
       },
       [&](size_t m0, size_t m1, size_t c0, size_t c1) {
-        if (act != Activation::kLinear) activation_rows(y + m0 * ldy + c0, ldy, m1 - m0, c1 - c0, act);
+        if (act != Activation::kLinear && !fused_gelu) activation_rows(y + m0 * ldy + c0, ldy, m1 - m0, c1 - c0, act);
         if (tiles_done) (*tiles_done)(m0, m1, c0, c1);
       },
       kCols, rows_done);
@@ -353,13 +361,12 @@ void packed_linear_with(const Int8BlockFn fn, size_t block_rows, float* y, size_
 void packed_linear(float* y, size_t ldy, const QuantizedRows& x, const PackedWeightInt8& w, const float* bias,
                    size_t M, Activation act, const RowsDone* rows_done, const TilesDone* tiles_done) {
   const Int8Kernel& kern = int8_kernel();
-  packed_linear_with(kern.fn, kern.block_rows, y, ldy, x, w, bias, M, act, rows_done, tiles_done);
+  packed_linear_with(kern.fn, kern.amx, kern.block_rows, y, ldy, x, w, bias, M, act, rows_done, tiles_done);
 }
 
 void packed_linear_amx_emulated(float* y, size_t ldy, const QuantizedRows& x, const PackedWeightInt8& w,
-                                const float* bias, size_t M) {
-  packed_linear_with(int8_block_amx_emulated, kAmxBlockRows, y, ldy, x, w, bias, M, Activation::kLinear, nullptr,
-                     nullptr);
+                                const float* bias, size_t M, Activation act) {
+  packed_linear_with(nullptr, int8_block_amx_emulated, kAmxBlockRows, y, ldy, x, w, bias, M, act, nullptr, nullptr);
 }
 
 }  // namespace roberta::kernels

@@ -83,7 +83,7 @@ void packed_linear(float* y, size_t ldy, const QuantizedRows& x, const PackedWei
 // For tests: the same product through the AMX kernel with every tile instruction emulated in C++
 // (amx_gemm.h), on any CPU with AVX-512.
 void packed_linear_amx_emulated(float* y, size_t ldy, const QuantizedRows& x, const PackedWeightInt8& w,
-                                const float* bias, size_t M);
+                                const float* bias, size_t M, Activation act = Activation::kLinear);
 
 // Whether this CPU has AVX512-VNNI and ROBERTA_ISA allows AVX-512 (our VNNI kernel can run).
 bool has_vnni_instructions();
