@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "kernels/activations.h"
+#include "kernels/isa.h"
 #include "kernels/onednn_gemm.h"
 #include "kernels/packed_gemm.h"
 #include "kernels/packed_gemm_int8.h"
@@ -272,6 +273,26 @@ TEST(OneDnnGemmChoice, APrecisionOneDnnCannotDoStaysOnOurKernels) {
     ::setenv("ROBERTA_GEMM", saved.c_str(), 1);
   else
     ::unsetenv("ROBERTA_GEMM");
+}
+
+// The default, from measurements (onednn_gemm.cpp's use_onednn): fp32 and int8 never go to oneDNN,
+// and nothing does on a CPU whose AMX tiles our kernels use (faster than oneDNN's on a Xeon); bf16
+// does only where oneDNN multiplies it natively without AMX (AVX512-BF16, as on the Zen 4).
+TEST(OneDnnGemmChoice, DefaultIsOursExceptBf16WithoutAmx) {
+  const char* before = std::getenv("ROBERTA_GEMM");
+  const std::string saved = before ? before : "";
+  ::unsetenv("ROBERTA_GEMM");
+  EXPECT_FALSE(roberta::kernels::use_onednn(Precision::kF32));
+  EXPECT_FALSE(roberta::kernels::use_onednn(Precision::kInt8));
+  const bool amx = roberta::kernels::usable_isa() >= roberta::kernels::Isa::kAmx;
+  if (amx) {
+    EXPECT_FALSE(roberta::kernels::use_onednn(Precision::kBF16)) << "our AMX products are the faster ones";
+  } else if (roberta::kernels::onednn_built() &&
+             roberta::kernels::usable_isa() == roberta::kernels::detected_isa()) {
+    EXPECT_EQ(roberta::kernels::use_onednn(Precision::kBF16), roberta::kernels::onednn_isa() == "avx512_core_bf16");
+  }
+  std::printf("  bf16 here: %s\n", roberta::kernels::use_onednn(Precision::kBF16) ? "oneDNN" : "ours");
+  if (before) ::setenv("ROBERTA_GEMM", saved.c_str(), 1);
 }
 
 TEST(OneDnnGemmChoice, RobertaGemmIsReadAndCheckedOnEveryChoice) {

@@ -81,14 +81,13 @@ bool use_onednn(Precision p) {
   // Measured on an AMD EPYC Zen 4 (README, "Speed"): oneDNN's bf16 products make a forward pass
   // 3-14% faster than ours; its int8 ones are within the noise of ours (0.93-1.17x on 16 tokens,
   // 1.02-1.12x on 8 x 128), and its fp32 ones no faster (0.84x on 16 tokens). On an Intel Xeon with
-  // AMX (2026-11-25, paired rounds, README "Measured"): oneDNN's bf16 products (AMX) are 10-13%
-  // faster than our AMX ones on 8 x 128 and 32 x 8..128 tokens, ours 8% faster on 16 tokens; its
-  // int8 ones are slower than our AMX ones (0.97x on 8 x 128, 0.87x on 32 x 8..128 tokens), so int8
-  // stays on ours everywhere. bf16 only where oneDNN multiplies it natively (elsewhere it emulates
-  // it, unmeasured).
+  // AMX (2026-11-25, paired rounds, README "Measured"), against our AMX products (y prefetched,
+  // GELU in the epilogue): oneDNN's are slower in bf16 (0.90x on 16 tokens, 0.93x on 8 x 128,
+  // 0.89x on 32 x 8..128) and in int8 (0.91x, 0.81x, 0.73x), and its fp32 ones 0.86x on 16 tokens
+  // (1.05x on 8 x 128). So oneDNN only for bf16 where oneDNN multiplies it natively without AMX
+  // (AVX512-BF16; elsewhere it emulates it, unmeasured).
   if (usable_isa() != detected_isa()) return false;
-  const std::string isa = onednn_isa();
-  return p == Precision::kBF16 && (isa == "avx512_core_bf16" || isa == "avx512_core_amx");
+  return p == Precision::kBF16 && onednn_isa() == "avx512_core_bf16";
 }
 
 #if !defined(ROBERTA_WITH_ONEDNN)
