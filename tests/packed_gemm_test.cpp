@@ -20,6 +20,7 @@
 #include "kernels/isa.h"
 #include "kernels/packed_gemm.h"
 #include "kernels/packed_gemm_int8.h"
+#include "roberta/error.h"
 #include "roberta/threads.h"
 #include "rows_done_check.h"
 
@@ -345,6 +346,8 @@ TEST(PackedGemmBf16, AmxMatchesFloat64ReferenceOfBf16RoundedInputs) {
 // GELU after the first slice would differ).
 TEST(PackedGemm, AmxFusedGeluEqualsSeparatePass) {
   if (!emulation_runs_here()) GTEST_SKIP() << "the emulation's epilogue needs AVX-512";
+  if (roberta::kernels::usable_isa() < roberta::kernels::Isa::kAvx512)
+    GTEST_SKIP() << "ROBERTA_ISA below avx512: the separate pass runs the portable GELU, the epilogue AVX-512's";
   using roberta::kernels::Activation;
   std::mt19937 rng(24);
   const auto expect_fused_equals_separate = [](std::vector<float> plain, const std::vector<float>& fused, size_t M,
@@ -376,6 +379,53 @@ TEST(PackedGemm, AmxFusedGeluEqualsSeparatePass) {
       roberta::kernels::packed_linear(tiles.data(), b.ldy(), b.x.data(), b.packed, b.bias.data(), M, Activation::kGelu);
       expect_fused_equals_separate(tiles_plain, tiles, M, N, b.ldy(), "bf16, AMX tiles");
     }
+  }
+  if (!amx_here()) std::printf("  no AMX tiles here (or ROBERTA_ISA below amx): only the emulation ran\n");
+}
+
+// The bf16 product written as bf16 by the AMX epilogue (for act(intermediate), whose only reader
+// takes bf16): the same pairs, bit for bit, as the fp32 product with the activation followed by
+// to_bf16_pairs, through the emulation on any CPU with AVX512-BF16 and on the tiles where the CPU
+// has them; and a clear error for what it does not do (odd N, K over one pass, another activation).
+TEST(PackedGemmBf16, AmxBf16OutputEqualsRoundingTheFp32Product) {
+  if (!roberta::kernels::has_bf16_instructions()) GTEST_SKIP() << "the bf16 rounding needs AVX512-BF16";
+  using roberta::kernels::Activation;
+  std::mt19937 rng(25);
+  for (auto [M, N, K] : kAmxShapes) {
+    N += N % 2;
+    if (K > 1024) K = 1024;
+    const Bf16Case c(M, N, K, rng);
+    const size_t Q = c.packed.k_pairs(), ldp = N / 2 + 3;
+    std::vector<uint32_t> xp(M * Q);
+    roberta::kernels::to_bf16_pairs(c.x.data(), M, K, xp.data());
+    for (const Activation act : {Activation::kLinear, Activation::kGelu}) {
+      std::vector<float> y(M * N);
+      roberta::kernels::packed_linear_amx_emulated(y.data(), N, c.x.data(), c.packed, c.bias.data(), M, act);
+      std::vector<uint32_t> want(M * ldp, 0xDEADBEEF), emulated(M * ldp, 0xDEADBEEF);
+      roberta::kernels::to_bf16_pairs(y.data(), N, M, N, want.data(), ldp);
+      roberta::kernels::packed_linear_to_bf16_amx_emulated(emulated.data(), ldp, {xp.data()}, c.packed, c.bias.data(),
+                                                           M, act);
+      EXPECT_EQ(emulated, want) << "emulated, M=" << M << " N=" << N << " K=" << K;  // (past N/2: untouched)
+      if (amx_here()) {
+        ASSERT_TRUE(roberta::kernels::writes_bf16_output(c.packed, act));
+        std::vector<float> y_tiles(M * N);
+        roberta::kernels::packed_linear(y_tiles.data(), N, roberta::kernels::Bf16Rows{xp.data()}, c.packed,
+                                        c.bias.data(), M, act);
+        std::vector<uint32_t> want_tiles(M * ldp, 0xDEADBEEF), tiles(M * ldp, 0xDEADBEEF);
+        roberta::kernels::to_bf16_pairs(y_tiles.data(), N, M, N, want_tiles.data(), ldp);
+        roberta::kernels::packed_linear_to_bf16(tiles.data(), ldp, {xp.data()}, c.packed, c.bias.data(), M, act);
+        EXPECT_EQ(tiles, want_tiles) << "AMX tiles, M=" << M << " N=" << N << " K=" << K;
+      }
+    }
+  }
+  std::mt19937 rng2(26);
+  const Bf16Case odd(20, 33, 64, rng2), deep(20, 64, 1030, rng2), even(20, 64, 64, rng2);
+  std::vector<uint32_t> xp(20 * 515), out(20 * 40);
+  for (const auto& [packed, act] : {std::pair{&odd.packed, Activation::kGelu}, std::pair{&deep.packed, Activation::kGelu},
+                                    std::pair{&even.packed, Activation::kRelu}}) {
+    EXPECT_FALSE(roberta::kernels::writes_bf16_output(*packed, act));
+    EXPECT_THROW(roberta::kernels::packed_linear_to_bf16(out.data(), 20, {xp.data()}, *packed, nullptr, 20, act),
+                 roberta::Error);
   }
   if (!amx_here()) std::printf("  no AMX tiles here (or ROBERTA_ISA below amx): only the emulation ran\n");
 }

@@ -37,16 +37,26 @@ __attribute__((target("avx512f"))) inline __mmask16 columns_below(size_t cols, s
   return cols <= c0 ? 0 : cols >= c0 + 16 ? 0xFFFF : static_cast<__mmask16>((1u << (cols - c0)) - 1);
 }
 
+// 16 values rounded to bf16 as to_bf16_pairs rounds activations on CPUs with AVX512-BF16
+// (vcvtneps2bf16), stored where m is set.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) inline void store_bf16(uint16_t* out, __mmask16 m, __m512 v) {
+  _mm256_mask_storeu_epi16(out, m, (__m256i)_mm512_cvtneps_pbh(v));
+}
+
 // y = the block's sums (+ y's earlier slices) (+ bias), as the AVX-512 kernels' epilogues: int8
 // (offset set) dequantizes them first, x_scale · w_scale · (sum - offset) as int8_epilogue in
-// packed_gemm_int8.cpp; bf16 (offset null) takes the fp32 sums as they are.
+// packed_gemm_int8.cpp; bf16 (offset null) takes the fp32 sums as they are. With y16 set (one k
+// slice only: first), the values go there rounded to bf16 instead of to y.
 struct Epilogue {
   const int32_t* offset;
   const float *x_scale, *w_scale, *bias;
   bool first;
   float* y;
   size_t ldy, cols;
-  bool gelu;  // y = gelu(y) after the bias
+  bool gelu;              // y = gelu(y) after the bias
+  uint16_t* y16 = nullptr;  // (row stride ldy bf16 values)
+  // The first byte of row r, column c of the output (for prefetching).
+  const void* at(size_t r, size_t c) const { return y16 ? static_cast<const void*>(y16 + r * ldy + c) : y + r * ldy + c; }
   __attribute__((target("avx512f"))) void operator()(const Accumulators& acc, size_t r0, size_t rows,
                                                      size_t col0) const {
     for (size_t h = 0; h < 32; h += 16) {
@@ -61,6 +71,12 @@ struct Epilogue {
         __m512 v = offset ? _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sum, o)),
                                           _mm512_mul_ps(_mm512_set1_ps(x_scale[r0 + r]), s))
                           : _mm512_castsi512_ps(sum);
+        if (y16) {
+          if (bias) v = _mm512_add_ps(v, bv);
+          if (gelu) v = gelu_avx512(v);
+          store_bf16(y16 + (r0 + r) * ldy + c0, m, v);
+          continue;
+        }
         float* out = y + (r0 + r) * ldy + c0;
         if (!first) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, out));
         if (bias) v = _mm512_add_ps(v, bv);
@@ -110,13 +126,14 @@ void amx_chunk(const uint32_t* x, size_t ldx, size_t rows, const uint8_t* panel,
       size_t next_r = r, next_jt = jt + 2;
       if (next_jt == kColumnTiles) next_r += 32, next_jt = 0;
       const size_t next_rows = next_r < rows ? std::min<size_t>(32, rows - next_r) : 0;
-      const size_t y_lines = 2 * next_rows;
+      const size_t lines_per_row = epilogue.y16 ? 1 : 2, y_lines = lines_per_row * next_rows;
       const size_t steps = (q1 - q0 + kUnits - 1) / kUnits, per_step = (y_lines + steps - 1) / steps;
       size_t y_line = 0;
       for (size_t q = q0; q < q1; q += kUnits) {
         const size_t units = std::min(kUnits, q1 - q);
         for (size_t i = 0; i < per_step && y_line < y_lines; ++i, ++y_line)
-          __builtin_prefetch(epilogue.y + (next_r + y_line / 2) * epilogue.ldy + next_jt * 16 + (y_line % 2) * 16, 1, 3);
+          __builtin_prefetch(epilogue.at(next_r + y_line / lines_per_row, next_jt * 16 + (y_line % lines_per_row) * 16),
+                             1, 3);
         if (nr >= 16 && units == kUnits) {
           Tiles::template load<4>(xa + q, ldx * 4);
         } else {
@@ -172,9 +189,9 @@ void int8_amx(const uint32_t* xq, size_t ldq, size_t rows, const int8_t* panel, 
 // bf16 panels: 32 columns (2 column tiles), 128 bytes per k pair (packed_gemm.h).
 template <class Tiles>
 void bf16_amx(const uint32_t* xb, size_t ldx_pairs, size_t rows, const uint16_t* panel, size_t q0, size_t q1,
-              const float* bias, bool first, float* y, size_t ldy, size_t cols, bool gelu) {
+              const float* bias, bool first, float* y, size_t ldy, size_t cols, bool gelu, uint16_t* y16) {
   amx_chunk<Tiles, false, 2, 128>(xb, ldx_pairs, rows, reinterpret_cast<const uint8_t*>(panel), q0, q1,
-                                  Epilogue{nullptr, nullptr, nullptr, bias, first, y, ldy, cols, gelu});
+                                  Epilogue{nullptr, nullptr, nullptr, bias, first, y, ldy, cols, gelu, y16});
 }
 
 }  // namespace

@@ -35,9 +35,12 @@ using AmxInt8Fn = void (*)(const uint32_t* xq, size_t ldq, size_t rows, const in
                            const int32_t* offset, const float* x_scale, const float* w_scale, const float* bias,
                            bool first, float* y, size_t ldy, size_t cols, bool gelu);
 // The bf16 block (packed_gemm.cpp's BlockFn<uint32_t, uint16_t>, and `gelu` as above): y (+)= x
-// pairs [q0, q1) · panel (32 columns).
+// pairs [q0, q1) · panel (32 columns). With y16 set, the block's values go there instead, rounded
+// to bf16 (row stride ldy bf16 values; y unused): only for a product of one k slice (first), on a
+// CPU with AVX512-BF16 (the rounding is to_bf16_pairs_avx512's).
 using AmxBf16Fn = void (*)(const uint32_t* xb, size_t ldx_pairs, size_t rows, const uint16_t* panel, size_t q0,
-                           size_t q1, const float* bias, bool first, float* y, size_t ldy, size_t cols, bool gelu);
+                           size_t q1, const float* bias, bool first, float* y, size_t ldy, size_t cols, bool gelu,
+                           uint16_t* y16);
 
 // On the tiles; only where usable_isa() >= Isa::kAmx.
 extern const AmxInt8Fn int8_block_amx;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "roberta/error.h"
 #include "util/thread_pool.h"
 #include "activations.h"
 #include "amx_gemm.h"
@@ -510,7 +511,7 @@ void packed_linear_with(const Bf16Kernel& kern, float* y, size_t ldy, const uint
         const float* b = bias && q1 == Q ? bias + col : nullptr;
         if (kern.amx)
           kern.amx(xp + r * Q, Q, rows, w.panel(p), q0, q1, b, q0 == 0, y + r * ldy + col, ldy, cols,
-                   fused_gelu && q1 == Q);
+                   fused_gelu && q1 == Q, nullptr);
         else
           kern.fn(xp + r * Q, Q, rows, w.panel(p), q0, q1, b, q0 == 0, y + r * ldy + col, ldy, cols);
       },
@@ -547,6 +548,48 @@ void packed_linear(float* y, size_t ldy, const float* x, const PackedWeightBf16&
 void packed_linear(float* y, size_t ldy, const Bf16Rows& x, const PackedWeightBf16& w, const float* bias, size_t M,
                    Activation act, const RowsDone* rows_done, const TilesDone* tiles_done) {
   packed_linear_with(bf16_kernel(), y, ldy, x.pairs, w, bias, M, act, rows_done, tiles_done);
+}
+
+namespace {
+// Whether the bf16 output of packed_linear_to_bf16 can be had for this shape and activation.
+bool bf16_output_shape(const PackedWeightBf16& w, Activation act) {
+  return w.n() % 2 == 0 && w.k_pairs() <= kMaxDepth / 2 && (act == Activation::kLinear || act == Activation::kGelu);
+}
+
+// The product written as bf16 by an AMX kernel's epilogue (see packed_linear_to_bf16).
+void packed_linear_to_bf16_with(AmxBf16Fn amx, uint32_t* out, size_t ldp, const Bf16Rows& x,
+                                const PackedWeightBf16& w, const float* bias, size_t M, Activation act) {
+  const size_t N = w.n(), Q = w.k_pairs();
+  if (M == 0 || N == 0) return;
+  uint16_t* out16 = reinterpret_cast<uint16_t*>(out);
+  const size_t ld16 = 2 * ldp;
+  for_each_block(
+      M, N, Q, Q, kAmxBlockRows,
+      [&](size_t r, size_t rows, size_t p, size_t, size_t) {
+        const size_t col = p * PackedWeightBf16::kPanel;
+        amx(x.pairs + r * Q, Q, rows, w.panel(p), 0, Q, bias ? bias + col : nullptr, true, nullptr, ld16,
+            std::min(PackedWeightBf16::kPanel, N - col), act == Activation::kGelu, out16 + r * ld16 + col);
+      },
+      [](size_t, size_t, size_t, size_t) {}, kPanelColumns);
+}
+}  // namespace
+
+bool writes_bf16_output(const PackedWeightBf16& w, Activation act) {
+  return bf16_kernel().amx && has_bf16_instructions() && bf16_output_shape(w, act);
+}
+
+void packed_linear_to_bf16(uint32_t* out, size_t ldp, const Bf16Rows& x, const PackedWeightBf16& w, const float* bias,
+                           size_t M, Activation act) {
+  if (!writes_bf16_output(w, act))
+    throw Error("packed_linear_to_bf16: this product cannot write bf16 here (see writes_bf16_output)");
+  packed_linear_to_bf16_with(bf16_kernel().amx, out, ldp, x, w, bias, M, act);
+}
+
+void packed_linear_to_bf16_amx_emulated(uint32_t* out, size_t ldp, const Bf16Rows& x, const PackedWeightBf16& w,
+                                        const float* bias, size_t M, Activation act) {
+  if (!has_bf16_instructions() || !bf16_output_shape(w, act))
+    throw Error("packed_linear_to_bf16_amx_emulated: needs AVX512-BF16 and a product writes_bf16_output allows");
+  packed_linear_to_bf16_with(bf16_block_amx_emulated, out, ldp, x, w, bias, M, act);
 }
 
 void packed_linear_amx_emulated(float* y, size_t ldy, const float* x, const PackedWeightBf16& w, const float* bias,

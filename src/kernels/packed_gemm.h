@@ -99,6 +99,20 @@ void packed_linear(float* y, size_t ldy, const Bf16Rows& x, const PackedWeightBf
                    Activation act = Activation::kLinear, const RowsDone* rows_done = nullptr,
                    const TilesDone* tiles_done = nullptr);
 
+// Whether packed_linear_to_bf16 runs here for w and act: our bf16 product on AMX tiles (with
+// AVX512-BF16 for the rounding), N even, K in one pass (k_pairs <= 512), act linear or GELU.
+bool writes_bf16_output(const PackedWeightBf16& w, Activation act);
+// out (M, w.n()) as bf16 pairs, row stride ldp pairs, = act(x · Wᵀ + bias) rounded to bf16, the
+// same values bit for bit as packed_linear followed by to_bf16_pairs, but rounded by the product's
+// epilogue: fp32 y is never written (for a product whose only reader takes bf16, as the output
+// product reads act(intermediate)). Throws roberta::Error where !writes_bf16_output(w, act).
+void packed_linear_to_bf16(uint32_t* out, size_t ldp, const Bf16Rows& x, const PackedWeightBf16& w, const float* bias,
+                           size_t M, Activation act);
+// For tests: the same through the AMX kernel with its tile instructions emulated (amx_gemm.h), on
+// any CPU with AVX512-BF16 (the same shapes and activations only).
+void packed_linear_to_bf16_amx_emulated(uint32_t* out, size_t ldp, const Bf16Rows& x, const PackedWeightBf16& w,
+                                        const float* bias, size_t M, Activation act);
+
 // For tests: the bf16 product through the AMX kernel with every tile instruction emulated in C++
 // (amx_gemm.h), on any CPU with AVX-512 (x is rounded to bf16 by this CPU's conversion).
 void packed_linear_amx_emulated(float* y, size_t ldy, const float* x, const PackedWeightBf16& w, const float* bias,

@@ -90,6 +90,16 @@ void PackedLinear::apply(float* y, size_t ldy, const kernels::Bf16Rows& x, size_
   apply_converted<kernels::PackedWeightBf16>(y, ldy, x, M, act, rows_done, tiles_done);
 }
 
+bool PackedLinear::writes_bf16_output(kernels::Activation act) const {
+  const auto* w = std::get_if<kernels::PackedWeightBf16>(&weight_);
+  return w && kernels::writes_bf16_output(*w, act);
+}
+
+void PackedLinear::apply_to_bf16(uint32_t* out, size_t ldp, const kernels::Bf16Rows& x, size_t M,
+                                 kernels::Activation act) const {
+  kernels::packed_linear_to_bf16(out, ldp, x, std::get<kernels::PackedWeightBf16>(weight_), bias_.data(), M, act);
+}
+
 size_t PackedLinear::out() const { return bias_.size(); }
 size_t PackedLinear::in() const { return visit([](const auto& w) { return w.k(); }, size_t{0}); }
 size_t PackedLinear::bytes() const {
