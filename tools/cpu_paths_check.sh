@@ -2,8 +2,8 @@
 # Every per-CPU choice of the engine checked on this machine in one run: what runs here, the tests of
 # the kernels it picks (oneDNN's products, attention, the GEMMs), the held-out accuracy of bf16 and
 # int8 on the paths chosen here, then interleaved A/B runs of each choice against its alternative and
-# the comparison with ONNX Runtime. Meant for the first session on a new kind of CPU (an Intel Xeon
-# with AMX has never run this code: see README "Measured"). Not part of CI; takes ~30-40 minutes.
+# the comparison with ONNX Runtime. Meant for the first session on a new kind of CPU (first run in
+# full on an Intel Xeon with AMX on 2026-11-25: README "Measured"). Not part of CI; ~30-40 minutes.
 # Usage: bash tools/cpu_paths_check.sh [BUILD_DIR=build] [MODEL_DIR=/tmp/roberta-bench/base]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,8 +28,8 @@ for f in "$build"/demo-heldout*/bf16.json "$build"/demo-heldout*/int8.json; do
   echo "$f: $(/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("top-1 agreement %.2f%%, last-hidden cosine mean %.5f" % (100*d["top1_agreement_with_fp32"], d["last_hidden_cosine_mean"]))' "$f")"
 done
 section "product rates: our kernels (AMX where the CPU has it), our AVX-512 ones, oneDNN's (2 threads)"
-# Our own AMX kernels (src/kernels/amx_gemm.h) have never run before a session on an AMX CPU:
-# the engine tests above (PackedGemm*Amx*) check them against their emulation first.
+# Our own AMX kernels (src/kernels/amx_gemm.h): the engine tests above (PackedGemm*Amx*) check
+# the hardware tiles against their emulation first.
 "$build/roberta-kernel-bench" --threads=2 \
   --benchmark_filter='(PackedLinear|OneDnnLinear)(|F32|Bf16|Int8)/M:(16|128|1024)/N:3072' 2>&1 | grep -E '^BM_'
 echo "-- the same held to AVX512-BF16 / VNNI (ROBERTA_ISA=avx512bf16)"

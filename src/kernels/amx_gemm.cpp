@@ -92,7 +92,7 @@ struct Epilogue {
 // tmm0-3 accumulate the block, tmm4-5 hold its two 16-row A tiles, tmm6-7 its two 16-column B tiles.
 template <class Tiles, bool kInt8, size_t kColumnTiles, size_t kPanelStride>
 void amx_chunk(const uint32_t* x, size_t ldx, size_t rows, const uint8_t* panel, size_t q0, size_t q1,
-               const Epilogue& epilogue) {
+               const Epilogue& epilogue, const uint8_t* next_panel) {
   static_assert(kColumnTiles % 2 == 0, "column tiles go in pairs");
   alignas(64) TileBuffer a_stage[2], b_stage[2];
   Accumulators acc;
@@ -111,6 +111,12 @@ void amx_chunk(const uint32_t* x, size_t ldx, size_t rows, const uint8_t* panel,
   using B0 = std::integral_constant<int, 6>;
   using B1 = std::integral_constant<int, 7>;
   Tiles::configure();
+  // The next panel's k slice into L2, spread evenly over this call's k steps.
+  const uint8_t* next = next_panel ? next_panel + q0 * kPanelStride : nullptr;
+  const size_t next_lines = next ? (q1 - q0) * kPanelStride / 64 : 0;
+  const size_t all_steps = (rows + 31) / 32 * (kColumnTiles / 2) * ((q1 - q0 + kUnits - 1) / kUnits);
+  const size_t next_per_step = (next_lines + all_steps - 1) / all_steps;
+  size_t next_line = 0;
   for (size_t r = 0; r < rows; r += 32) {
     const size_t nr = std::min<size_t>(32, rows - r);
     const uint32_t* xa = x + r * ldx;
@@ -131,6 +137,8 @@ void amx_chunk(const uint32_t* x, size_t ldx, size_t rows, const uint8_t* panel,
       size_t y_line = 0;
       for (size_t q = q0; q < q1; q += kUnits) {
         const size_t units = std::min(kUnits, q1 - q);
+        for (size_t i = 0; i < next_per_step && next_line < next_lines; ++i, ++next_line)
+          _mm_prefetch(reinterpret_cast<const char*>(next + next_line * 64), _MM_HINT_T1);
         for (size_t i = 0; i < per_step && y_line < y_lines; ++i, ++y_line)
           __builtin_prefetch(epilogue.at(next_r + y_line / lines_per_row, next_jt * 16 + (y_line % lines_per_row) * 16),
                              1, 3);
@@ -181,17 +189,20 @@ void amx_chunk(const uint32_t* x, size_t ldx, size_t rows, const uint8_t* panel,
 template <class Tiles>
 void int8_amx(const uint32_t* xq, size_t ldq, size_t rows, const int8_t* panel, size_t q0, size_t q1,
               const int32_t* offset, const float* x_scale, const float* w_scale, const float* bias, bool first,
-              float* y, size_t ldy, size_t cols, bool gelu) {
+              float* y, size_t ldy, size_t cols, bool gelu, const void* next_panel) {
   amx_chunk<Tiles, true, 4, 256>(xq, ldq, rows, reinterpret_cast<const uint8_t*>(panel), q0, q1,
-                                 Epilogue{offset, x_scale, w_scale, bias, first, y, ldy, cols, gelu});
+                                 Epilogue{offset, x_scale, w_scale, bias, first, y, ldy, cols, gelu},
+                                 static_cast<const uint8_t*>(next_panel));
 }
 
 // bf16 panels: 32 columns (2 column tiles), 128 bytes per k pair (packed_gemm.h).
 template <class Tiles>
 void bf16_amx(const uint32_t* xb, size_t ldx_pairs, size_t rows, const uint16_t* panel, size_t q0, size_t q1,
-              const float* bias, bool first, float* y, size_t ldy, size_t cols, bool gelu, uint16_t* y16) {
+              const float* bias, bool first, float* y, size_t ldy, size_t cols, bool gelu, uint16_t* y16,
+              const void* next_panel) {
   amx_chunk<Tiles, false, 2, 128>(xb, ldx_pairs, rows, reinterpret_cast<const uint8_t*>(panel), q0, q1,
-                                  Epilogue{nullptr, nullptr, nullptr, bias, first, y, ldy, cols, gelu, y16});
+                                  Epilogue{nullptr, nullptr, nullptr, bias, first, y, ldy, cols, gelu, y16},
+                                  static_cast<const uint8_t*>(next_panel));
 }
 
 }  // namespace

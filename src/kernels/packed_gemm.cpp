@@ -511,7 +511,7 @@ void packed_linear_with(const Bf16Kernel& kern, float* y, size_t ldy, const uint
         const float* b = bias && q1 == Q ? bias + col : nullptr;
         if (kern.amx)
           kern.amx(xp + r * Q, Q, rows, w.panel(p), q0, q1, b, q0 == 0, y + r * ldy + col, ldy, cols,
-                   fused_gelu && q1 == Q, nullptr);
+                   fused_gelu && q1 == Q, nullptr, p + 1 < w.panels() ? w.panel(p + 1) : nullptr);
         else
           kern.fn(xp + r * Q, Q, rows, w.panel(p), q0, q1, b, q0 == 0, y + r * ldy + col, ldy, cols);
       },
@@ -568,7 +568,8 @@ void packed_linear_to_bf16_with(AmxBf16Fn amx, uint32_t* out, size_t ldp, const 
       [&](size_t r, size_t rows, size_t p, size_t, size_t) {
         const size_t col = p * PackedWeightBf16::kPanel;
         amx(x.pairs + r * Q, Q, rows, w.panel(p), 0, Q, bias ? bias + col : nullptr, true, nullptr, ld16,
-            std::min(PackedWeightBf16::kPanel, N - col), act == Activation::kGelu, out16 + r * ld16 + col);
+            std::min(PackedWeightBf16::kPanel, N - col), act == Activation::kGelu, out16 + r * ld16 + col,
+            p + 1 < w.panels() ? w.panel(p + 1) : nullptr);
       },
       [](size_t, size_t, size_t, size_t) {}, kPanelColumns);
 }

@@ -345,7 +345,7 @@ void packed_linear_with(const Int8BlockFn fn, const AmxInt8Fn amx, size_t block_
         const float* b = bias && q1 == Q ? bias + col : nullptr;
         if (amx)
           amx(xp + r * Q, Q, rows, w.panel(p), q0, q1, offsets, sp + r, w.scales() + col, b, q0 == 0, y + r * ldy + col,
-              ldy, std::min(kCols, N - col), fused_gelu && q1 == Q);
+              ldy, std::min(kCols, N - col), fused_gelu && q1 == Q, p + 1 < w.panels() ? w.panel(p + 1) : nullptr);
         else
           fn(xp + r * Q, Q, rows, w.panel(p), q0, q1, offsets, sp + r, w.scales() + col, b, q0 == 0, y + r * ldy + col,
              ldy, std::min(kCols, N - col));
