@@ -431,7 +431,7 @@ void attention_head_bf16(float* ctx, size_t ldc, const float* q, const float* k,
 // and softmax: a key panel's pair rows (pack_keys_bf16) are the score product's B tiles as they
 // are, and the key-pair rows of V (pack_values_bf16) the context product's. Scores: tmm0-3 = 16
 // query rows x the panel's 64 keys, A = the rows' 32 pairs of Q in tmm4-5, B tiles in tmm6-7.
-// Context: tmm0-3 = 16 rows x the 64 columns of the head, A = 16 key pairs of P in tmm4, B in tmm6.
+// Context: tmm0-3 = 16 rows x the 64 columns of the head, A = 16 key pairs of P in tmm4, B in tmm5-7.
 // Written on a CPU without AMX: tested through EmulatedTiles everywhere, the hardware path only
 // where the CPU has AMX (tests/kernels_test.cpp).
 constexpr size_t kAmxQueryRows = 16;
@@ -513,15 +513,16 @@ ROBERTA_BF16_TARGET void attention_head_amx(float* ctx, size_t ldc, const float*
     Tiles::template zero<3>();
     for (size_t c = 0; c < padded_pairs; c += 16) {  // 16 key pairs a step
       const uint32_t* b = vt + c * kHead;             // pair row i's 64 columns at b + i * 64
+      // (B in three tiles in turn: a load into the tile that the product before still reads waits)
       Tiles::template load<4>(p2 + c, p_stride);
-      Tiles::template load<6>(b, b_stride);
-      Tiles::template dp_bf16<0, 4, 6>();
+      Tiles::template load<5>(b, b_stride);
       Tiles::template load<6>(b + 16, b_stride);
+      Tiles::template load<7>(b + 32, b_stride);
+      Tiles::template dp_bf16<0, 4, 5>();
       Tiles::template dp_bf16<1, 4, 6>();
-      Tiles::template load<6>(b + 32, b_stride);
-      Tiles::template dp_bf16<2, 4, 6>();
-      Tiles::template load<6>(b + 48, b_stride);
-      Tiles::template dp_bf16<3, 4, 6>();
+      Tiles::template dp_bf16<2, 4, 7>();
+      Tiles::template load<5>(b + 48, b_stride);
+      Tiles::template dp_bf16<3, 4, 5>();
     }
     Tiles::template store<0>(out, kHead * 4);
     Tiles::template store<1>(out + 16, kHead * 4);
