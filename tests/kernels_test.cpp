@@ -285,7 +285,9 @@ TEST(Attention, Bf16OnlyWhereItPaysOrWhereForced) {
 #endif
   const bool amx = roberta::kernels::usable_isa() >= Isa::kAmx;
   EXPECT_EQ(roberta::kernels::bf16_attention_pays(), has_bf16 && (amd || amx));
-  if (amx) EXPECT_NE(roberta::kernels::attention_path().find("AMX"), std::string::npos);
+  if (amx) {
+    EXPECT_NE(roberta::kernels::attention_path().find("AMX"), std::string::npos);
+  }
   std::printf("  default here: %s\n", roberta::kernels::attention_path().c_str());
   ::setenv("ROBERTA_ATTENTION", "fp32", 1);
   EXPECT_FALSE(roberta::kernels::bf16_attention_pays());

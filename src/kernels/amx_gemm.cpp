@@ -15,7 +15,6 @@ namespace roberta::kernels {
 namespace {
 using namespace amx;
 
-
 // dst = rows [0, rows) x k units [0, units) of src (row stride ld units), zero elsewhere.
 void stage_a(TileBuffer& dst, const uint32_t* src, size_t ld, size_t rows, size_t units) {
   std::memset(dst, 0, sizeof(TileBuffer));
@@ -39,7 +38,8 @@ __attribute__((target("avx512f"))) inline __mmask16 columns_below(size_t cols, s
 
 // 16 values rounded to bf16 as to_bf16_pairs rounds activations on CPUs with AVX512-BF16
 // (vcvtneps2bf16), stored where m is set.
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) inline void store_bf16(uint16_t* out, __mmask16 m, __m512 v) {
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) inline void store_bf16(uint16_t* out, __mmask16 m,
+                                                                                       __m512 v) {
   _mm256_mask_storeu_epi16(out, m, (__m256i)_mm512_cvtneps_pbh(v));
 }
 
@@ -53,10 +53,12 @@ struct Epilogue {
   bool first;
   float* y;
   size_t ldy, cols;
-  bool gelu;              // y = gelu(y) after the bias
+  bool gelu;                // y = gelu(y) after the bias
   uint16_t* y16 = nullptr;  // (row stride ldy bf16 values)
   // The first byte of row r, column c of the output (for prefetching).
-  const void* at(size_t r, size_t c) const { return y16 ? static_cast<const void*>(y16 + r * ldy + c) : y + r * ldy + c; }
+  const void* at(size_t r, size_t c) const {
+    return y16 ? static_cast<const void*>(y16 + r * ldy + c) : static_cast<const void*>(y + r * ldy + c);
+  }
   // Rows [rb, re) of the block at row r0, column col0 of y, from its accumulators.
   __attribute__((target("avx512f"))) void operator()(const Accumulators& acc, size_t r0, size_t col0, size_t rb,
                                                      size_t re) const {
