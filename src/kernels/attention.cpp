@@ -227,11 +227,10 @@ void attention_head_avx512(float* ctx, size_t ldc, const float* q, const float* 
                                             context_rows<4>, context_rows<5>, context_rows<6>};
   const size_t panels = (L + kKeyPanel - 1) / kKeyPanel, lds = panels * kKeyPanel;
   thread_local std::vector<float> kt_buffer, s_buffer;
-  const util::Scratch<float> kt_scratch(kt_buffer, panels * kHead * kKeyPanel + 16);
-  const util::Scratch<float> s_scratch(s_buffer, kQueryBlock * lds + 16);
-  // 64-byte aligned views of the scratch (aligned loads and stores of whole panels).
-  float* kt = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(kt_scratch.data()) + 63) & ~uintptr_t{63});
-  float* s = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(s_scratch.data()) + 63) & ~uintptr_t{63});
+  // (util::Scratch is 64-byte aligned: aligned loads and stores of whole panels)
+  const util::Scratch<float> kt_scratch(kt_buffer, panels * kHead * kKeyPanel);
+  const util::Scratch<float> s_scratch(s_buffer, kQueryBlock * lds);
+  float *kt = kt_scratch.data(), *s = s_scratch.data();
   pack_keys(kt, k, ld, L);
   float row_max[kQueryBlock], inv[kQueryBlock];
   for (size_t i0 = 0; i0 < L; i0 += kQueryBlock) {
@@ -387,12 +386,6 @@ ROBERTA_BF16_TARGET void context_rows_bf16(float* ctx, size_t ldc, const uint32_
   }
 }
 
-// Aligned to 64 bytes within a scratch buffer allocated with 64 bytes to spare.
-template <class T>
-T* align64(T* p) {
-  return reinterpret_cast<T*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t{63});
-}
-
 void attention_head_bf16(float* ctx, size_t ldc, const float* q, const float* k, const float* v, size_t ld, size_t L,
                          float scale) {
   using ScoreFn = void (*)(float*, size_t, const uint32_t*, const uint32_t*, size_t, float, float*);
@@ -404,14 +397,13 @@ void attention_head_bf16(float* ctx, size_t ldc, const float* q, const float* k,
   const size_t panels = (L + kKeyPanel - 1) / kKeyPanel, lds = panels * kKeyPanel, pairs = (L + 1) / 2;
   thread_local std::vector<uint32_t> q_buffer, kt_buffer, vt_buffer, p_buffer;
   thread_local std::vector<float> s_buffer;
-  const util::Scratch<uint32_t> q_scratch(q_buffer, kQueryBlock * kPairs + 16);
-  const util::Scratch<uint32_t> kt_scratch(kt_buffer, panels * kPairs * kKeyPanel + 16);
-  const util::Scratch<uint32_t> vt_scratch(vt_buffer, pairs * kHead + 16);
-  const util::Scratch<uint32_t> p_scratch(p_buffer, kQueryBlock * lds / 2 + 16);
-  const util::Scratch<float> s_scratch(s_buffer, kQueryBlock * lds + 16);
-  uint32_t *q2 = align64(q_scratch.data()), *kt = align64(kt_scratch.data()), *vt = align64(vt_scratch.data()),
-           *p2 = align64(p_scratch.data());
-  float* s = align64(s_scratch.data());
+  const util::Scratch<uint32_t> q_scratch(q_buffer, kQueryBlock * kPairs);  // (each 64-byte aligned)
+  const util::Scratch<uint32_t> kt_scratch(kt_buffer, panels * kPairs * kKeyPanel);
+  const util::Scratch<uint32_t> vt_scratch(vt_buffer, pairs * kHead);
+  const util::Scratch<uint32_t> p_scratch(p_buffer, kQueryBlock * lds / 2);
+  const util::Scratch<float> s_scratch(s_buffer, kQueryBlock * lds);
+  uint32_t *q2 = q_scratch.data(), *kt = kt_scratch.data(), *vt = vt_scratch.data(), *p2 = p_scratch.data();
+  float* s = s_scratch.data();
   pack_keys_bf16(kt, k, ld, L);
   pack_values_bf16(vt, v, ld, L);
   float row_max[kQueryBlock], inv[kQueryBlock];
@@ -456,15 +448,14 @@ ROBERTA_BF16_TARGET void attention_head_amx(float* ctx, size_t ldc, const float*
   const size_t panels = (L + kKeyPanel - 1) / kKeyPanel, lds = panels * kKeyPanel, padded_pairs = lds / 2;
   thread_local std::vector<uint32_t> q_buffer, kt_buffer, vt_buffer, p_buffer;
   thread_local std::vector<float> s_buffer, out_buffer;
-  const util::Scratch<uint32_t> q_scratch(q_buffer, kAmxQueryRows * kPairs + 16);
-  const util::Scratch<uint32_t> kt_scratch(kt_buffer, panels * kPairs * kKeyPanel + 16);
-  const util::Scratch<uint32_t> vt_scratch(vt_buffer, padded_pairs * kHead + 16);
-  const util::Scratch<uint32_t> p_scratch(p_buffer, kAmxQueryRows * padded_pairs + 16);
-  const util::Scratch<float> s_scratch(s_buffer, kAmxQueryRows * lds + 16);
-  const util::Scratch<float> out_scratch(out_buffer, kAmxQueryRows * kHead + 16);
-  uint32_t *q2 = align64(q_scratch.data()), *kt = align64(kt_scratch.data()), *vt = align64(vt_scratch.data()),
-           *p2 = align64(p_scratch.data());
-  float *s = align64(s_scratch.data()), *out = align64(out_scratch.data());
+  const util::Scratch<uint32_t> q_scratch(q_buffer, kAmxQueryRows * kPairs);  // (each 64-byte aligned)
+  const util::Scratch<uint32_t> kt_scratch(kt_buffer, panels * kPairs * kKeyPanel);
+  const util::Scratch<uint32_t> vt_scratch(vt_buffer, padded_pairs * kHead);
+  const util::Scratch<uint32_t> p_scratch(p_buffer, kAmxQueryRows * padded_pairs);
+  const util::Scratch<float> s_scratch(s_buffer, kAmxQueryRows * lds);
+  const util::Scratch<float> out_scratch(out_buffer, kAmxQueryRows * kHead);
+  uint32_t *q2 = q_scratch.data(), *kt = kt_scratch.data(), *vt = vt_scratch.data(), *p2 = p_scratch.data();
+  float *s = s_scratch.data(), *out = out_scratch.data();
   pack_keys_bf16(kt, k, ld, L);
   pack_values_bf16(vt, v, ld, L);
   // V's pair rows past L up to the padding: P is zero there, and 0 times whatever the memory held
