@@ -191,16 +191,25 @@ Outputs Model::forward(const Batch& batch, const ForwardOptions& options) const 
 
   const auto H = static_cast<size_t>(c.hidden_size), I = static_cast<size_t>(c.intermediate_size);
   // Per-thread buffers, kept for the next call only while small (util/scratch.h).
-  thread_local std::vector<float> qkv, context, tmp, intermediate, normed, h_scales;
-  thread_local std::vector<uint32_t> h_quads, h_pairs, i_pairs;
+  thread_local std::vector<float> qkv, context, tmp, intermediate, normed, h_scales, i_scales;
+  thread_local std::vector<uint32_t> h_quads, h_pairs, i_pairs, i_quads, qkv_pairs;
   const util::Scratch<float> qkv_s(qkv, T * 3 * H), context_s(context, T * H), tmp_s(tmp, T * H),
       intermediate_s(intermediate, T * I), normed_s(normed, m.final_norm ? T * H : 0);
   const bool quantized = !m.layers.empty() && m.layers[0].qkv.takes_quantized_input();
   const bool bf16 = !m.layers.empty() && m.layers[0].qkv.takes_bf16_input();
   const util::Scratch<uint32_t> h_quads_s(h_quads, quantized ? T * ((H + 3) / 4) : 0);
   const util::Scratch<float> h_scales_s(h_scales, quantized ? T : 0);
+  // (int8: act(intermediate) as bf16 pairs, then quantized, where the intermediate product writes
+  // bf16: LayerWorkspace)
+  const bool i_bf16 = quantized && m.layers[0].intermediate.writes_bf16_output(m.activation);
   const util::Scratch<uint32_t> h_pairs_s(h_pairs, bf16 ? T * ((H + 1) / 2) : 0),
-      i_pairs_s(i_pairs, bf16 ? T * ((I + 1) / 2) : 0);
+      i_pairs_s(i_pairs, bf16 || i_bf16 ? T * ((I + 1) / 2) : 0), i_quads_s(i_quads, i_bf16 ? T * ((I + 3) / 4) : 0);
+  const util::Scratch<float> i_scales_s(i_scales, i_bf16 ? T : 0);
+  // (Q, K, V in bf16 for the AMX attention, straight from the QKV product: LayerWorkspace)
+  const bool qkv_bf16 = (quantized || bf16) && m.layers[0].qkv.writes_bf16_output(kernels::Activation::kLinear) &&
+                        kernels::attention_takes_bf16(static_cast<size_t>(c.head_size()), m.layers[0].relative,
+                                                      m.layers[0].attention_precision);
+  const util::Scratch<uint32_t> qkv_pairs_s(qkv_pairs, qkv_bf16 ? T * 3 * H / 2 : 0);
   LayerWorkspace ws{qkv_s.data(), context_s.data(), tmp_s.data(), intermediate_s.data(), normed_s.data()};
   if (quantized) {
     ws.h_quads = h_quads_s.data();
@@ -209,6 +218,12 @@ Outputs Model::forward(const Batch& batch, const ForwardOptions& options) const 
   if (bf16) {
     ws.h_pairs = h_pairs_s.data();
     ws.i_pairs = i_pairs_s.data();
+  }
+  if (qkv_bf16) ws.qkv16 = reinterpret_cast<uint16_t*>(qkv_pairs_s.data());
+  if (i_bf16) {
+    ws.i_pairs = i_pairs_s.data();
+    ws.i_quads = i_quads_s.data();
+    ws.i_scales = i_scales_s.data();
   }
 
   Outputs out;

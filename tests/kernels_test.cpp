@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 
 #include "kernels/attention.h"
@@ -219,6 +220,52 @@ TEST(Attention, AmxBf16MatchesFloat64OfItsRoundedInputs) {
   } else {
     std::printf("  no AMX tiles here (or ROBERTA_ISA below amx): only the emulation ran\n");
   }
+}
+
+// The AMX attention from Q, K, V already rounded to bf16 (as the QKV product's epilogue writes
+// them) gives its results from the fp32 values (checked against float64 above) bit for bit: the
+// kernel rounds them the same way itself. Emulated tiles everywhere with AVX512-BF16, the hardware
+// where the CPU has AMX; lengths as above, with 16-row blocks and 64-key panels ending in between.
+TEST(Attention, AmxFromBf16InputsEqualsFromTheirFp32Values) {
+  using roberta::kernels::AttentionPrecision;
+  if (roberta::kernels::detected_isa() < Isa::kAvx512Bf16)
+    GTEST_SKIP() << "the emulated AMX attention packs and softmaxes with AVX512-BF16, which this CPU lacks";
+  std::mt19937 rng(7);
+  std::normal_distribution<float> dist(0.0f, 2.0f);
+  const size_t heads = 3, d = 64, H = heads * d;
+  const std::vector<size_t> offsets = {0, 1, 17, 33, 33, 97, 227};
+  const size_t T = offsets.back();
+  std::vector<float> qkv(T * 3 * H);
+  std::vector<uint16_t> qkv16(T * 3 * H);
+  for (size_t i = 0; i < qkv.size(); ++i) {
+    qkv[i] = dist(rng);
+    const float r = static_cast<float>(bf16_value(qkv[i]));  // (round to nearest even, as the kernels)
+    uint32_t bits;
+    std::memcpy(&bits, &r, 4);
+    qkv16[i] = static_cast<uint16_t>(bits >> 16);
+  }
+  std::vector<float> want(T * H, -7.0f), got(T * H, -7.0f);
+  roberta::kernels::self_attention_amx_emulated(want.data(), qkv.data(), offsets.data(), offsets.size() - 1, heads);
+  roberta::kernels::self_attention_amx_emulated(got.data(), qkv16.data(), offsets.data(), offsets.size() - 1, heads);
+  EXPECT_EQ(got, want) << "emulated tiles";
+  const roberta::kernels::RelativePositions absolute;
+  if (roberta::kernels::usable_isa() >= Isa::kAmx) {
+    ASSERT_TRUE(roberta::kernels::attention_takes_bf16(d, absolute, AttentionPrecision::kBf16));
+    std::vector<float> tiles_want(T * H, -7.0f), tiles(T * H, -7.0f);
+    roberta::kernels::self_attention(tiles_want.data(), qkv.data(), offsets.data(), offsets.size() - 1, heads, d,
+                                     absolute, AttentionPrecision::kBf16);
+    roberta::kernels::self_attention(tiles.data(), qkv16.data(), offsets.data(), offsets.size() - 1, heads, d,
+                                     absolute, AttentionPrecision::kBf16);
+    EXPECT_EQ(tiles, tiles_want) << "AMX tiles";
+  } else {
+    std::printf("  no AMX tiles here (or ROBERTA_ISA below amx): only the emulation ran\n");
+  }
+  // Refused where the AMX attention does not run: fp32 precision, another head size.
+  EXPECT_FALSE(roberta::kernels::attention_takes_bf16(d, absolute, AttentionPrecision::kFp32));
+  EXPECT_FALSE(roberta::kernels::attention_takes_bf16(32, absolute, AttentionPrecision::kBf16));
+  EXPECT_THROW(roberta::kernels::self_attention(got.data(), qkv16.data(), offsets.data(), offsets.size() - 1, heads, d,
+                                                absolute, AttentionPrecision::kFp32),
+               roberta::Error);
 }
 
 // Scores far below zero, for every key: the kernels take each row's maximum as they compute the

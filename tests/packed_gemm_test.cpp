@@ -431,6 +431,79 @@ TEST(PackedGemmBf16, AmxBf16OutputEqualsRoundingTheFp32Product) {
   if (!amx_here()) std::printf("  no AMX tiles here (or ROBERTA_ISA below amx): only the emulation ran\n");
 }
 
+// The int8 product's bf16 output (the encoder's act(intermediate), AMX only): the fp32 product's
+// values (checked against float64 above) rounded as to_bf16_pairs rounds them, bit for bit.
+TEST(PackedGemmInt8, AmxBf16OutputEqualsRoundingTheFp32Product) {
+  if (!roberta::kernels::has_bf16_instructions()) GTEST_SKIP() << "the bf16 rounding needs AVX512-BF16";
+  using roberta::kernels::Activation;
+  std::mt19937 rng(27);
+  for (auto [M, N, K] : kAmxShapes) {
+    N += N % 2;
+    if (K > 3072) K = 3072;  // (one k slice)
+    const Int8Case c(M, N, K, rng);
+    const size_t ldp = N / 2 + 3;
+    for (const Activation act : {Activation::kLinear, Activation::kGelu}) {
+      std::vector<float> y(M * N);
+      roberta::kernels::packed_linear_amx_emulated(y.data(), N, c.rows(), c.packed, c.bias.data(), M, act);
+      std::vector<uint32_t> want(M * ldp, 0xDEADBEEF), emulated(M * ldp, 0xDEADBEEF);
+      roberta::kernels::to_bf16_pairs(y.data(), N, M, N, want.data(), ldp);
+      roberta::kernels::packed_linear_to_bf16_amx_emulated(emulated.data(), ldp, c.rows(), c.packed, c.bias.data(), M,
+                                                           act);
+      EXPECT_EQ(emulated, want) << "emulated, M=" << M << " N=" << N << " K=" << K;  // (past N/2: untouched)
+      if (amx_here()) {
+        ASSERT_TRUE(roberta::kernels::writes_bf16_output(c.packed, act));
+        std::vector<float> y_tiles(M * N);
+        roberta::kernels::packed_linear(y_tiles.data(), N, c.rows(), c.packed, c.bias.data(), M, act);
+        std::vector<uint32_t> want_tiles(M * ldp, 0xDEADBEEF), tiles(M * ldp, 0xDEADBEEF);
+        roberta::kernels::to_bf16_pairs(y_tiles.data(), N, M, N, want_tiles.data(), ldp);
+        roberta::kernels::packed_linear_to_bf16(tiles.data(), ldp, c.rows(), c.packed, c.bias.data(), M, act);
+        EXPECT_EQ(tiles, want_tiles) << "AMX tiles, M=" << M << " N=" << N << " K=" << K;
+      }
+    }
+  }
+  std::mt19937 rng2(28);
+  const Int8Case odd(20, 33, 64, rng2), deep(20, 64, 3100, rng2), even(20, 64, 64, rng2);
+  std::vector<uint32_t> out(20 * 40);
+  const std::pair<const Int8Case*, Activation> refused[] = {
+      {&odd, Activation::kGelu}, {&deep, Activation::kGelu}, {&even, Activation::kRelu}};
+  for (const auto& [c, act] : refused) {  // odd N, K past one pass, an activation other than GELU
+    EXPECT_FALSE(roberta::kernels::writes_bf16_output(c->packed, act));
+    EXPECT_THROW(roberta::kernels::packed_linear_to_bf16(out.data(), 20, c->rows(), c->packed, nullptr, 20, act),
+                 roberta::Error);
+  }
+  if (!amx_here()) std::printf("  no AMX tiles here (or ROBERTA_ISA below amx): only the emulation ran\n");
+}
+
+// quantize_bf16_rows quantizes bf16 rows as quantize_rows quantizes the same values in fp32 (its
+// own check is QuantizesEachRowSymmetricallyToWithinHalfAStep): the same bytes and scales.
+TEST(PackedGemmInt8, QuantizesBf16RowsAsTheirFp32Values) {
+  std::mt19937 rng(29);
+  std::normal_distribution<float> dist(0.0f, 3.0f);
+  for (size_t K : {1, 2, 3, 31, 32, 33, 100, 768, 3072}) {
+    const size_t rows = 9, Q = (K + 3) / 4, ldp = (K + 1) / 2 + 5;
+    std::vector<uint16_t> bf16(rows * ldp * 2, 0xFFFF);  // (0xFFFF, a NaN, past each row)
+    std::vector<float> widened(rows * K);
+    for (size_t m = 0; m < rows; ++m)
+      for (size_t k = 0; k < K; ++k) {
+        float v = m == 2 ? 0.0f : dist(rng);  // (row 2 all zero)
+        if (m == 3 && k == K / 2) v = -50.0f;  // the largest |value| negative
+        uint32_t bits;
+        std::memcpy(&bits, &v, 4);
+        const uint16_t h = static_cast<uint16_t>(bits >> 16);  // (truncated: any bf16 value will do)
+        bf16[m * ldp * 2 + k] = h;
+        bits = uint32_t{h} << 16;
+        std::memcpy(&widened[m * K + k], &bits, 4);
+      }
+    std::vector<uint32_t> want(rows * Q), got(rows * Q);
+    std::vector<float> want_scale(rows), got_scale(rows);
+    roberta::kernels::quantize_rows(widened.data(), rows, K, want.data(), want_scale.data());
+    roberta::kernels::quantize_bf16_rows(reinterpret_cast<const uint32_t*>(bf16.data()), ldp, rows, K, got.data(),
+                                         got_scale.data());
+    EXPECT_EQ(got, want) << "K=" << K;
+    EXPECT_EQ(got_scale, want_scale) << "K=" << K;
+  }
+}
+
 // tiles_done and rows_done see each element / row of y once, final, on every kernel, from fp32 x
 // and from x converted beforehand (rows_done_check.h).
 TEST(PackedGemm, RowsDoneAndTilesDoneSeeFinalValuesOnce) {

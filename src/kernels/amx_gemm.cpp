@@ -60,8 +60,12 @@ struct Epilogue {
     return y16 ? static_cast<const void*>(y16 + r * ldy + c) : static_cast<const void*>(y + r * ldy + c);
   }
   // Rows [rb, re) of the block at row r0, column col0 of y, from its accumulators.
-  __attribute__((target("avx512f"))) void operator()(const Accumulators& acc, size_t r0, size_t col0, size_t rb,
-                                                     size_t re) const {
+  // (compiled for AVX512-BF16 so that store_bf16 inlines; its instructions run only with y16 set,
+  // which needs a CPU with them. bf16 8 x 128 / 32 x 8..128 tokens 4.6% / 2.8% faster than with
+  // the call, int8 level; paired, Xeon with AMX)
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void operator()(const Accumulators& acc, size_t r0,
+                                                                                   size_t col0, size_t rb,
+                                                                                   size_t re) const {
     for (size_t h = 0; h < 32; h += 16) {
       const size_t c0 = col0 + h;
       const __mmask16 m = columns_below(cols, c0);
@@ -204,10 +208,11 @@ void amx_chunk(const uint32_t* x, size_t ldx, size_t rows, const uint8_t* panel,
 template <class Tiles>
 void int8_amx(const uint32_t* xq, size_t ldq, size_t rows, const int8_t* panel, size_t q0, size_t q1,
               const int32_t* offset, const float* x_scale, const float* w_scale, const float* bias, bool first,
-              float* y, size_t ldy, size_t cols, bool gelu, const void* next_panel) {
-  amx_chunk<Tiles, true, 4, 256>(xq, ldq, rows, reinterpret_cast<const uint8_t*>(panel), q0, q1,
-                                 Epilogue{offset, x_scale, w_scale, bias, first, y, ldy, cols, gelu},
-                                 static_cast<const uint8_t*>(next_panel));
+              float* y, size_t ldy, size_t cols, bool gelu, uint16_t* y16, const void* next_panel) {
+  amx_chunk<Tiles, true, 4, 256>(
+      xq, ldq, rows, reinterpret_cast<const uint8_t*>(panel), q0, q1,
+      Epilogue{offset, x_scale, w_scale, bias, first, y, ldy, cols, gelu, y16},
+      static_cast<const uint8_t*>(next_panel));
 }
 
 // bf16 panels: 32 columns (2 column tiles), 128 bytes per k pair (packed_gemm.h).

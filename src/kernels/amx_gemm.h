@@ -31,9 +31,12 @@ constexpr size_t kAmxBlockRows = 16;
 // [q0, q1) of u8(x) · s8(w) - offset[j]) (+ bias), rows of x quads with stride ldq, panel of 64
 // columns; then, if `gelu` (pass it with the last k slice), y = gelu(y) as activation_rows does
 // it (gelu_avx512, avx512_math.h), while the values are in registers: no pass over y of its own.
+// With y16 set, the values go there rounded to bf16 instead (row stride ldy; y unused): as for
+// AmxBf16Fn below.
 using AmxInt8Fn = void (*)(const uint32_t* xq, size_t ldq, size_t rows, const int8_t* panel, size_t q0, size_t q1,
                            const int32_t* offset, const float* x_scale, const float* w_scale, const float* bias,
-                           bool first, float* y, size_t ldy, size_t cols, bool gelu, const void* next_panel);
+                           bool first, float* y, size_t ldy, size_t cols, bool gelu, uint16_t* y16,
+                           const void* next_panel);
 // The bf16 block (packed_gemm.cpp's BlockFn<uint32_t, uint16_t>, and `gelu` as above): y (+)= x
 // pairs [q0, q1) · panel (32 columns). With y16 set, the block's values go there instead, rounded
 // to bf16 (row stride ldy bf16 values; y unused): only for a product of one k slice (first), on a

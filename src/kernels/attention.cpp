@@ -284,6 +284,22 @@ ROBERTA_BF16_TARGET void pack_keys_bf16(uint32_t* kt, const float* k, size_t ld,
   }
 }
 
+// The same from K already rounded to bf16 (k: (L, ld) bf16 values, ld even): the same kt.
+ROBERTA_BF16_TARGET void pack_keys_bf16(uint32_t* kt, const uint16_t* k, size_t ld, size_t L) {
+  for (size_t p = 0; p * kKeyPanel < L; ++p) {
+    uint32_t* dst = kt + p * kPairs * kKeyPanel;
+    for (size_t j0 = 0; j0 < kKeyPanel; j0 += 16) {
+      const size_t key0 = p * kKeyPanel + j0;
+      for (size_t c0 = 0; c0 < kPairs; c0 += 16) {
+        __m512i r[16];  // r[j]: pairs c0 .. c0 + 15 of key key0 + j
+        for (size_t j = 0; j < 16; ++j)
+          r[j] = key0 + j < L ? _mm512_loadu_si512(k + (key0 + j) * ld + 2 * c0) : _mm512_setzero_si512();
+        store_transposed16(dst + c0 * kKeyPanel + j0, kKeyPanel, r);
+      }
+    }
+  }
+}
+
 // p[0, padded / 2) = exp(row[0, n) - max) rounded to bf16 pairs, zero from column n on (padded a
 // multiple of 32); returns 1 / the sum of the fp32 exponentials (lanes, then double, as
 // softmax_exp_avx512). The fp32 values are not written back.
@@ -314,6 +330,20 @@ ROBERTA_BF16_TARGET void pack_values_bf16(uint32_t* vt, const float* v, size_t l
     for (size_t c = 0; c < kHead; c += 16) {
       const __m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(a + c)));
       const __m512i hi = b ? _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(b + c)))
+                           : _mm512_setzero_si512();
+      _mm512_storeu_si512(vt + i * kHead + c, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+    }
+  }
+}
+
+// The same from V already rounded to bf16 (v: (L, ld) bf16 values): the same vt.
+ROBERTA_BF16_TARGET void pack_values_bf16(uint32_t* vt, const uint16_t* v, size_t ld, size_t L) {
+  for (size_t i = 0; 2 * i < L; ++i) {
+    const uint16_t* a = v + 2 * i * ld;
+    const uint16_t* b = 2 * i + 1 < L ? a + ld : nullptr;
+    for (size_t c = 0; c < kHead; c += 16) {
+      const __m512i lo = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + c)));
+      const __m512i hi = b ? _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + c)))
                            : _mm512_setzero_si512();
       _mm512_storeu_si512(vt + i * kHead + c, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
     }
@@ -424,8 +454,8 @@ void attention_head_bf16(float* ctx, size_t ldc, const float* q, const float* k,
 // are, and the key-pair rows of V (pack_values_bf16) the context product's. Scores: tmm0-3 = 16
 // query rows x the panel's 64 keys, A = the rows' 32 pairs of Q in tmm4-5, B tiles in tmm6-7.
 // Context: tmm0-3 = 16 rows x the 64 columns of the head, A = 16 key pairs of P in tmm4, B in tmm5-7.
-// Written on a CPU without AMX: tested through EmulatedTiles everywhere, the hardware path only
-// where the CPU has AMX (tests/kernels_test.cpp).
+// Tested through EmulatedTiles everywhere and on the tiles where the CPU has AMX
+// (tests/kernels_test.cpp).
 constexpr size_t kAmxQueryRows = 16;
 
 // tmm0-3 (+)= the A tile tmm<A> (16 pairs of Q) times the B tiles of 16 key pairs x the panel's 64
@@ -442,88 +472,144 @@ void amx_score_step(const uint32_t* b, size_t b_stride) {
   Tiles::template dp_bf16<3, A, 7>();
 }
 
-template <class Tiles>
-ROBERTA_BF16_TARGET void attention_head_amx(float* ctx, size_t ldc, const float* q, const float* k, const float* v,
-                                            size_t ld, size_t L, float scale) {
+// dst (32 pairs) = bf16(scale · src[0, 64)). With scale a power of two (1/8 for heads of 64) this
+// is bf16(src) scaled exactly, so the scores come out of the tiles scaled, as scale · (Q Kᵀ).
+ROBERTA_BF16_TARGET inline void to_scaled_bf16_pairs(uint32_t* dst, const float* src, __m512 scale) {
+  for (size_t c = 0; c < kHead; c += 32) {
+    const __m512bh h = _mm512_cvtne2ps_pbh(_mm512_mul_ps(_mm512_loadu_ps(src + c + 16), scale),
+                                           _mm512_mul_ps(_mm512_loadu_ps(src + c), scale));
+    _mm512_storeu_si512(dst + c / 2, reinterpret_cast<const __m512i&>(h));
+  }
+}
+
+// The same from a row already rounded to bf16: widened exactly, scaled and rounded again (exact
+// for a power of two), so the same pairs as from the fp32 row.
+ROBERTA_BF16_TARGET inline __m512 widen_bf16(const uint16_t* p) {
+  const __m512i h = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(h, 16));
+}
+ROBERTA_BF16_TARGET inline void to_scaled_bf16_pairs(uint32_t* dst, const uint16_t* src, __m512 scale) {
+  for (size_t c = 0; c < kHead; c += 32) {
+    const __m512bh h = _mm512_cvtne2ps_pbh(_mm512_mul_ps(widen_bf16(src + c + 16), scale),
+                                           _mm512_mul_ps(widen_bf16(src + c), scale));
+    _mm512_storeu_si512(dst + c / 2, reinterpret_cast<const __m512i&>(h));
+  }
+}
+
+// The maximum of row[0, n) (lds a multiple of 16 past n).
+ROBERTA_BF16_TARGET inline float row_maximum(const float* row, size_t n) {
+  __m512 vmax = _mm512_set1_ps(-INFINITY);
+  for (size_t c = 0; c < n; c += 16) vmax = _mm512_mask_max_ps(vmax, lanes_below(n, c), vmax, _mm512_load_ps(row + c));
+  return _mm512_reduce_max_ps(vmax);
+}
+
+// A tile load waits until the stores of its bytes have reached the cache (no store forwarding
+// into tiles), and a vector load of a tile store's bytes likewise: so the blocks of 16 query rows
+// go through a pipeline of three steps, each reading what an earlier step wrote before other work
+// ran in between. Step b: the score tiles of block b; the context tiles of block b - 1 (from the P
+// its softmax wrote in step b - 1); the softmax of block b (from step b's scores); block b - 1's
+// context rows scaled into ctx. Q is scaled and rounded for the whole head first. (Against one
+// block at a time, with the scale applied to the scores: 12 heads of 128 tokens 157 -> 150 us in
+// roberta-kernel-bench, int8 8 x 128 tokens 2% faster; Xeon with AMX.)
+// In: float (Q, K, V in fp32) or uint16_t (already rounded to bf16: the same results).
+template <class Tiles, class In>
+ROBERTA_BF16_TARGET void attention_head_amx(float* ctx, size_t ldc, const In* q, const In* k, const In* v, size_t ld,
+                                            size_t L, float scale) {
   const size_t panels = (L + kKeyPanel - 1) / kKeyPanel, lds = panels * kKeyPanel, padded_pairs = lds / 2;
+  const size_t blocks = (L + kAmxQueryRows - 1) / kAmxQueryRows;
+  constexpr size_t R = kAmxQueryRows;
   thread_local std::vector<uint32_t> q_buffer, kt_buffer, vt_buffer, p_buffer;
   thread_local std::vector<float> s_buffer, out_buffer;
-  const util::Scratch<uint32_t> q_scratch(q_buffer, kAmxQueryRows * kPairs);  // (each 64-byte aligned)
+  const util::Scratch<uint32_t> q_scratch(q_buffer, blocks * R * kPairs);  // (each 64-byte aligned)
   const util::Scratch<uint32_t> kt_scratch(kt_buffer, panels * kPairs * kKeyPanel);
   const util::Scratch<uint32_t> vt_scratch(vt_buffer, padded_pairs * kHead);
-  const util::Scratch<uint32_t> p_scratch(p_buffer, kAmxQueryRows * padded_pairs);
-  const util::Scratch<float> s_scratch(s_buffer, kAmxQueryRows * lds);
-  const util::Scratch<float> out_scratch(out_buffer, kAmxQueryRows * kHead);
-  uint32_t *q2 = q_scratch.data(), *kt = kt_scratch.data(), *vt = vt_scratch.data(), *p2 = p_scratch.data();
-  float *s = s_scratch.data(), *out = out_scratch.data();
+  const util::Scratch<uint32_t> p_scratch(p_buffer, 2 * R * padded_pairs);  // two blocks' P, in turn
+  const util::Scratch<float> s_scratch(s_buffer, 2 * R * lds);               // two blocks' scores
+  const util::Scratch<float> out_scratch(out_buffer, 2 * R * kHead);         // two blocks' contexts
+  uint32_t *q2 = q_scratch.data(), *kt = kt_scratch.data(), *vt = vt_scratch.data();
   pack_keys_bf16(kt, k, ld, L);
   pack_values_bf16(vt, v, ld, L);
   // V's pair rows past L up to the padding: P is zero there, and 0 times whatever the memory held
   // (a NaN's bits) would not be.
   const size_t value_pairs = (L + 1) / 2;
   std::fill(vt + value_pairs * kHead, vt + padded_pairs * kHead, 0u);
+  const __m512 vs = _mm512_set1_ps(scale);
+  for (size_t r = 0; r < L; ++r) to_scaled_bf16_pairs(q2 + r * kPairs, q + r * ld, vs);
+  std::fill(q2 + L * kPairs, q2 + blocks * R * kPairs, 0u);
   const size_t q_stride = kPairs * 4, s_stride = lds * 4, p_stride = padded_pairs * 4, b_stride = kKeyPanel * 4;
-  float row_max[kAmxQueryRows], inv[kAmxQueryRows];
-  Tiles::configure();
-  for (size_t i0 = 0; i0 < L; i0 += kAmxQueryRows) {
-    const size_t rows = std::min(kAmxQueryRows, L - i0);
-    for (size_t r = 0; r < rows; ++r) to_bf16_pairs(q2 + r * kPairs, q + (i0 + r) * ld, kHead);
-    std::fill(q2 + rows * kPairs, q2 + kAmxQueryRows * kPairs, 0u);
-    Tiles::template load<4>(q2, q_stride);
-    Tiles::template load<5>(q2 + 16, q_stride);
+  float inv[2][R];
+  const auto rows_of = [&](size_t b) { return std::min(R, L - b * R); };
+  const auto s_of = [&](size_t b) { return s_scratch.data() + (b & 1) * R * lds; };
+  const auto p_of = [&](size_t b) { return p_scratch.data() + (b & 1) * R * padded_pairs; };
+  const auto out_of = [&](size_t b) { return out_scratch.data() + (b & 1) * R * kHead; };
+  const auto scores = [&](size_t b) ROBERTA_BF16_TARGET {
+    Tiles::template load<4>(q2 + b * R * kPairs, q_stride);
+    Tiles::template load<5>(q2 + b * R * kPairs + 16, q_stride);
+    float* s = s_of(b);
     for (size_t p = 0; p < panels; ++p) {
-      const uint32_t* b = kt + p * kPairs * kKeyPanel;  // pair c's 64 keys at b + c * 64
+      const uint32_t* kp = kt + p * kPairs * kKeyPanel;  // pair c's 64 keys at kp + c * 64
       Tiles::template zero<0>();
       Tiles::template zero<1>();
       Tiles::template zero<2>();
       Tiles::template zero<3>();
-      amx_score_step<Tiles, 4>(b, b_stride);                    // pairs 0 .. 15
-      amx_score_step<Tiles, 5>(b + 16 * kKeyPanel, b_stride);  // pairs 16 .. 31
+      amx_score_step<Tiles, 4>(kp, b_stride);                    // pairs 0 .. 15
+      amx_score_step<Tiles, 5>(kp + 16 * kKeyPanel, b_stride);  // pairs 16 .. 31
       float* sp = s + p * kKeyPanel;
       Tiles::template store<0>(sp, s_stride);
       Tiles::template store<1>(sp + 16, s_stride);
       Tiles::template store<2>(sp + 32, s_stride);
       Tiles::template store<3>(sp + 48, s_stride);
     }
-    const __m512 vs = _mm512_set1_ps(scale);
-    for (size_t r = 0; r < rows; ++r) {  // scale, and the maximum of the first L
-      float* row = s + r * lds;
-      __m512 vmax = _mm512_set1_ps(-INFINITY);
-      for (size_t c = 0; c < lds; c += 16) {
-        const __m512 x = _mm512_mul_ps(_mm512_load_ps(row + c), vs);
-        _mm512_store_ps(row + c, x);
-        vmax = _mm512_mask_max_ps(vmax, lanes_below(L, c), vmax, x);
-      }
-      row_max[r] = _mm512_reduce_max_ps(vmax);
-      inv[r] = softmax_exp_bf16(row, L, lds, row_max[r], p2 + r * padded_pairs);
+  };
+  const auto softmax = [&](size_t b) ROBERTA_BF16_TARGET {
+    const size_t rows = rows_of(b);
+    const float* s = s_of(b);
+    uint32_t* p2 = p_of(b);
+    for (size_t r = 0; r < rows; ++r) {  // (zero past L: the odd key's partner and the padding)
+      const float* row = s + r * lds;
+      inv[b & 1][r] = softmax_exp_bf16(row, L, lds, row_maximum(row, L), p2 + r * padded_pairs);
     }
-    std::fill(p2 + rows * padded_pairs, p2 + kAmxQueryRows * padded_pairs, 0u);
+    std::fill(p2 + rows * padded_pairs, p2 + R * padded_pairs, 0u);
+  };
+  const auto context = [&](size_t b) ROBERTA_BF16_TARGET {
+    const uint32_t* p2 = p_of(b);
     Tiles::template zero<0>();
     Tiles::template zero<1>();
     Tiles::template zero<2>();
     Tiles::template zero<3>();
     for (size_t c = 0; c < padded_pairs; c += 16) {  // 16 key pairs a step
-      const uint32_t* b = vt + c * kHead;             // pair row i's 64 columns at b + i * 64
+      const uint32_t* vb = vt + c * kHead;            // pair row i's 64 columns at vb + i * 64
       // (B in three tiles in turn: a load into the tile that the product before still reads waits)
       Tiles::template load<4>(p2 + c, p_stride);
-      Tiles::template load<5>(b, b_stride);
-      Tiles::template load<6>(b + 16, b_stride);
-      Tiles::template load<7>(b + 32, b_stride);
+      Tiles::template load<5>(vb, b_stride);
+      Tiles::template load<6>(vb + 16, b_stride);
+      Tiles::template load<7>(vb + 32, b_stride);
       Tiles::template dp_bf16<0, 4, 5>();
       Tiles::template dp_bf16<1, 4, 6>();
       Tiles::template dp_bf16<2, 4, 7>();
-      Tiles::template load<5>(b + 48, b_stride);
+      Tiles::template load<5>(vb + 48, b_stride);
       Tiles::template dp_bf16<3, 4, 5>();
     }
+    float* out = out_of(b);
     Tiles::template store<0>(out, kHead * 4);
     Tiles::template store<1>(out + 16, kHead * 4);
     Tiles::template store<2>(out + 32, kHead * 4);
     Tiles::template store<3>(out + 48, kHead * 4);
-    for (size_t r = 0; r < rows; ++r) {
-      const __m512 f = _mm512_set1_ps(inv[r]);
+  };
+  const auto finish = [&](size_t b) ROBERTA_BF16_TARGET {
+    const float* out = out_of(b);
+    for (size_t r = 0, rows = rows_of(b); r < rows; ++r) {
+      const __m512 f = _mm512_set1_ps(inv[b & 1][r]);
       for (size_t c = 0; c < kHead; c += 16)
-        _mm512_storeu_ps(ctx + (i0 + r) * ldc + c, _mm512_mul_ps(_mm512_load_ps(out + r * kHead + c), f));
+        _mm512_storeu_ps(ctx + (b * R + r) * ldc + c, _mm512_mul_ps(_mm512_load_ps(out + r * kHead + c), f));
     }
+  };
+  Tiles::configure();
+  for (size_t b = 0; b <= blocks; ++b) {
+    if (b < blocks) scores(b);
+    if (b >= 1) context(b - 1);
+    if (b < blocks) softmax(b);
+    if (b >= 1) finish(b - 1);
   }
   Tiles::release();
 }
@@ -639,6 +725,47 @@ void self_attention(float* ctx, const float* qkv, const size_t* offsets, size_t 
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, d, n, 1.0f, scores.data(), n, v, static_cast<int>(ld),
                 0.0f, ctx + begin * H + h * head_size, static_cast<int>(H));
   });
+}
+
+bool attention_takes_bf16(size_t head_size, const RelativePositions& relative, AttentionPrecision precision) {
+  return precision == AttentionPrecision::kBf16 && head_size == kHead && !relative.distance &&
+         usable_isa() >= Isa::kAmx;
+}
+
+void self_attention(float* ctx, const uint16_t* qkv16, const size_t* offsets, size_t num_sequences, size_t heads,
+                    size_t head_size, const RelativePositions& relative, AttentionPrecision precision) {
+  if (!attention_takes_bf16(head_size, relative, precision))
+    throw Error("self_attention: bf16 Q, K, V need the AMX attention (bf16 precision, heads of 64, absolute "
+                "positions, a CPU with AMX; attention_takes_bf16)");
+#if defined(__x86_64__)
+  const size_t H = heads * kHead, ld = 3 * H;
+  ThreadPool::global()->parallel_for(num_sequences * heads, [&](size_t task) {
+    const size_t s = task / heads, h = task % heads;
+    const size_t begin = offsets[s], L = offsets[s + 1] - begin;
+    if (L == 0) return;
+    const uint16_t* q = qkv16 + begin * ld + h * kHead;
+    attention_head_amx<amx::HardwareTiles>(ctx + begin * H + h * kHead, H, q, q + H, q + 2 * H, ld, L, 0.125f);
+  });
+#else
+  (void)ctx, (void)qkv16, (void)offsets, (void)num_sequences, (void)heads;
+#endif
+}
+
+void self_attention_amx_emulated(float* ctx, const uint16_t* qkv16, const size_t* offsets, size_t num_sequences,
+                                 size_t heads) {
+#if defined(__x86_64__)
+  const size_t H = heads * kHead, ld = 3 * H;
+  for (size_t s = 0; s < num_sequences; ++s)
+    for (size_t h = 0; h < heads; ++h) {
+      const size_t begin = offsets[s], L = offsets[s + 1] - begin;
+      if (L == 0) continue;
+      const uint16_t* q = qkv16 + begin * ld + h * kHead;
+      attention_head_amx<amx::EmulatedTiles>(ctx + begin * H + h * kHead, H, q, q + H, q + 2 * H, ld, L, 0.125f);
+    }
+#else
+  (void)ctx, (void)qkv16, (void)offsets, (void)num_sequences, (void)heads;
+  throw Error("the AMX attention is x86-64 only");
+#endif
 }
 
 void self_attention_amx_emulated(float* ctx, const float* qkv, const size_t* offsets, size_t num_sequences,

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace roberta::kernels {
@@ -32,6 +33,16 @@ void self_attention(float* ctx, const float* qkv, const size_t* offsets, size_t 
 // emulated in C++ (amx_tiles.h), one thread; on any CPU with AVX512-BF16. Where the CPU has AMX
 // (and ROBERTA_ISA allows it) self_attention's kBf16 runs the same kernel on the tiles.
 void self_attention_amx_emulated(float* ctx, const float* qkv, const size_t* offsets, size_t num_sequences,
+                                 size_t heads);
+
+// The same from Q, K and V already rounded to bf16: qkv16 (T, 3H) bf16 values (e.g. written so by
+// the QKV product's epilogue: no fp32 Q, K, V in memory), the same results as from their fp32
+// values. Only where attention_takes_bf16 (the AMX attention; else a roberta::Error).
+bool attention_takes_bf16(size_t head_size, const RelativePositions& relative, AttentionPrecision precision);
+void self_attention(float* ctx, const uint16_t* qkv16, const size_t* offsets, size_t num_sequences, size_t heads,
+                    size_t head_size, const RelativePositions& relative, AttentionPrecision precision);
+// For tests: that, its tile instructions emulated (any CPU with AVX512-BF16).
+void self_attention_amx_emulated(float* ctx, const uint16_t* qkv16, const size_t* offsets, size_t num_sequences,
                                  size_t heads);
 
 // Whether the bf16 and int8 encoders ask for kBf16 attention on this CPU. ROBERTA_ATTENTION=bf16 or

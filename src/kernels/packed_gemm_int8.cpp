@@ -5,11 +5,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 
 #include "activations.h"
 #include "amx_gemm.h"
 #include "block_loop.h"
 #include "isa.h"
+#include "packed_gemm.h"
+#include "roberta/error.h"
 #include "util/scratch.h"
 #include "util/thread_pool.h"
 
@@ -218,6 +221,43 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"), flatten)) void int8_block_
                       cols);
 }
 
+// One row: round(x · 127 / amax) + 128 as bytes (k values; zeros, i.e. 128, up to the quad), x's
+// 16 values at i from load(i) and value i from at(i); returns the row's scale.
+template <class Load, class At>
+__attribute__((target("avx512f,avx512bw"), always_inline)) inline float quantize_row_avx512(float amax, size_t k,
+                                                                                          const Load& load,
+                                                                                          const At& at,
+                                                                                          uint8_t* dst) {
+  const size_t Q = (k + 3) / 4;
+  const float s = amax > 0 ? amax / 127.0f : 1.0f, inv = amax > 0 ? 127.0f / amax : 0.0f;
+  const __m512 vinv = _mm512_set1_ps(inv);
+  const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127), off = _mm512_set1_epi32(128);
+  // 64 at a time: |x| · 127 / max rounds into [-127, 127], so the saturating packs never clip;
+  // the packs interleave 128-bit lanes, which one dword permutation puts back in order, and
+  // xor 0x80 adds the offset 128 to a signed byte.
+  const __m512i order = _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0);
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  size_t i = 0;
+  for (; i + 64 <= k; i += 64) {
+    const __m512i a = _mm512_cvtps_epi32(_mm512_mul_ps(load(i), vinv));
+    const __m512i b = _mm512_cvtps_epi32(_mm512_mul_ps(load(i + 16), vinv));
+    const __m512i c = _mm512_cvtps_epi32(_mm512_mul_ps(load(i + 32), vinv));
+    const __m512i d = _mm512_cvtps_epi32(_mm512_mul_ps(load(i + 48), vinv));
+    const __m512i bytes = _mm512_packs_epi16(_mm512_packs_epi32(a, b), _mm512_packs_epi32(c, d));
+    _mm512_storeu_si512(dst + i, _mm512_xor_si512(_mm512_permutexvar_epi32(order, bytes), flip));
+  }
+  for (; i + 16 <= k; i += 16) {
+    __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(load(i), vinv));  // round to nearest even
+    q = _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(q, lo), hi), off);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), _mm512_cvtepi32_epi8(q));
+  }
+  for (; i < Q * 4; ++i) {
+    const float q = i < k ? std::clamp(std::nearbyint(at(i) * inv), -127.0f, 127.0f) : 0.0f;
+    dst[i] = static_cast<uint8_t>(static_cast<int>(q) + 128);
+  }
+  return s;
+}
+
 // Per row: max |x| (vectorised), then round(x · 127 / max) + 128 as bytes.
 __attribute__((target("avx512f,avx512bw"))) void quantize_rows_avx512(const float* x, size_t rows, size_t k,
                                                                        uint32_t* quads, float* scale) {
@@ -229,33 +269,47 @@ __attribute__((target("avx512f,avx512bw"))) void quantize_rows_avx512(const floa
     for (; i + 16 <= k; i += 16) vmax = _mm512_max_ps(vmax, _mm512_abs_ps(_mm512_loadu_ps(src + i)));
     float amax = _mm512_reduce_max_ps(vmax);
     for (; i < k; ++i) amax = std::max(amax, std::abs(src[i]));
-    const float s = amax > 0 ? amax / 127.0f : 1.0f, inv = amax > 0 ? 127.0f / amax : 0.0f;
-    scale[m] = s;
-    auto* dst = reinterpret_cast<uint8_t*>(quads + m * Q);
-    const __m512 vinv = _mm512_set1_ps(inv);
-    const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127), off = _mm512_set1_epi32(128);
-    // 64 at a time: |x| · 127 / max rounds into [-127, 127], so the saturating packs never clip;
-    // the packs interleave 128-bit lanes, which one dword permutation puts back in order, and
-    // xor 0x80 adds the offset 128 to a signed byte.
-    const __m512i order = _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0);
-    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-    for (i = 0; i + 64 <= k; i += 64) {
-      const __m512i a = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(src + i), vinv));
-      const __m512i b = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(src + i + 16), vinv));
-      const __m512i c = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(src + i + 32), vinv));
-      const __m512i d = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(src + i + 48), vinv));
-      const __m512i bytes = _mm512_packs_epi16(_mm512_packs_epi32(a, b), _mm512_packs_epi32(c, d));
-      _mm512_storeu_si512(dst + i, _mm512_xor_si512(_mm512_permutexvar_epi32(order, bytes), flip));
-    }
-    for (; i + 16 <= k; i += 16) {
-      __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(src + i), vinv));  // round to nearest even
-      q = _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(q, lo), hi), off);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), _mm512_cvtepi32_epi8(q));
-    }
-    for (; i < Q * 4; ++i) {
-      const float q = i < k ? std::clamp(std::nearbyint(src[i] * inv), -127.0f, 127.0f) : 0.0f;
-      dst[i] = static_cast<uint8_t>(static_cast<int>(q) + 128);
-    }
+    scale[m] = quantize_row_avx512(
+        amax, k, [&](size_t j) __attribute__((target("avx512f"))) { return _mm512_loadu_ps(src + j); },
+        [&](size_t j) { return src[j]; }, reinterpret_cast<uint8_t*>(quads + m * Q));
+  }
+}
+
+// The same from bf16 values, widened exactly to fp32. The row's max |value| is taken on the bf16
+// bits with the sign cleared (as unsigned integers they order as |value| does: for every value
+// but NaN, the max quantize_rows_avx512 finds), 32 at a time.
+__attribute__((target("avx512f,avx512bw"))) void quantize_bf16_rows_avx512(const uint32_t* pairs, size_t ldp,
+                                                                            size_t rows, size_t k, uint32_t* quads,
+                                                                            float* scale) {
+  const size_t Q = (k + 3) / 4;
+  const __m512i abs_mask = _mm512_set1_epi16(0x7FFF);
+  for (size_t m = 0; m < rows; ++m) {
+    const auto* src = reinterpret_cast<const uint16_t*>(pairs + m * ldp);
+    __m512i vmax = _mm512_setzero_si512();
+    size_t i = 0;
+    for (; i + 32 <= k; i += 32)
+      vmax = _mm512_max_epu16(vmax, _mm512_and_si512(_mm512_loadu_si512(src + i), abs_mask));
+    alignas(64) uint16_t lanes[32];
+    _mm512_store_si512(lanes, vmax);
+    uint16_t top = 0;
+    for (uint16_t v : lanes) top = std::max(top, v);
+    for (; i < k; ++i) top = std::max<uint16_t>(top, src[i] & 0x7FFF);
+    const uint32_t top_bits = uint32_t{top} << 16;
+    float amax;
+    std::memcpy(&amax, &top_bits, 4);
+    scale[m] = quantize_row_avx512(
+        amax, k,
+        [&](size_t j) __attribute__((target("avx512f"))) {
+          const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + j));
+          return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+        },
+        [&](size_t j) {
+          const uint32_t bits = uint32_t{src[j]} << 16;
+          float v;
+          std::memcpy(&v, &bits, 4);
+          return v;
+        },
+        reinterpret_cast<uint8_t*>(quads + m * Q));
   }
 }
 #endif
@@ -345,7 +399,8 @@ void packed_linear_with(const Int8BlockFn fn, const AmxInt8Fn amx, size_t block_
         const float* b = bias && q1 == Q ? bias + col : nullptr;
         if (amx)
           amx(xp + r * Q, Q, rows, w.panel(p), q0, q1, offsets, sp + r, w.scales() + col, b, q0 == 0, y + r * ldy + col,
-              ldy, std::min(kCols, N - col), fused_gelu && q1 == Q, p + 1 < w.panels() ? w.panel(p + 1) : nullptr);
+              ldy, std::min(kCols, N - col), fused_gelu && q1 == Q, nullptr,
+              p + 1 < w.panels() ? w.panel(p + 1) : nullptr);
         else
           fn(xp + r * Q, Q, rows, w.panel(p), q0, q1, offsets, sp + r, w.scales() + col, b, q0 == 0, y + r * ldy + col,
              ldy, std::min(kCols, N - col));
@@ -362,6 +417,76 @@ void packed_linear(float* y, size_t ldy, const QuantizedRows& x, const PackedWei
                    size_t M, Activation act, const RowsDone* rows_done, const TilesDone* tiles_done) {
   const Int8Kernel& kern = int8_kernel();
   packed_linear_with(kern.fn, kern.amx, kern.block_rows, y, ldy, x, w, bias, M, act, rows_done, tiles_done);
+}
+
+namespace {
+bool bf16_output_shape(const PackedWeightInt8& w, Activation act) {
+  return w.n() % 2 == 0 && w.k_quads() <= PackedWeightInt8::kSliceQuads &&
+         (act == Activation::kLinear || act == Activation::kGelu);
+}
+
+void packed_linear_to_bf16_with(AmxInt8Fn amx, uint32_t* out, size_t ldp, const QuantizedRows& x,
+                                const PackedWeightInt8& w, const float* bias, size_t M, Activation act) {
+  const size_t N = w.n(), Q = w.k_quads();
+  if (M == 0 || N == 0) return;
+  uint16_t* out16 = reinterpret_cast<uint16_t*>(out);
+  const size_t ld16 = 2 * ldp;
+  for_each_block(
+      M, N, Q, Q, kAmxBlockRows,
+      [&](size_t r, size_t rows, size_t p, size_t, size_t) {
+        const size_t col = p * kCols;
+        amx(x.quads + r * Q, Q, rows, w.panel(p), 0, Q, w.offsets(0, p), x.scales + r, w.scales() + col,
+            bias ? bias + col : nullptr, true, nullptr, ld16, std::min(kCols, N - col), act == Activation::kGelu,
+            out16 + r * ld16 + col, p + 1 < w.panels() ? w.panel(p + 1) : nullptr);
+      },
+      [](size_t, size_t, size_t, size_t) {}, kCols);
+}
+
+void check_bf16_output(const PackedWeightInt8& w, Activation act, const char* who) {
+  if (!bf16_output_shape(w, act) || !has_bf16_instructions())
+    throw Error(std::string(who) + ": needs AVX512-BF16, an even output size, K <= " +
+                std::to_string(4 * PackedWeightInt8::kSliceQuads) + " and a linear or GELU activation");
+}
+
+// The bf16 values widened to fp32, one row at a time, through quantize_rows_portable.
+[[maybe_unused]] void quantize_bf16_rows_portable(const uint32_t* pairs, size_t ldp, size_t rows, size_t k,
+                                                  uint32_t* quads, float* scale) {
+  const size_t Q = (k + 3) / 4;
+  std::vector<float> row(k);
+  for (size_t m = 0; m < rows; ++m) {
+    const auto* src = reinterpret_cast<const uint16_t*>(pairs + m * ldp);
+    for (size_t i = 0; i < k; ++i) {
+      const uint32_t bits = uint32_t{src[i]} << 16;
+      std::memcpy(&row[i], &bits, 4);
+    }
+    quantize_rows_portable(row.data(), 1, k, quads + m * Q, scale + m);
+  }
+}
+}  // namespace
+
+bool writes_bf16_output(const PackedWeightInt8& w, Activation act) {
+  return int8_kernel().amx && has_bf16_instructions() && bf16_output_shape(w, act);
+}
+
+void packed_linear_to_bf16(uint32_t* out, size_t ldp, const QuantizedRows& x, const PackedWeightInt8& w,
+                           const float* bias, size_t M, Activation act) {
+  if (!int8_kernel().amx) throw Error("packed_linear_to_bf16: the int8 product is not on AMX tiles here");
+  check_bf16_output(w, act, "packed_linear_to_bf16");
+  packed_linear_to_bf16_with(int8_kernel().amx, out, ldp, x, w, bias, M, act);
+}
+
+void packed_linear_to_bf16_amx_emulated(uint32_t* out, size_t ldp, const QuantizedRows& x, const PackedWeightInt8& w,
+                                        const float* bias, size_t M, Activation act) {
+  check_bf16_output(w, act, "packed_linear_to_bf16_amx_emulated");
+  packed_linear_to_bf16_with(int8_block_amx_emulated, out, ldp, x, w, bias, M, act);
+}
+
+void quantize_bf16_rows(const uint32_t* pairs, size_t ldp, size_t rows, size_t k, uint32_t* quads, float* scale) {
+#if defined(ROBERTA_HAVE_VNNI_KERNEL)
+  static const bool avx512 = usable_isa() >= Isa::kAvx512;
+  if (avx512) return quantize_bf16_rows_avx512(pairs, ldp, rows, k, quads, scale);
+#endif
+  quantize_bf16_rows_portable(pairs, ldp, rows, k, quads, scale);
 }
 
 void packed_linear_amx_emulated(float* y, size_t ldy, const QuantizedRows& x, const PackedWeightInt8& w,

@@ -80,6 +80,21 @@ void packed_linear(float* y, size_t ldy, const QuantizedRows& x, const PackedWei
                    size_t M, Activation act = Activation::kLinear, const RowsDone* rows_done = nullptr,
                    const TilesDone* tiles_done = nullptr);
 
+// act(x · Wᵀ + bias) rounded to bf16 pairs (M, N / 2) with row stride ldp straight from our AMX
+// product's epilogue (no fp32 y): the same values as packed_linear followed by to_bf16_pairs. The
+// int8 encoder's intermediate product writes act(intermediate) so, for quantize_bf16_rows. Only
+// where writes_bf16_output(w, act) (else a roberta::Error).
+bool writes_bf16_output(const PackedWeightInt8& w, Activation act);
+void packed_linear_to_bf16(uint32_t* out, size_t ldp, const QuantizedRows& x, const PackedWeightInt8& w,
+                           const float* bias, size_t M, Activation act);
+// For tests: the same through the AMX kernel with emulated tiles (any CPU with AVX512-BF16).
+void packed_linear_to_bf16_amx_emulated(uint32_t* out, size_t ldp, const QuantizedRows& x, const PackedWeightInt8& w,
+                                        const float* bias, size_t M, Activation act);
+
+// Rows of bf16 pairs (rows, ceil(k / 2), row stride ldp) quantized as quantize_rows quantizes the
+// same values widened to fp32: the same quads and scales.
+void quantize_bf16_rows(const uint32_t* pairs, size_t ldp, size_t rows, size_t k, uint32_t* quads, float* scale);
+
 // For tests: the same product through the AMX kernel with every tile instruction emulated in C++
 // (amx_gemm.h), on any CPU with AVX-512.
 void packed_linear_amx_emulated(float* y, size_t ldy, const QuantizedRows& x, const PackedWeightInt8& w,

@@ -1,6 +1,9 @@
 #include "kernels/attention.h"
 #include "kernels/layer_norm.h"
 #include "model/parts.h"
+#include "util/thread_pool.h"
+
+#include <algorithm>
 
 namespace roberta {
 
@@ -74,9 +77,28 @@ bool encoder_layer_forward(Matrix& x, const EncoderLayer& L, const Batch& batch,
       kernels::to_bf16_pairs(h + m0 * H, m1 - m0, H, ws.h_pairs + m0 * hp);
   };
   // attention: x = LayerNorm(x + dense(softmax(Q Kᵀ / sqrt(d)) V))
-  apply_to_x(L.qkv, ws.qkv, 3 * H, kernels::Activation::kLinear, x_converted, nullptr);
-  kernels::self_attention(ws.context, ws.qkv, batch.offsets.data(), batch.num_sequences(), heads, d, L.relative,
-                          L.attention_precision);
+  if (ws.qkv16 && input != Input::kF32 && L.qkv.writes_bf16_output(kernels::Activation::kLinear) &&
+      kernels::attention_takes_bf16(d, L.relative, L.attention_precision)) {
+    // (Q, K and V rounded to bf16 by the QKV product's epilogue, as the AMX attention rounds them:
+    // the same results, without 9 MB of fp32 Q, K, V written and read again for 8 x 128
+    // roberta-base tokens, nor their rounding in the attention; README "Measured")
+    if (!x_converted)
+      ThreadPool::global()->parallel_for((T + 63) / 64, [&](size_t t) {
+        convert_x_rows(t * 64, std::min(T, t * 64 + 64));
+      });
+    auto* qkv_pairs = reinterpret_cast<uint32_t*>(ws.qkv16);
+    if (input == Input::kInt8)
+      L.qkv.apply_to_bf16(qkv_pairs, 3 * H / 2, kernels::QuantizedRows{ws.h_quads, ws.h_scales}, T,
+                          kernels::Activation::kLinear);
+    else
+      L.qkv.apply_to_bf16(qkv_pairs, 3 * H / 2, kernels::Bf16Rows{ws.h_pairs}, T, kernels::Activation::kLinear);
+    kernels::self_attention(ws.context, ws.qkv16, batch.offsets.data(), batch.num_sequences(), heads, d, L.relative,
+                            L.attention_precision);
+  } else {
+    apply_to_x(L.qkv, ws.qkv, 3 * H, kernels::Activation::kLinear, x_converted, nullptr);
+    kernels::self_attention(ws.context, ws.qkv, batch.offsets.data(), batch.num_sequences(), heads, d, L.relative,
+                            L.attention_precision);
+  }
   // Work on rows as soon as a product has finished them, while they are in cache: x = LayerNorm(tmp
   // + x) after the attention's and the feed-forward's output products, and where converted, x for
   // the feed-forward and for the next layer. (act(intermediate) quantized the same way, for the
@@ -99,14 +121,30 @@ bool encoder_layer_forward(Matrix& x, const EncoderLayer& L, const Batch& batch,
   const kernels::TilesDone intermediate_done = [&](size_t m0, size_t m1, size_t c0, size_t c1) {
     kernels::to_bf16_pairs(ws.intermediate + m0 * I + c0, I, m1 - m0, c1 - c0, ws.i_pairs + m0 * ip + c0 / 2, ip);
   };
-  if (input == Input::kBf16 && L.intermediate.writes_bf16_output(act))
+  const bool int8_via_bf16 = input == Input::kInt8 && ws.i_quads && L.intermediate.writes_bf16_output(act) &&
+                             L.output.takes_quantized_input();
+  if (int8_via_bf16) {
+    // (int8: act(intermediate) rounded to bf16 by the product's epilogue, then quantized from
+    // there: the fp32 intermediate, 12 MB for 8 x 128 roberta-base tokens, is neither written nor
+    // read twice; README "Measured")
+    const size_t iq = (I + 3) / 4;
+    L.intermediate.apply_to_bf16(ws.i_pairs, ip, kernels::QuantizedRows{ws.h_quads, ws.h_scales}, T, act);
+    constexpr size_t kRows = 16;
+    ThreadPool::global()->parallel_for((T + kRows - 1) / kRows, [&](size_t t) {
+      const size_t m0 = t * kRows, rows = std::min(kRows, T - m0);
+      kernels::quantize_bf16_rows(ws.i_pairs + m0 * ip, ip, rows, I, ws.i_quads + m0 * iq, ws.i_scales + m0);
+    });
+  } else if (input == Input::kBf16 && L.intermediate.writes_bf16_output(act))
     // (our AMX product rounds act(intermediate) in its epilogue: the fp32 intermediate, 12 MB for
     // 8 x 128 roberta-base tokens, is never written; the same values as the tile hook's)
     L.intermediate.apply_to_bf16(ws.i_pairs, ip, kernels::Bf16Rows{ws.h_pairs}, T, act);
   else
     apply_to_x(L.intermediate, ws.intermediate, I, act, input != Input::kF32,
                input == Input::kBf16 ? &intermediate_done : nullptr);
-  if (input == Input::kBf16)
+  if (int8_via_bf16)
+    L.output.apply(ws.tmp, H, kernels::QuantizedRows{ws.i_quads, ws.i_scales}, T, kernels::Activation::kLinear,
+                   &out_done);
+  else if (input == Input::kBf16)
     L.output.apply(ws.tmp, H, kernels::Bf16Rows{ws.i_pairs}, T, kernels::Activation::kLinear, &out_done);
   else
     L.output.apply(ws.tmp, H, ws.intermediate, T, kernels::Activation::kLinear, &out_done);

@@ -91,8 +91,14 @@ void PackedLinear::apply(float* y, size_t ldy, const kernels::Bf16Rows& x, size_
 }
 
 bool PackedLinear::writes_bf16_output(kernels::Activation act) const {
+  if (const auto* w = std::get_if<kernels::PackedWeightInt8>(&weight_)) return kernels::writes_bf16_output(*w, act);
   const auto* w = std::get_if<kernels::PackedWeightBf16>(&weight_);
   return w && kernels::writes_bf16_output(*w, act);
+}
+
+void PackedLinear::apply_to_bf16(uint32_t* out, size_t ldp, const kernels::QuantizedRows& x, size_t M,
+                                 kernels::Activation act) const {
+  kernels::packed_linear_to_bf16(out, ldp, x, std::get<kernels::PackedWeightInt8>(weight_), bias_.data(), M, act);
 }
 
 void PackedLinear::apply_to_bf16(uint32_t* out, size_t ldp, const kernels::Bf16Rows& x, size_t M,

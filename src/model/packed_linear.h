@@ -49,13 +49,16 @@ class PackedLinear {
   void apply(float* y, size_t ldy, const kernels::Bf16Rows& x, size_t M,
              kernels::Activation act = kernels::Activation::kLinear,
              const kernels::RowsDone* rows_done = nullptr, const kernels::TilesDone* tiles_done = nullptr) const;
-  // Whether apply_to_bf16 runs here with this activation (our bf16 product on AMX tiles:
+  // Whether apply_to_bf16 runs here with this activation (our bf16 or int8 product on AMX tiles:
   // kernels::writes_bf16_output).
   bool writes_bf16_output(kernels::Activation act) const;
   // act(x · Wᵀ + bias) rounded to bf16 pairs (M, out / 2) with row stride ldp, straight from the
   // product (no fp32 y): the same values as apply() followed by kernels::to_bf16_pairs. Only where
   // writes_bf16_output(act).
   void apply_to_bf16(uint32_t* out, size_t ldp, const kernels::Bf16Rows& x, size_t M, kernels::Activation act) const;
+  // The same for int8 weights (kernels::packed_linear_to_bf16 in packed_gemm_int8.h).
+  void apply_to_bf16(uint32_t* out, size_t ldp, const kernels::QuantizedRows& x, size_t M,
+                     kernels::Activation act) const;
   size_t out() const;
   size_t in() const;
   size_t bytes() const;  // the packed panels and the bias

@@ -60,6 +60,14 @@ struct LayerWorkspace {
   // act(intermediate) as (T, I/2) pairs; else null.
   uint32_t* h_pairs = nullptr;
   uint32_t* i_pairs = nullptr;
+  // int8 where the intermediate product writes bf16 (PackedLinear::writes_bf16_output):
+  // act(intermediate) as bf16 pairs in i_pairs, then quantized from there for the output product:
+  // (T, I/4) quads + (T) scales. Else null.
+  uint32_t* i_quads = nullptr;
+  float* i_scales = nullptr;
+  // Where the attention takes Q, K, V in bf16 (kernels::attention_takes_bf16) and the QKV product
+  // writes bf16: they go there, (T, 3H) bf16 values, instead of qkv. Else null.
+  uint16_t* qkv16 = nullptr;
 };
 // x (T, H) = the block applied to x, in place. x_converted: ws holds x in the products' input
 // precision (int8 quads or bf16 pairs; the layer before left it there). convert_x: leave the
