@@ -222,10 +222,11 @@ TEST(Attention, AmxBf16MatchesFloat64OfItsRoundedInputs) {
   }
 }
 
-// The AMX attention from Q, K, V already rounded to bf16 (as the QKV product's epilogue writes
-// them) gives its results from the fp32 values (checked against float64 above) bit for bit: the
-// kernel rounds them the same way itself. Emulated tiles everywhere with AVX512-BF16, the hardware
-// where the CPU has AMX; lengths as above, with 16-row blocks and 64-key panels ending in between.
+// The AMX attention from Q, K, V already rounded to bf16, head by head (as the QKV product's
+// epilogue writes them) gives its results from the fp32 values (checked against float64 above) bit
+// for bit: the kernel rounds them the same way itself. Emulated tiles everywhere with AVX512-BF16,
+// the hardware where the CPU has AMX; lengths as above, with 16-row blocks and 64-key panels
+// ending in between.
 TEST(Attention, AmxFromBf16InputsEqualsFromTheirFp32Values) {
   using roberta::kernels::AttentionPrecision;
   if (roberta::kernels::detected_isa() < Isa::kAvx512Bf16)
@@ -236,14 +237,16 @@ TEST(Attention, AmxFromBf16InputsEqualsFromTheirFp32Values) {
   const std::vector<size_t> offsets = {0, 1, 17, 33, 33, 97, 227};
   const size_t T = offsets.back();
   std::vector<float> qkv(T * 3 * H);
-  std::vector<uint16_t> qkv16(T * 3 * H);
-  for (size_t i = 0; i < qkv.size(); ++i) {
-    qkv[i] = dist(rng);
-    const float r = static_cast<float>(bf16_value(qkv[i]));  // (round to nearest even, as the kernels)
-    uint32_t bits;
-    std::memcpy(&bits, &r, 4);
-    qkv16[i] = static_cast<uint16_t>(bits >> 16);
-  }
+  std::vector<uint16_t> qkv16(T * 3 * H);  // (3 · heads, T, 64): Q of each head, then K, then V
+  for (size_t t = 0; t < T; ++t)
+    for (size_t j = 0; j < 3 * H; ++j) {  // j: part j / H, head j % H / d, column j % d
+      const float v = dist(rng);
+      qkv[t * 3 * H + j] = v;
+      const float r = static_cast<float>(bf16_value(v));  // (round to nearest even, as the kernels)
+      uint32_t bits;
+      std::memcpy(&bits, &r, 4);
+      qkv16[((j / d) * T + t) * d + j % d] = static_cast<uint16_t>(bits >> 16);
+    }
   std::vector<float> want(T * H, -7.0f), got(T * H, -7.0f);
   roberta::kernels::self_attention_amx_emulated(want.data(), qkv.data(), offsets.data(), offsets.size() - 1, heads);
   roberta::kernels::self_attention_amx_emulated(got.data(), qkv16.data(), offsets.data(), offsets.size() - 1, heads);

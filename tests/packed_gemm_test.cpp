@@ -387,11 +387,41 @@ TEST(PackedGemm, AmxFusedGeluEqualsSeparatePass) {
 // takes bf16): the same pairs, bit for bit, as the fp32 product with the activation followed by
 // to_bf16_pairs, through the emulation on any CPU with AVX512-BF16 and on the tiles where the CPU
 // has them; and a clear error for what it does not do (odd N, K over one pass, another activation).
+// A bf16 output written in column groups of 64 (ColumnGroups{64, stride}, row stride ldp pairs)
+// holds the ungrouped output's pairs (want: (M, ldw) pairs), each where it belongs, and nothing
+// else: every other pair keeps its 0xDEADBEEF.
+void expect_grouped_like(const std::vector<uint32_t>& grouped, const std::vector<uint32_t>& want, size_t M, size_t N,
+                         size_t ldw, size_t ldp, size_t stride, const char* what) {
+  std::vector<uint32_t> expected(grouped.size(), 0xDEADBEEF);
+  for (size_t m = 0; m < M; ++m)
+    for (size_t c = 0; c < N; c += 2)
+      expected.at((c / 64) * stride + m * ldp + (c % 64) / 2) = want[m * ldw + c / 2];
+  EXPECT_EQ(grouped, expected) << what << ", M=" << M << " N=" << N;
+}
+constexpr size_t kGroupLdp = 33;
+// The AMX shapes and one of three groups of 64 columns.
+std::vector<std::array<size_t, 3>> with_groups_shape(std::vector<std::array<size_t, 3>> shapes) {
+  shapes.push_back({33, 192, 100});
+  return shapes;
+}  // pairs per row in a group: 32 and one left alone
+
+// (its own product, e.g. with a bf16 or an int8 weight) into groups of 64 columns: (M, N / 64
+// groups) with a gap of 5 pairs after each group
+template <class Product>
+void check_column_groups_output(const Product& product, const std::vector<uint32_t>& want, size_t M, size_t N,
+                                size_t ldw, const char* what) {
+  if (N % 64 != 0) return;
+  const size_t stride = M * kGroupLdp + 5;
+  std::vector<uint32_t> grouped((N / 64) * stride, 0xDEADBEEF);
+  product(grouped.data(), roberta::kernels::ColumnGroups{64, stride});
+  expect_grouped_like(grouped, want, M, N, ldw, kGroupLdp, stride, what);
+}
+
 TEST(PackedGemmBf16, AmxBf16OutputEqualsRoundingTheFp32Product) {
   if (!roberta::kernels::has_bf16_instructions()) GTEST_SKIP() << "the bf16 rounding needs AVX512-BF16";
   using roberta::kernels::Activation;
   std::mt19937 rng(25);
-  for (auto [M, N, K] : kAmxShapes) {
+  for (auto [M, N, K] : with_groups_shape(kAmxShapes)) {
     N += N % 2;
     if (K > 1024) K = 1024;
     const Bf16Case c(M, N, K, rng);
@@ -406,6 +436,12 @@ TEST(PackedGemmBf16, AmxBf16OutputEqualsRoundingTheFp32Product) {
       roberta::kernels::packed_linear_to_bf16_amx_emulated(emulated.data(), ldp, {xp.data()}, c.packed, c.bias.data(),
                                                            M, act);
       EXPECT_EQ(emulated, want) << "emulated, M=" << M << " N=" << N << " K=" << K;  // (past N/2: untouched)
+      check_column_groups_output(
+          [&](uint32_t* out, const roberta::kernels::ColumnGroups& g) {
+            roberta::kernels::packed_linear_to_bf16_amx_emulated(out, kGroupLdp, {xp.data()}, c.packed, c.bias.data(),
+                                                                 M, act, g);
+          },
+          want, M, N, ldp, "emulated, in groups");
       if (amx_here()) {
         ASSERT_TRUE(roberta::kernels::writes_bf16_output(c.packed, act));
         std::vector<float> y_tiles(M * N);
@@ -415,6 +451,11 @@ TEST(PackedGemmBf16, AmxBf16OutputEqualsRoundingTheFp32Product) {
         roberta::kernels::to_bf16_pairs(y_tiles.data(), N, M, N, want_tiles.data(), ldp);
         roberta::kernels::packed_linear_to_bf16(tiles.data(), ldp, {xp.data()}, c.packed, c.bias.data(), M, act);
         EXPECT_EQ(tiles, want_tiles) << "AMX tiles, M=" << M << " N=" << N << " K=" << K;
+        check_column_groups_output(
+            [&](uint32_t* out, const roberta::kernels::ColumnGroups& g) {
+              roberta::kernels::packed_linear_to_bf16(out, kGroupLdp, {xp.data()}, c.packed, c.bias.data(), M, act, g);
+            },
+            want_tiles, M, N, ldp, "AMX tiles, in groups");
       }
     }
   }
@@ -437,7 +478,7 @@ TEST(PackedGemmInt8, AmxBf16OutputEqualsRoundingTheFp32Product) {
   if (!roberta::kernels::has_bf16_instructions()) GTEST_SKIP() << "the bf16 rounding needs AVX512-BF16";
   using roberta::kernels::Activation;
   std::mt19937 rng(27);
-  for (auto [M, N, K] : kAmxShapes) {
+  for (auto [M, N, K] : with_groups_shape(kAmxShapes)) {
     N += N % 2;
     if (K > 3072) K = 3072;  // (one k slice)
     const Int8Case c(M, N, K, rng);
@@ -450,6 +491,12 @@ TEST(PackedGemmInt8, AmxBf16OutputEqualsRoundingTheFp32Product) {
       roberta::kernels::packed_linear_to_bf16_amx_emulated(emulated.data(), ldp, c.rows(), c.packed, c.bias.data(), M,
                                                            act);
       EXPECT_EQ(emulated, want) << "emulated, M=" << M << " N=" << N << " K=" << K;  // (past N/2: untouched)
+      check_column_groups_output(
+          [&](uint32_t* out, const roberta::kernels::ColumnGroups& g) {
+            roberta::kernels::packed_linear_to_bf16_amx_emulated(out, kGroupLdp, c.rows(), c.packed, c.bias.data(), M,
+                                                                 act, g);
+          },
+          want, M, N, ldp, "emulated, in groups");
       if (amx_here()) {
         ASSERT_TRUE(roberta::kernels::writes_bf16_output(c.packed, act));
         std::vector<float> y_tiles(M * N);
@@ -458,6 +505,11 @@ TEST(PackedGemmInt8, AmxBf16OutputEqualsRoundingTheFp32Product) {
         roberta::kernels::to_bf16_pairs(y_tiles.data(), N, M, N, want_tiles.data(), ldp);
         roberta::kernels::packed_linear_to_bf16(tiles.data(), ldp, c.rows(), c.packed, c.bias.data(), M, act);
         EXPECT_EQ(tiles, want_tiles) << "AMX tiles, M=" << M << " N=" << N << " K=" << K;
+        check_column_groups_output(
+            [&](uint32_t* out, const roberta::kernels::ColumnGroups& g) {
+              roberta::kernels::packed_linear_to_bf16(out, kGroupLdp, c.rows(), c.packed, c.bias.data(), M, act, g);
+            },
+            want_tiles, M, N, ldp, "AMX tiles, in groups");
       }
     }
   }
@@ -471,6 +523,11 @@ TEST(PackedGemmInt8, AmxBf16OutputEqualsRoundingTheFp32Product) {
     EXPECT_THROW(roberta::kernels::packed_linear_to_bf16(out.data(), 20, c->rows(), c->packed, nullptr, 20, act),
                  roberta::Error);
   }
+  for (const roberta::kernels::ColumnGroups g : {roberta::kernels::ColumnGroups{32, 640}, {128, 1280}})
+    EXPECT_THROW(roberta::kernels::packed_linear_to_bf16_amx_emulated(out.data(), 20, even.rows(), even.packed, nullptr,
+                                                                      20, Activation::kGelu, g),
+                 roberta::Error)  // groups not a multiple of 64, or not dividing N = 64
+        << g.width;
   if (!amx_here()) std::printf("  no AMX tiles here (or ROBERTA_ISA below amx): only the emulation ran\n");
 }
 

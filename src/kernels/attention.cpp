@@ -738,13 +738,14 @@ void self_attention(float* ctx, const uint16_t* qkv16, const size_t* offsets, si
     throw Error("self_attention: bf16 Q, K, V need the AMX attention (bf16 precision, heads of 64, absolute "
                 "positions, a CPU with AMX; attention_takes_bf16)");
 #if defined(__x86_64__)
-  const size_t H = heads * kHead, ld = 3 * H;
+  const size_t H = heads * kHead, T = offsets[num_sequences], part = heads * T * kHead;
   ThreadPool::global()->parallel_for(num_sequences * heads, [&](size_t task) {
     const size_t s = task / heads, h = task % heads;
     const size_t begin = offsets[s], L = offsets[s + 1] - begin;
     if (L == 0) return;
-    const uint16_t* q = qkv16 + begin * ld + h * kHead;
-    attention_head_amx<amx::HardwareTiles>(ctx + begin * H + h * kHead, H, q, q + H, q + 2 * H, ld, L, 0.125f);
+    const uint16_t* q = qkv16 + (h * T + begin) * kHead;
+    attention_head_amx<amx::HardwareTiles>(ctx + begin * H + h * kHead, H, q, q + part, q + 2 * part, kHead, L,
+                                           0.125f);
   });
 #else
   (void)ctx, (void)qkv16, (void)offsets, (void)num_sequences, (void)heads;
@@ -754,13 +755,14 @@ void self_attention(float* ctx, const uint16_t* qkv16, const size_t* offsets, si
 void self_attention_amx_emulated(float* ctx, const uint16_t* qkv16, const size_t* offsets, size_t num_sequences,
                                  size_t heads) {
 #if defined(__x86_64__)
-  const size_t H = heads * kHead, ld = 3 * H;
+  const size_t H = heads * kHead, T = offsets[num_sequences], part = heads * T * kHead;
   for (size_t s = 0; s < num_sequences; ++s)
     for (size_t h = 0; h < heads; ++h) {
       const size_t begin = offsets[s], L = offsets[s + 1] - begin;
       if (L == 0) continue;
-      const uint16_t* q = qkv16 + begin * ld + h * kHead;
-      attention_head_amx<amx::EmulatedTiles>(ctx + begin * H + h * kHead, H, q, q + H, q + 2 * H, ld, L, 0.125f);
+      const uint16_t* q = qkv16 + (h * T + begin) * kHead;
+      attention_head_amx<amx::EmulatedTiles>(ctx + begin * H + h * kHead, H, q, q + part, q + 2 * part, kHead, L,
+                                             0.125f);
     }
 #else
   (void)ctx, (void)qkv16, (void)offsets, (void)num_sequences, (void)heads;

@@ -35,9 +35,11 @@ void self_attention(float* ctx, const float* qkv, const size_t* offsets, size_t 
 void self_attention_amx_emulated(float* ctx, const float* qkv, const size_t* offsets, size_t num_sequences,
                                  size_t heads);
 
-// The same from Q, K and V already rounded to bf16: qkv16 (T, 3H) bf16 values (e.g. written so by
-// the QKV product's epilogue: no fp32 Q, K, V in memory), the same results as from their fp32
-// values. Only where attention_takes_bf16 (the AMX attention; else a roberta::Error).
+// The same from Q, K and V already rounded to bf16, head by head: qkv16 holds 3 · heads matrices
+// (T, 64) of bf16 values, T = offsets[num_sequences], one after the other: Q of heads 0, 1, ...,
+// then K, then V (as the QKV product's epilogue writes them with ColumnGroups{64, T · 32}: no fp32
+// Q, K, V in memory, and each head's rows together). The same results as from their fp32 values.
+// Only where attention_takes_bf16 (the AMX attention; else a roberta::Error).
 bool attention_takes_bf16(size_t head_size, const RelativePositions& relative, AttentionPrecision precision);
 void self_attention(float* ctx, const uint16_t* qkv16, const size_t* offsets, size_t num_sequences, size_t heads,
                     size_t head_size, const RelativePositions& relative, AttentionPrecision precision);

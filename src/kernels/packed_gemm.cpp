@@ -558,17 +558,17 @@ bool bf16_output_shape(const PackedWeightBf16& w, Activation act) {
 
 // The product written as bf16 by an AMX kernel's epilogue (see packed_linear_to_bf16).
 void packed_linear_to_bf16_with(AmxBf16Fn amx, uint32_t* out, size_t ldp, const Bf16Rows& x,
-                                const PackedWeightBf16& w, const float* bias, size_t M, Activation act) {
+                                const PackedWeightBf16& w, const float* bias, size_t M, Activation act,
+                                const ColumnGroups& groups) {
   const size_t N = w.n(), Q = w.k_pairs();
   if (M == 0 || N == 0) return;
-  uint16_t* out16 = reinterpret_cast<uint16_t*>(out);
-  const size_t ld16 = 2 * ldp;
   for_each_block(
       M, N, Q, Q, kAmxBlockRows,
       [&](size_t r, size_t rows, size_t p, size_t, size_t) {
-        const size_t col = p * PackedWeightBf16::kPanel;
-        amx(x.pairs + r * Q, Q, rows, w.panel(p), 0, Q, bias ? bias + col : nullptr, true, nullptr, ld16,
-            std::min(PackedWeightBf16::kPanel, N - col), act == Activation::kGelu, out16 + r * ld16 + col,
+        const size_t col = p * PackedWeightBf16::kPanel;  // (a panel lies within a group)
+        amx(x.pairs + r * Q, Q, rows, w.panel(p), 0, Q, bias ? bias + col : nullptr, true, nullptr, 2 * ldp,
+            std::min(PackedWeightBf16::kPanel, N - col), act == Activation::kGelu,
+            reinterpret_cast<uint16_t*>(out + group_offset(groups, ldp, r, col)),
             p + 1 < w.panels() ? w.panel(p + 1) : nullptr);
       },
       [](size_t, size_t, size_t, size_t) {}, kPanelColumns);
@@ -579,18 +579,26 @@ bool writes_bf16_output(const PackedWeightBf16& w, Activation act) {
   return bf16_kernel().amx && has_bf16_instructions() && bf16_output_shape(w, act);
 }
 
+void check_column_groups(const ColumnGroups& g, size_t n, const char* who) {
+  if (g.width && (g.width % 64 != 0 || n % g.width != 0))
+    throw Error(std::string(who) + ": column groups of " + std::to_string(g.width) +
+                " are not a multiple of 64 that divides the " + std::to_string(n) + " columns");
+}
+
 void packed_linear_to_bf16(uint32_t* out, size_t ldp, const Bf16Rows& x, const PackedWeightBf16& w, const float* bias,
-                           size_t M, Activation act) {
+                           size_t M, Activation act, const ColumnGroups& groups) {
   if (!writes_bf16_output(w, act))
     throw Error("packed_linear_to_bf16: this product cannot write bf16 here (see writes_bf16_output)");
-  packed_linear_to_bf16_with(bf16_kernel().amx, out, ldp, x, w, bias, M, act);
+  check_column_groups(groups, w.n(), "packed_linear_to_bf16");
+  packed_linear_to_bf16_with(bf16_kernel().amx, out, ldp, x, w, bias, M, act, groups);
 }
 
 void packed_linear_to_bf16_amx_emulated(uint32_t* out, size_t ldp, const Bf16Rows& x, const PackedWeightBf16& w,
-                                        const float* bias, size_t M, Activation act) {
+                                        const float* bias, size_t M, Activation act, const ColumnGroups& groups) {
   if (!has_bf16_instructions() || !bf16_output_shape(w, act))
     throw Error("packed_linear_to_bf16_amx_emulated: needs AVX512-BF16 and a product writes_bf16_output allows");
-  packed_linear_to_bf16_with(bf16_block_amx_emulated, out, ldp, x, w, bias, M, act);
+  check_column_groups(groups, w.n(), "packed_linear_to_bf16_amx_emulated");
+  packed_linear_to_bf16_with(bf16_block_amx_emulated, out, ldp, x, w, bias, M, act, groups);
 }
 
 void packed_linear_amx_emulated(float* y, size_t ldy, const float* x, const PackedWeightBf16& w, const float* bias,

@@ -107,11 +107,11 @@ bool writes_bf16_output(const PackedWeightBf16& w, Activation act);
 // epilogue: fp32 y is never written (for a product whose only reader takes bf16, as the output
 // product reads act(intermediate)). Throws roberta::Error where !writes_bf16_output(w, act).
 void packed_linear_to_bf16(uint32_t* out, size_t ldp, const Bf16Rows& x, const PackedWeightBf16& w, const float* bias,
-                           size_t M, Activation act);
+                           size_t M, Activation act, const ColumnGroups& groups = {});
 // For tests: the same through the AMX kernel with its tile instructions emulated (amx_gemm.h), on
 // any CPU with AVX512-BF16 (the same shapes and activations only).
 void packed_linear_to_bf16_amx_emulated(uint32_t* out, size_t ldp, const Bf16Rows& x, const PackedWeightBf16& w,
-                                        const float* bias, size_t M, Activation act);
+                                        const float* bias, size_t M, Activation act, const ColumnGroups& groups = {});
 
 // For tests: the bf16 product through the AMX kernel with every tile instruction emulated in C++
 // (amx_gemm.h), on any CPU with AVX-512 (x is rounded to bf16 by this CPU's conversion).

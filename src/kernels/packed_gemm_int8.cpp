@@ -426,18 +426,18 @@ bool bf16_output_shape(const PackedWeightInt8& w, Activation act) {
 }
 
 void packed_linear_to_bf16_with(AmxInt8Fn amx, uint32_t* out, size_t ldp, const QuantizedRows& x,
-                                const PackedWeightInt8& w, const float* bias, size_t M, Activation act) {
+                                const PackedWeightInt8& w, const float* bias, size_t M, Activation act,
+                                const ColumnGroups& groups) {
   const size_t N = w.n(), Q = w.k_quads();
   if (M == 0 || N == 0) return;
-  uint16_t* out16 = reinterpret_cast<uint16_t*>(out);
-  const size_t ld16 = 2 * ldp;
   for_each_block(
       M, N, Q, Q, kAmxBlockRows,
       [&](size_t r, size_t rows, size_t p, size_t, size_t) {
-        const size_t col = p * kCols;
+        const size_t col = p * kCols;  // (a panel lies within a group)
         amx(x.quads + r * Q, Q, rows, w.panel(p), 0, Q, w.offsets(0, p), x.scales + r, w.scales() + col,
-            bias ? bias + col : nullptr, true, nullptr, ld16, std::min(kCols, N - col), act == Activation::kGelu,
-            out16 + r * ld16 + col, p + 1 < w.panels() ? w.panel(p + 1) : nullptr);
+            bias ? bias + col : nullptr, true, nullptr, 2 * ldp, std::min(kCols, N - col), act == Activation::kGelu,
+            reinterpret_cast<uint16_t*>(out + group_offset(groups, ldp, r, col)),
+            p + 1 < w.panels() ? w.panel(p + 1) : nullptr);
       },
       [](size_t, size_t, size_t, size_t) {}, kCols);
 }
@@ -469,16 +469,18 @@ bool writes_bf16_output(const PackedWeightInt8& w, Activation act) {
 }
 
 void packed_linear_to_bf16(uint32_t* out, size_t ldp, const QuantizedRows& x, const PackedWeightInt8& w,
-                           const float* bias, size_t M, Activation act) {
+                           const float* bias, size_t M, Activation act, const ColumnGroups& groups) {
   if (!int8_kernel().amx) throw Error("packed_linear_to_bf16: the int8 product is not on AMX tiles here");
   check_bf16_output(w, act, "packed_linear_to_bf16");
-  packed_linear_to_bf16_with(int8_kernel().amx, out, ldp, x, w, bias, M, act);
+  check_column_groups(groups, w.n(), "packed_linear_to_bf16");
+  packed_linear_to_bf16_with(int8_kernel().amx, out, ldp, x, w, bias, M, act, groups);
 }
 
 void packed_linear_to_bf16_amx_emulated(uint32_t* out, size_t ldp, const QuantizedRows& x, const PackedWeightInt8& w,
-                                        const float* bias, size_t M, Activation act) {
+                                        const float* bias, size_t M, Activation act, const ColumnGroups& groups) {
   check_bf16_output(w, act, "packed_linear_to_bf16_amx_emulated");
-  packed_linear_to_bf16_with(int8_block_amx_emulated, out, ldp, x, w, bias, M, act);
+  check_column_groups(groups, w.n(), "packed_linear_to_bf16_amx_emulated");
+  packed_linear_to_bf16_with(int8_block_amx_emulated, out, ldp, x, w, bias, M, act, groups);
 }
 
 void quantize_bf16_rows(const uint32_t* pairs, size_t ldp, size_t rows, size_t k, uint32_t* quads, float* scale) {

@@ -85,11 +85,12 @@ void packed_linear(float* y, size_t ldy, const QuantizedRows& x, const PackedWei
 // int8 encoder's intermediate product writes act(intermediate) so, for quantize_bf16_rows. Only
 // where writes_bf16_output(w, act) (else a roberta::Error).
 bool writes_bf16_output(const PackedWeightInt8& w, Activation act);
+// With groups (ColumnGroups, rows_done.h): the columns in groups.
 void packed_linear_to_bf16(uint32_t* out, size_t ldp, const QuantizedRows& x, const PackedWeightInt8& w,
-                           const float* bias, size_t M, Activation act);
+                           const float* bias, size_t M, Activation act, const ColumnGroups& groups = {});
 // For tests: the same through the AMX kernel with emulated tiles (any CPU with AVX512-BF16).
 void packed_linear_to_bf16_amx_emulated(uint32_t* out, size_t ldp, const QuantizedRows& x, const PackedWeightInt8& w,
-                                        const float* bias, size_t M, Activation act);
+                                        const float* bias, size_t M, Activation act, const ColumnGroups& groups = {});
 
 // Rows of bf16 pairs (rows, ceil(k / 2), row stride ldp) quantized as quantize_rows quantizes the
 // same values widened to fp32: the same quads and scales.

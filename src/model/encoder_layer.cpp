@@ -86,12 +86,16 @@ bool encoder_layer_forward(Matrix& x, const EncoderLayer& L, const Batch& batch,
       ThreadPool::global()->parallel_for((T + 63) / 64, [&](size_t t) {
         convert_x_rows(t * 64, std::min(T, t * 64 + 64));
       });
+    // (head by head: each head's Q, K, V a (T, 64) matrix, its rows 128 bytes apart rather than
+    // 4.6 KB; kernels::self_attention)
     auto* qkv_pairs = reinterpret_cast<uint32_t*>(ws.qkv16);
+    const kernels::ColumnGroups heads_apart{d, T * d / 2};
     if (input == Input::kInt8)
-      L.qkv.apply_to_bf16(qkv_pairs, 3 * H / 2, kernels::QuantizedRows{ws.h_quads, ws.h_scales}, T,
-                          kernels::Activation::kLinear);
+      L.qkv.apply_to_bf16(qkv_pairs, d / 2, kernels::QuantizedRows{ws.h_quads, ws.h_scales}, T,
+                          kernels::Activation::kLinear, heads_apart);
     else
-      L.qkv.apply_to_bf16(qkv_pairs, 3 * H / 2, kernels::Bf16Rows{ws.h_pairs}, T, kernels::Activation::kLinear);
+      L.qkv.apply_to_bf16(qkv_pairs, d / 2, kernels::Bf16Rows{ws.h_pairs}, T, kernels::Activation::kLinear,
+                          heads_apart);
     kernels::self_attention(ws.context, ws.qkv16, batch.offsets.data(), batch.num_sequences(), heads, d, L.relative,
                             L.attention_precision);
   } else {

@@ -97,13 +97,15 @@ bool PackedLinear::writes_bf16_output(kernels::Activation act) const {
 }
 
 void PackedLinear::apply_to_bf16(uint32_t* out, size_t ldp, const kernels::QuantizedRows& x, size_t M,
-                                 kernels::Activation act) const {
-  kernels::packed_linear_to_bf16(out, ldp, x, std::get<kernels::PackedWeightInt8>(weight_), bias_.data(), M, act);
+                                 kernels::Activation act, const kernels::ColumnGroups& groups) const {
+  kernels::packed_linear_to_bf16(out, ldp, x, std::get<kernels::PackedWeightInt8>(weight_), bias_.data(), M, act,
+                                 groups);
 }
 
 void PackedLinear::apply_to_bf16(uint32_t* out, size_t ldp, const kernels::Bf16Rows& x, size_t M,
-                                 kernels::Activation act) const {
-  kernels::packed_linear_to_bf16(out, ldp, x, std::get<kernels::PackedWeightBf16>(weight_), bias_.data(), M, act);
+                                 kernels::Activation act, const kernels::ColumnGroups& groups) const {
+  kernels::packed_linear_to_bf16(out, ldp, x, std::get<kernels::PackedWeightBf16>(weight_), bias_.data(), M, act,
+                                 groups);
 }
 
 size_t PackedLinear::out() const { return bias_.size(); }

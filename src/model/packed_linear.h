@@ -55,10 +55,12 @@ class PackedLinear {
   // act(x · Wᵀ + bias) rounded to bf16 pairs (M, out / 2) with row stride ldp, straight from the
   // product (no fp32 y): the same values as apply() followed by kernels::to_bf16_pairs. Only where
   // writes_bf16_output(act).
-  void apply_to_bf16(uint32_t* out, size_t ldp, const kernels::Bf16Rows& x, size_t M, kernels::Activation act) const;
+  // With groups: the columns in groups (kernels::ColumnGroups).
+  void apply_to_bf16(uint32_t* out, size_t ldp, const kernels::Bf16Rows& x, size_t M, kernels::Activation act,
+                     const kernels::ColumnGroups& groups = {}) const;
   // The same for int8 weights (kernels::packed_linear_to_bf16 in packed_gemm_int8.h).
-  void apply_to_bf16(uint32_t* out, size_t ldp, const kernels::QuantizedRows& x, size_t M,
-                     kernels::Activation act) const;
+  void apply_to_bf16(uint32_t* out, size_t ldp, const kernels::QuantizedRows& x, size_t M, kernels::Activation act,
+                     const kernels::ColumnGroups& groups = {}) const;
   size_t out() const;
   size_t in() const;
   size_t bytes() const;  // the packed panels and the bias
