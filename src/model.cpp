@@ -191,8 +191,8 @@ Outputs Model::forward(const Batch& batch, const ForwardOptions& options) const 
 
   const auto H = static_cast<size_t>(c.hidden_size), I = static_cast<size_t>(c.intermediate_size);
   // Per-thread buffers, kept for the next call only while small (util/scratch.h).
-  thread_local std::vector<float> qkv, context, tmp, intermediate, normed, h_scales, i_scales;
-  thread_local std::vector<uint32_t> h_quads, h_pairs, i_pairs, i_quads, qkv_pairs;
+  thread_local std::vector<float> qkv, context, tmp, intermediate, normed, h_scales, i_scales, c_scales;
+  thread_local std::vector<uint32_t> h_quads, h_pairs, i_pairs, i_quads, qkv_pairs, c_pairs, c_quads;
   const util::Scratch<float> qkv_s(qkv, T * 3 * H), context_s(context, T * H), tmp_s(tmp, T * H),
       intermediate_s(intermediate, T * I), normed_s(normed, m.final_norm ? T * H : 0);
   const bool quantized = !m.layers.empty() && m.layers[0].qkv.takes_quantized_input();
@@ -209,7 +209,9 @@ Outputs Model::forward(const Batch& batch, const ForwardOptions& options) const 
   const bool qkv_bf16 = (quantized || bf16) && m.layers[0].qkv.writes_bf16_output(kernels::Activation::kLinear) &&
                         kernels::attention_takes_bf16(static_cast<size_t>(c.head_size()), m.layers[0].relative,
                                                       m.layers[0].attention_precision);
-  const util::Scratch<uint32_t> qkv_pairs_s(qkv_pairs, qkv_bf16 ? T * 3 * H / 2 : 0);
+  const util::Scratch<uint32_t> qkv_pairs_s(qkv_pairs, qkv_bf16 ? T * 3 * H / 2 : 0),
+      c_pairs_s(c_pairs, qkv_bf16 ? T * H / 2 : 0), c_quads_s(c_quads, qkv_bf16 && quantized ? T * ((H + 3) / 4) : 0);
+  const util::Scratch<float> c_scales_s(c_scales, qkv_bf16 && quantized ? T : 0);
   LayerWorkspace ws{qkv_s.data(), context_s.data(), tmp_s.data(), intermediate_s.data(), normed_s.data()};
   if (quantized) {
     ws.h_quads = h_quads_s.data();
@@ -219,7 +221,11 @@ Outputs Model::forward(const Batch& batch, const ForwardOptions& options) const 
     ws.h_pairs = h_pairs_s.data();
     ws.i_pairs = i_pairs_s.data();
   }
-  if (qkv_bf16) ws.qkv16 = reinterpret_cast<uint16_t*>(qkv_pairs_s.data());
+  if (qkv_bf16) {
+    ws.qkv16 = reinterpret_cast<uint16_t*>(qkv_pairs_s.data());
+    ws.context_pairs = c_pairs_s.data();
+    if (quantized) ws.context_quads = c_quads_s.data(), ws.context_scales = c_scales_s.data();
+  }
   if (i_bf16) {
     ws.i_pairs = i_pairs_s.data();
     ws.i_quads = i_quads_s.data();

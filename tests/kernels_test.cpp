@@ -247,10 +247,20 @@ TEST(Attention, AmxFromBf16InputsEqualsFromTheirFp32Values) {
       std::memcpy(&bits, &r, 4);
       qkv16[((j / d) * T + t) * d + j % d] = static_cast<uint16_t>(bits >> 16);
     }
+  // ... and with the context written as bf16 pairs: to_bf16_pairs of the fp32 context, bit for bit
+  const auto pairs_of = [&](const std::vector<float>& ctx) {
+    std::vector<uint32_t> pairs(T * H / 2);
+    roberta::kernels::to_bf16_pairs(ctx.data(), T, H, pairs.data());
+    return pairs;
+  };
   std::vector<float> want(T * H, -7.0f), got(T * H, -7.0f);
   roberta::kernels::self_attention_amx_emulated(want.data(), qkv.data(), offsets.data(), offsets.size() - 1, heads);
   roberta::kernels::self_attention_amx_emulated(got.data(), qkv16.data(), offsets.data(), offsets.size() - 1, heads);
   EXPECT_EQ(got, want) << "emulated tiles";
+  std::vector<uint32_t> got_pairs(T * H / 2, 0xDEADBEEF);
+  roberta::kernels::self_attention_amx_emulated(got_pairs.data(), qkv16.data(), offsets.data(), offsets.size() - 1,
+                                                heads);
+  EXPECT_EQ(got_pairs, pairs_of(want)) << "emulated tiles, bf16 context";
   const roberta::kernels::RelativePositions absolute;
   if (roberta::kernels::usable_isa() >= Isa::kAmx) {
     ASSERT_TRUE(roberta::kernels::attention_takes_bf16(d, absolute, AttentionPrecision::kBf16));
@@ -260,6 +270,10 @@ TEST(Attention, AmxFromBf16InputsEqualsFromTheirFp32Values) {
     roberta::kernels::self_attention(tiles.data(), qkv16.data(), offsets.data(), offsets.size() - 1, heads, d,
                                      absolute, AttentionPrecision::kBf16);
     EXPECT_EQ(tiles, tiles_want) << "AMX tiles";
+    std::vector<uint32_t> tile_pairs(T * H / 2, 0xDEADBEEF);
+    roberta::kernels::self_attention(tile_pairs.data(), qkv16.data(), offsets.data(), offsets.size() - 1, heads, d,
+                                     absolute, AttentionPrecision::kBf16);
+    EXPECT_EQ(tile_pairs, pairs_of(tiles_want)) << "AMX tiles, bf16 context";
   } else {
     std::printf("  no AMX tiles here (or ROBERTA_ISA below amx): only the emulation ran\n");
   }

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -511,9 +512,10 @@ ROBERTA_BF16_TARGET inline float row_maximum(const float* row, size_t n) {
 // context rows scaled into ctx. Q is scaled and rounded for the whole head first. (Against one
 // block at a time, with the scale applied to the scores: 12 heads of 128 tokens 157 -> 150 us in
 // roberta-kernel-bench, int8 8 x 128 tokens 2% faster; Xeon with AMX.)
-// In: float (Q, K, V in fp32) or uint16_t (already rounded to bf16: the same results).
-template <class Tiles, class In>
-ROBERTA_BF16_TARGET void attention_head_amx(float* ctx, size_t ldc, const In* q, const In* k, const In* v, size_t ld,
+// In: float (Q, K, V in fp32) or uint16_t (already rounded to bf16: the same results). Out: float
+// (ctx in fp32, row stride ldc floats) or uint32_t (rounded to bf16 pairs, row stride ldc pairs).
+template <class Tiles, class In, class Out>
+ROBERTA_BF16_TARGET void attention_head_amx(Out* ctx, size_t ldc, const In* q, const In* k, const In* v, size_t ld,
                                             size_t L, float scale) {
   const size_t panels = (L + kKeyPanel - 1) / kKeyPanel, lds = panels * kKeyPanel, padded_pairs = lds / 2;
   const size_t blocks = (L + kAmxQueryRows - 1) / kAmxQueryRows;
@@ -600,8 +602,17 @@ ROBERTA_BF16_TARGET void attention_head_amx(float* ctx, size_t ldc, const In* q,
     const float* out = out_of(b);
     for (size_t r = 0, rows = rows_of(b); r < rows; ++r) {
       const __m512 f = _mm512_set1_ps(inv[b & 1][r]);
-      for (size_t c = 0; c < kHead; c += 16)
-        _mm512_storeu_ps(ctx + (b * R + r) * ldc + c, _mm512_mul_ps(_mm512_load_ps(out + r * kHead + c), f));
+      const float* o = out + r * kHead;
+      if constexpr (std::is_same_v<Out, uint32_t>) {
+        for (size_t c = 0; c < kHead; c += 32) {
+          const __m512bh h = _mm512_cvtne2ps_pbh(_mm512_mul_ps(_mm512_load_ps(o + c + 16), f),
+                                                 _mm512_mul_ps(_mm512_load_ps(o + c), f));
+          _mm512_storeu_si512(ctx + (b * R + r) * ldc + c / 2, reinterpret_cast<const __m512i&>(h));
+        }
+      } else {
+        for (size_t c = 0; c < kHead; c += 16)
+          _mm512_storeu_ps(ctx + (b * R + r) * ldc + c, _mm512_mul_ps(_mm512_load_ps(o + c), f));
+      }
     }
   };
   Tiles::configure();
@@ -732,42 +743,59 @@ bool attention_takes_bf16(size_t head_size, const RelativePositions& relative, A
          usable_isa() >= Isa::kAmx;
 }
 
-void self_attention(float* ctx, const uint16_t* qkv16, const size_t* offsets, size_t num_sequences, size_t heads,
-                    size_t head_size, const RelativePositions& relative, AttentionPrecision precision) {
-  if (!attention_takes_bf16(head_size, relative, precision))
+namespace {
+// ctx (fp32, or bf16 pairs) from head-by-head bf16 Q, K, V on the tiles (Tiles) or emulated.
+template <class Tiles, class Out>
+void attention_from_bf16(Out* ctx, const uint16_t* qkv16, const size_t* offsets, size_t num_sequences, size_t heads,
+                         size_t head_size, const RelativePositions& relative, AttentionPrecision precision,
+                         bool parallel) {
+  if (!std::is_same_v<Tiles, amx::EmulatedTiles> && !attention_takes_bf16(head_size, relative, precision))
     throw Error("self_attention: bf16 Q, K, V need the AMX attention (bf16 precision, heads of 64, absolute "
                 "positions, a CPU with AMX; attention_takes_bf16)");
 #if defined(__x86_64__)
   const size_t H = heads * kHead, T = offsets[num_sequences], part = heads * T * kHead;
-  ThreadPool::global()->parallel_for(num_sequences * heads, [&](size_t task) {
-    const size_t s = task / heads, h = task % heads;
+  constexpr size_t kPerValue = std::is_same_v<Out, uint32_t> ? 2 : 1;  // (values per element of ctx)
+  const size_t ldc = H / kPerValue, per_head = kHead / kPerValue;
+  const auto task = [&](size_t t) {
+    const size_t s = t / heads, h = t % heads;
     const size_t begin = offsets[s], L = offsets[s + 1] - begin;
     if (L == 0) return;
     const uint16_t* q = qkv16 + (h * T + begin) * kHead;
-    attention_head_amx<amx::HardwareTiles>(ctx + begin * H + h * kHead, H, q, q + part, q + 2 * part, kHead, L,
-                                           0.125f);
-  });
+    attention_head_amx<Tiles>(ctx + begin * ldc + h * per_head, ldc, q, q + part, q + 2 * part, kHead, L, 0.125f);
+  };
+  if (parallel)
+    ThreadPool::global()->parallel_for(num_sequences * heads, task);
+  else
+    for (size_t t = 0; t < num_sequences * heads; ++t) task(t);
 #else
-  (void)ctx, (void)qkv16, (void)offsets, (void)num_sequences, (void)heads;
+  (void)ctx, (void)qkv16, (void)offsets, (void)num_sequences, (void)heads, (void)parallel;
+  throw Error("the AMX attention is x86-64 only");
 #endif
+}
+}  // namespace
+
+void self_attention(float* ctx, const uint16_t* qkv16, const size_t* offsets, size_t num_sequences, size_t heads,
+                    size_t head_size, const RelativePositions& relative, AttentionPrecision precision) {
+  attention_from_bf16<amx::HardwareTiles>(ctx, qkv16, offsets, num_sequences, heads, head_size, relative, precision,
+                                          true);
+}
+
+void self_attention(uint32_t* ctx_pairs, const uint16_t* qkv16, const size_t* offsets, size_t num_sequences,
+                    size_t heads, size_t head_size, const RelativePositions& relative, AttentionPrecision precision) {
+  attention_from_bf16<amx::HardwareTiles>(ctx_pairs, qkv16, offsets, num_sequences, heads, head_size, relative,
+                                          precision, true);
 }
 
 void self_attention_amx_emulated(float* ctx, const uint16_t* qkv16, const size_t* offsets, size_t num_sequences,
                                  size_t heads) {
-#if defined(__x86_64__)
-  const size_t H = heads * kHead, T = offsets[num_sequences], part = heads * T * kHead;
-  for (size_t s = 0; s < num_sequences; ++s)
-    for (size_t h = 0; h < heads; ++h) {
-      const size_t begin = offsets[s], L = offsets[s + 1] - begin;
-      if (L == 0) continue;
-      const uint16_t* q = qkv16 + (h * T + begin) * kHead;
-      attention_head_amx<amx::EmulatedTiles>(ctx + begin * H + h * kHead, H, q, q + part, q + 2 * part, kHead, L,
-                                             0.125f);
-    }
-#else
-  (void)ctx, (void)qkv16, (void)offsets, (void)num_sequences, (void)heads;
-  throw Error("the AMX attention is x86-64 only");
-#endif
+  attention_from_bf16<amx::EmulatedTiles>(ctx, qkv16, offsets, num_sequences, heads, kHead, {},
+                                          AttentionPrecision::kBf16, false);
+}
+
+void self_attention_amx_emulated(uint32_t* ctx_pairs, const uint16_t* qkv16, const size_t* offsets,
+                                 size_t num_sequences, size_t heads) {
+  attention_from_bf16<amx::EmulatedTiles>(ctx_pairs, qkv16, offsets, num_sequences, heads, kHead, {},
+                                          AttentionPrecision::kBf16, false);
 }
 
 void self_attention_amx_emulated(float* ctx, const float* qkv, const size_t* offsets, size_t num_sequences,

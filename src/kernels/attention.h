@@ -43,9 +43,15 @@ void self_attention_amx_emulated(float* ctx, const float* qkv, const size_t* off
 bool attention_takes_bf16(size_t head_size, const RelativePositions& relative, AttentionPrecision precision);
 void self_attention(float* ctx, const uint16_t* qkv16, const size_t* offsets, size_t num_sequences, size_t heads,
                     size_t head_size, const RelativePositions& relative, AttentionPrecision precision);
-// For tests: that, its tile instructions emulated (any CPU with AVX512-BF16).
+// The same with ctx rounded to bf16 pairs, (T, H / 2) (the next product's input: no fp32 ctx
+// written and read again): the same values as to_bf16_pairs of the fp32 ctx.
+void self_attention(uint32_t* ctx_pairs, const uint16_t* qkv16, const size_t* offsets, size_t num_sequences,
+                    size_t heads, size_t head_size, const RelativePositions& relative, AttentionPrecision precision);
+// For tests: those, their tile instructions emulated (any CPU with AVX512-BF16).
 void self_attention_amx_emulated(float* ctx, const uint16_t* qkv16, const size_t* offsets, size_t num_sequences,
                                  size_t heads);
+void self_attention_amx_emulated(uint32_t* ctx_pairs, const uint16_t* qkv16, const size_t* offsets,
+                                 size_t num_sequences, size_t heads);
 
 // Whether the bf16 and int8 encoders ask for kBf16 attention on this CPU. ROBERTA_ATTENTION=bf16 or
 // fp32 decides when set (another value is a roberta::Error naming the accepted ones). Unset: bf16

@@ -77,6 +77,7 @@ bool encoder_layer_forward(Matrix& x, const EncoderLayer& L, const Batch& batch,
       kernels::to_bf16_pairs(h + m0 * H, m1 - m0, H, ws.h_pairs + m0 * hp);
   };
   // attention: x = LayerNorm(x + dense(softmax(Q Kᵀ / sqrt(d)) V))
+  bool context_converted = false;  // ws.context_pairs (bf16) or ws.context_quads (int8) hold the context
   if (ws.qkv16 && input != Input::kF32 && L.qkv.writes_bf16_output(kernels::Activation::kLinear) &&
       kernels::attention_takes_bf16(d, L.relative, L.attention_precision)) {
     // (Q, K and V rounded to bf16 by the QKV product's epilogue, as the AMX attention rounds them:
@@ -96,8 +97,27 @@ bool encoder_layer_forward(Matrix& x, const EncoderLayer& L, const Batch& batch,
     else
       L.qkv.apply_to_bf16(qkv_pairs, d / 2, kernels::Bf16Rows{ws.h_pairs}, T, kernels::Activation::kLinear,
                           heads_apart);
-    kernels::self_attention(ws.context, ws.qkv16, batch.offsets.data(), batch.num_sequences(), heads, d, L.relative,
-                            L.attention_precision);
+    // (the context rounded to bf16 as the attention writes it, for the next product: rather than
+    // fp32 converted in a pass of its own; int8 quantizes it from there)
+    context_converted =
+        ws.context_pairs && (input == Input::kInt8 ? ws.context_quads && L.attn_out.takes_quantized_input()
+                                                   : L.attn_out.takes_bf16_input());
+    if (context_converted) {
+      kernels::self_attention(ws.context_pairs, ws.qkv16, batch.offsets.data(), batch.num_sequences(), heads, d,
+                              L.relative, L.attention_precision);
+      if (input == Input::kInt8) {
+        const size_t hq = (H + 3) / 4;
+        constexpr size_t kRows = 32;
+        ThreadPool::global()->parallel_for((T + kRows - 1) / kRows, [&](size_t t) {
+          const size_t m0 = t * kRows, rows = std::min(kRows, T - m0);
+          kernels::quantize_bf16_rows(ws.context_pairs + m0 * (H / 2), H / 2, rows, H, ws.context_quads + m0 * hq,
+                                      ws.context_scales + m0);
+        });
+      }
+    } else {
+      kernels::self_attention(ws.context, ws.qkv16, batch.offsets.data(), batch.num_sequences(), heads, d, L.relative,
+                              L.attention_precision);
+    }
   } else {
     apply_to_x(L.qkv, ws.qkv, 3 * H, kernels::Activation::kLinear, x_converted, nullptr);
     kernels::self_attention(ws.context, ws.qkv, batch.offsets.data(), batch.num_sequences(), heads, d, L.relative,
@@ -120,7 +140,13 @@ bool encoder_layer_forward(Matrix& x, const EncoderLayer& L, const Batch& batch,
     // (the feed-forward's first product, the last reader of ws.h_quads / ws.h_pairs, has finished)
     if (convert_x) convert_x_rows(m0, m1);
   };
-  L.attn_out.apply(ws.tmp, H, ws.context, T, kernels::Activation::kLinear, &attn_done);
+  if (context_converted && input == Input::kInt8)
+    L.attn_out.apply(ws.tmp, H, kernels::QuantizedRows{ws.context_quads, ws.context_scales}, T,
+                     kernels::Activation::kLinear, &attn_done);
+  else if (context_converted)
+    L.attn_out.apply(ws.tmp, H, kernels::Bf16Rows{ws.context_pairs}, T, kernels::Activation::kLinear, &attn_done);
+  else
+    L.attn_out.apply(ws.tmp, H, ws.context, T, kernels::Activation::kLinear, &attn_done);
   // feed-forward: x = LayerNorm(x + output(act(intermediate(x))))
   const kernels::TilesDone intermediate_done = [&](size_t m0, size_t m1, size_t c0, size_t c1) {
     kernels::to_bf16_pairs(ws.intermediate + m0 * I + c0, I, m1 - m0, c1 - c0, ws.i_pairs + m0 * ip + c0 / 2, ip);

@@ -68,6 +68,11 @@ struct LayerWorkspace {
   // Where the attention takes Q, K, V in bf16 (kernels::attention_takes_bf16) and the QKV product
   // writes bf16: they go there, (T, 3H) bf16 values, instead of qkv. Else null.
   uint16_t* qkv16 = nullptr;
+  // With qkv16: the attention's context rounded to bf16 pairs (T, H / 2), and for int8 quantized
+  // from there, (T, H / 4) quads + (T) scales, for the attention's output product. Else null.
+  uint32_t* context_pairs = nullptr;
+  uint32_t* context_quads = nullptr;
+  float* context_scales = nullptr;
 };
 // x (T, H) = the block applied to x, in place. x_converted: ws holds x in the products' input
 // precision (int8 quads or bf16 pairs; the layer before left it there). convert_x: leave the
