@@ -304,11 +304,12 @@ ROBERTA_BF16_TARGET void pack_keys_bf16(uint32_t* kt, const uint16_t* k, size_t 
 // exp(d) for d <= 0, to the accuracy of probabilities rounded to bf16 (8 significant bits) next:
 // 2^f (f = d·log2(e) - n, |f| <= 1/2) by its Taylor polynomial of degree 5, relative error below
 // 3e-6, scaled by 2^n (d·log2(e) clamped at -126). 10 instructions against exp_avx512's 15: the
-// AMX attention of 12 heads x 128 tokens 150 -> 132 us (roberta-kernel-bench); int8 and bf16 8 x
-// 128 and 32 x 8..128 tokens 0.5-1.5% faster (paired medians of 5 rounds; Xeon with AMX). Its results differ from
-// exp_avx512's by a few ulp: a probability can round to the next bf16 value (the AMX attention's
-// largest difference from float64 of its rounded inputs went from 7e-6 to 6e-5, against 7.5e-3
-// from its unrounded inputs; tests/kernels_test.cpp).
+// AMX attention of 12 heads x 128 tokens 150 -> 132 us (roberta-kernel-bench); int8 and bf16
+// 8 x 128 and 32 x 8..128 tokens 0.5-1.5% faster (paired medians of 5 rounds; Xeon with AMX; the
+// AVX512-BF16 attention of the Zen 4 uses it too, not measured there yet). Its results differ
+// from exp_avx512's by a few ulp: a probability can round to the next bf16 value (the AMX
+// attention's largest difference from float64 of its rounded inputs went from 7e-6 to 6e-5,
+// against 7.5e-3 from its unrounded inputs; tests/kernels_test.cpp).
 __attribute__((target("avx512f"))) inline __m512 exp_for_bf16(__m512 d) {
   const __m512 t = _mm512_max_ps(_mm512_mul_ps(d, _mm512_set1_ps(1.44269504088896341f)), _mm512_set1_ps(-126.0f));
   const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
