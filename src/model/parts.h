@@ -66,7 +66,8 @@ struct LayerWorkspace {
   uint32_t* i_quads = nullptr;
   float* i_scales = nullptr;
   // Where the attention takes Q, K, V in bf16 (kernels::attention_takes_bf16) and the QKV product
-  // writes bf16: they go there, (T, 3H) bf16 values, instead of qkv. Else null.
+  // writes bf16: they go there instead of qkv, head by head (3 · heads matrices (T, 64) of bf16
+  // values, as kernels::self_attention takes them). Else null.
   uint16_t* qkv16 = nullptr;
   // With qkv16: the attention's context rounded to bf16 pairs (T, H / 2), and for int8 quantized
   // from there, (T, H / 4) quads + (T) scales, for the attention's output product. Else null.
