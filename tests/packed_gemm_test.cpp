@@ -398,15 +398,16 @@ void expect_grouped_like(const std::vector<uint32_t>& grouped, const std::vector
       expected.at((c / 64) * stride + m * ldp + (c % 64) / 2) = want[m * ldw + c / 2];
   EXPECT_EQ(grouped, expected) << what << ", M=" << M << " N=" << N;
 }
-constexpr size_t kGroupLdp = 33;
+constexpr size_t kGroupLdp = 33;  // pairs per row in a group: 32 and one left alone
 // The AMX shapes and one of three groups of 64 columns.
 std::vector<std::array<size_t, 3>> with_groups_shape(std::vector<std::array<size_t, 3>> shapes) {
   shapes.push_back({33, 192, 100});
   return shapes;
-}  // pairs per row in a group: 32 and one left alone
+}
 
-// (its own product, e.g. with a bf16 or an int8 weight) into groups of 64 columns: (M, N / 64
-// groups) with a gap of 5 pairs after each group
+// product(out, groups), a bf16-output product (bf16 or int8 weight), writes into N / 64 groups of
+// 64 columns, each followed by a gap of 5 pairs; checked against its ungrouped output `want` by
+// expect_grouped_like. (Shapes whose N is not a multiple of 64 are left out.)
 template <class Product>
 void check_column_groups_output(const Product& product, const std::vector<uint32_t>& want, size_t M, size_t N,
                                 size_t ldw, const char* what) {
