@@ -261,32 +261,25 @@ ROBERTA_BF16_TARGET inline void to_bf16_pairs(uint32_t* dst, const float* src, s
   }
 }
 
-// kt (panels, 32 pairs, 64 keys): panel p, pair c, key j = (K[64p + j][2c], K[64p + j][2c + 1]),
-// zero past L.
-ROBERTA_BF16_TARGET void pack_keys_bf16(uint32_t* kt, const float* k, size_t ld, size_t L) {
-  for (size_t p = 0; p * kKeyPanel < L; ++p) {
-    uint32_t* dst = kt + p * kPairs * kKeyPanel;
-    for (size_t j0 = 0; j0 < kKeyPanel; j0 += 16) {
-      const size_t key0 = p * kKeyPanel + j0;
-      for (size_t c0 = 0; c0 < kPairs; c0 += 16) {
-        __m512i r[16];  // r[j]: pairs c0 .. c0 + 15 of key key0 + j, 32 floats rounded to bf16
-        for (size_t j = 0; j < 16; ++j) {
-          if (key0 + j >= L) {
-            r[j] = _mm512_setzero_si512();
-            continue;
-          }
-          const float* src = k + (key0 + j) * ld + 2 * c0;
-          const __m512bh h = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + 16), _mm512_loadu_ps(src));
-          r[j] = reinterpret_cast<const __m512i&>(h);
-        }
-        store_transposed16(dst + c0 * kKeyPanel + j0, kKeyPanel, r);
-      }
-    }
-  }
+// 16 bf16 pairs from 32 values: fp32 ones rounded (nearest even), bf16 ones as they are.
+ROBERTA_BF16_TARGET inline __m512i bf16_pairs16(const float* src) {
+  const __m512bh h = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + 16), _mm512_loadu_ps(src));
+  return reinterpret_cast<const __m512i&>(h);
+}
+ROBERTA_BF16_TARGET inline __m512i bf16_pairs16(const uint16_t* src) { return _mm512_loadu_si512(src); }
+
+// 16 values as bf16 in the low halves of 16 dwords, from fp32 (rounded) or bf16 values.
+ROBERTA_BF16_TARGET inline __m512i bf16_halves16(const float* src) {
+  return _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(src)));
+}
+ROBERTA_BF16_TARGET inline __m512i bf16_halves16(const uint16_t* src) {
+  return _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src)));
 }
 
-// The same from K already rounded to bf16 (k: (L, ld) bf16 values, ld even): the same kt.
-ROBERTA_BF16_TARGET void pack_keys_bf16(uint32_t* kt, const uint16_t* k, size_t ld, size_t L) {
+// kt (panels, 32 pairs, 64 keys): panel p, pair c, key j = (K[64p + j][2c], K[64p + j][2c + 1]),
+// zero past L; K (L, ld) in fp32 (rounded to bf16 here) or already in bf16 (ld even): the same kt.
+template <class In>
+ROBERTA_BF16_TARGET void pack_keys_bf16(uint32_t* kt, const In* k, size_t ld, size_t L) {
   for (size_t p = 0; p * kKeyPanel < L; ++p) {
     uint32_t* dst = kt + p * kPairs * kKeyPanel;
     for (size_t j0 = 0; j0 < kKeyPanel; j0 += 16) {
@@ -294,7 +287,7 @@ ROBERTA_BF16_TARGET void pack_keys_bf16(uint32_t* kt, const uint16_t* k, size_t 
       for (size_t c0 = 0; c0 < kPairs; c0 += 16) {
         __m512i r[16];  // r[j]: pairs c0 .. c0 + 15 of key key0 + j
         for (size_t j = 0; j < 16; ++j)
-          r[j] = key0 + j < L ? _mm512_loadu_si512(k + (key0 + j) * ld + 2 * c0) : _mm512_setzero_si512();
+          r[j] = key0 + j < L ? bf16_pairs16(k + (key0 + j) * ld + 2 * c0) : _mm512_setzero_si512();
         store_transposed16(dst + c0 * kKeyPanel + j0, kKeyPanel, r);
       }
     }
@@ -345,29 +338,16 @@ ROBERTA_BF16_TARGET float softmax_exp_bf16(const float* row, size_t n, size_t pa
   return static_cast<float>(1.0 / sum);
 }
 
-// vt (ceil(L / 2), 64): row i, column c = (V[2i][c], V[2i + 1][c]); V[L] reads as 0.
-ROBERTA_BF16_TARGET void pack_values_bf16(uint32_t* vt, const float* v, size_t ld, size_t L) {
+// vt (ceil(L / 2), 64): row i, column c = (V[2i][c], V[2i + 1][c]); V[L] reads as 0. V (L, ld)
+// in fp32 (rounded to bf16 here) or already in bf16: the same vt.
+template <class In>
+ROBERTA_BF16_TARGET void pack_values_bf16(uint32_t* vt, const In* v, size_t ld, size_t L) {
   for (size_t i = 0; 2 * i < L; ++i) {
-    const float* a = v + 2 * i * ld;
-    const float* b = 2 * i + 1 < L ? a + ld : nullptr;
+    const In* a = v + 2 * i * ld;
+    const In* b = 2 * i + 1 < L ? a + ld : nullptr;
     for (size_t c = 0; c < kHead; c += 16) {
-      const __m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(a + c)));
-      const __m512i hi = b ? _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(b + c)))
-                           : _mm512_setzero_si512();
-      _mm512_storeu_si512(vt + i * kHead + c, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
-    }
-  }
-}
-
-// The same from V already rounded to bf16 (v: (L, ld) bf16 values): the same vt.
-ROBERTA_BF16_TARGET void pack_values_bf16(uint32_t* vt, const uint16_t* v, size_t ld, size_t L) {
-  for (size_t i = 0; 2 * i < L; ++i) {
-    const uint16_t* a = v + 2 * i * ld;
-    const uint16_t* b = 2 * i + 1 < L ? a + ld : nullptr;
-    for (size_t c = 0; c < kHead; c += 16) {
-      const __m512i lo = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + c)));
-      const __m512i hi = b ? _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + c)))
-                           : _mm512_setzero_si512();
+      const __m512i lo = bf16_halves16(a + c);
+      const __m512i hi = b ? bf16_halves16(b + c) : _mm512_setzero_si512();
       _mm512_storeu_si512(vt + i * kHead + c, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
     }
   }
@@ -495,26 +475,21 @@ void amx_score_step(const uint32_t* b, size_t b_stride) {
   Tiles::template dp_bf16<3, A, 7>();
 }
 
-// dst (32 pairs) = bf16(scale · src[0, 64)). With scale a power of two (1/8 for heads of 64) this
-// is bf16(src) scaled exactly, so the scores come out of the tiles scaled, as scale · (Q Kᵀ).
-ROBERTA_BF16_TARGET inline void to_scaled_bf16_pairs(uint32_t* dst, const float* src, __m512 scale) {
-  for (size_t c = 0; c < kHead; c += 32) {
-    const __m512bh h = _mm512_cvtne2ps_pbh(_mm512_mul_ps(_mm512_loadu_ps(src + c + 16), scale),
-                                           _mm512_mul_ps(_mm512_loadu_ps(src + c), scale));
-    _mm512_storeu_si512(dst + c / 2, reinterpret_cast<const __m512i&>(h));
-  }
-}
-
-// The same from a row already rounded to bf16: widened exactly, scaled and rounded again (exact
-// for a power of two), so the same pairs as from the fp32 row.
-ROBERTA_BF16_TARGET inline __m512 widen_bf16(const uint16_t* p) {
+// 16 values in fp32: as they are, or widened exactly from bf16.
+ROBERTA_BF16_TARGET inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+ROBERTA_BF16_TARGET inline __m512 load16(const uint16_t* p) {
   const __m512i h = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   return _mm512_castsi512_ps(_mm512_slli_epi32(h, 16));
 }
-ROBERTA_BF16_TARGET inline void to_scaled_bf16_pairs(uint32_t* dst, const uint16_t* src, __m512 scale) {
+
+// dst (32 pairs) = bf16(scale · src[0, 64)). With scale a power of two (1/8 for heads of 64) this
+// is bf16(src) scaled exactly, so the scores come out of the tiles scaled, as scale · (Q Kᵀ).
+// From a row already in bf16 it is the same: widened exactly, scaled and rounded again.
+template <class In>
+ROBERTA_BF16_TARGET inline void to_scaled_bf16_pairs(uint32_t* dst, const In* src, __m512 scale) {
   for (size_t c = 0; c < kHead; c += 32) {
-    const __m512bh h = _mm512_cvtne2ps_pbh(_mm512_mul_ps(widen_bf16(src + c + 16), scale),
-                                           _mm512_mul_ps(widen_bf16(src + c), scale));
+    const __m512bh h =
+        _mm512_cvtne2ps_pbh(_mm512_mul_ps(load16(src + c + 16), scale), _mm512_mul_ps(load16(src + c), scale));
     _mm512_storeu_si512(dst + c / 2, reinterpret_cast<const __m512i&>(h));
   }
 }
