@@ -1,5 +1,6 @@
 // The packed GEMM against a float64 reference, over shapes that hit every edge: rows not a
-// multiple of the row block (8 fp32, 12 bf16) or of the 16-block chunk, columns not a multiple of
+// multiple of the row block (fp32: 12 on Intel's AVX-512 above 32 rows, else 8; bf16: 12), every
+// count of last rows of a 12-row block, rows not a multiple of the 16-block chunk, columns not a multiple of
 // the 32-column panel, k in one pass and in two (k slices: at most 1024 deep for fp32 and bf16,
 // 3072 for int8), with and without bias, a strided output, and the fused activation.
 #include <gtest/gtest.h>
@@ -30,7 +31,8 @@ TEST(PackedGemm, MatchesFloat64Reference) {
   std::mt19937 rng(42);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   std::printf("  kernel: %s\n", roberta::kernels::packed_gemm_isa());
-  for (size_t M : {1, 3, 8, 12, 13, 64, 70, 100, 197}) {
+  // 33-47 end a 12-row block with each count of rows from 1 to 11
+  for (size_t M : {1, 3, 8, 12, 13, 30, 33, 37, 38, 39, 42, 43, 44, 47, 64, 70, 100, 197}) {
     for (size_t N : {1, 31, 32, 33, 100, 768}) {
       for (size_t K : {1, 7, 256, 300, 770, 1030}) {  // 1030: two k passes
         if (M * N * K > 20'000'000) continue;

@@ -2,7 +2,8 @@
 // A GEMM for the engine's one shape of product, y (M, N) = x (M, K) · Wᵀ + bias, with the weight
 // W (N, K) repacked once at load time into panels of 32 output columns:
 //   panel p holds W[p*32 + j][k] at [p][k][j], zero-padded past N.
-// The inner kernel keeps a block of y in registers (AVX-512: 8 x 32 for fp32, 12 x 32 for bf16;
+// The inner kernel keeps a block of y in registers (AVX-512: 12 x 32 for fp32 on Intel, 8 x 32 on
+// AMD and for products of at most 32 rows; 12 x 32 for bf16;
 // AVX2 and portable fallbacks picked at run time) and reads the panel straight through,
 // prefetching ahead, so neither operand is copied per call. The bias is added after the products
 // (as PyTorch's addmm rounds) and the activation once a tile is complete, while it is in cache.
