@@ -13,6 +13,7 @@
 #include "util/thread_pool.h"
 #include "activations.h"
 #include "amx_gemm.h"
+#include "avx512_math.h"
 #include "block_loop.h"
 #include "isa.h"
 #include "util/scratch.h"
@@ -163,7 +164,9 @@ __attribute__((target("avx512f"), always_inline)) inline void load_block(__m512 
   }
 }
 
-template <size_t MR>
+// Stores the block (+ bias); with Gelu, GELU of that (the values activation_rows would compute
+// from y, bit for bit: the same gelu_avx512), without a pass over y of its own.
+template <size_t MR, bool Gelu = false>
 __attribute__((target("avx512f"), always_inline)) inline void store_block(const __m512 (&c0)[MR],
                                                                            const __m512 (&c1)[MR], size_t rows,
                                                                            const float* bias, float* y, size_t ldy,
@@ -172,14 +175,20 @@ __attribute__((target("avx512f"), always_inline)) inline void store_block(const 
   const __m512 b0 = bias ? _mm512_maskz_loadu_ps(m0, bias) : _mm512_setzero_ps();
   const __m512 b1 = bias ? _mm512_maskz_loadu_ps(m1, bias + 16) : _mm512_setzero_ps();
   for (size_t r = 0; r < rows; ++r) {
-    _mm512_mask_storeu_ps(y + r * ldy, m0, bias ? _mm512_add_ps(c0[r], b0) : c0[r]);
-    _mm512_mask_storeu_ps(y + r * ldy + 16, m1, bias ? _mm512_add_ps(c1[r], b1) : c1[r]);
+    __m512 v0 = bias ? _mm512_add_ps(c0[r], b0) : c0[r], v1 = bias ? _mm512_add_ps(c1[r], b1) : c1[r];
+    if constexpr (Gelu) {
+      v0 = gelu_avx512(v0);
+      v1 = gelu_avx512(v1);
+    }
+    _mm512_mask_storeu_ps(y + r * ldy, m0, v0);
+    _mm512_mask_storeu_ps(y + r * ldy + 16, m1, v1);
   }
 }
 
 // MR x 32 block in 2 * MR zmm accumulators; exactly MR rows (blocks_avx512 passes the last rows of
 // a chunk to the block of their count). The panel streams through once, prefetched ahead.
-template <size_t MR>
+// Gelu: GELU applied by the store (pass it with the last k slice only).
+template <size_t MR, bool Gelu = false>
 __attribute__((target("avx512f"))) void block_avx512(const float* x, size_t ldx, size_t, const float* panel,
                                                      size_t k0, size_t k1, const float* bias, bool first, float* y,
                                                      size_t ldy, size_t cols) {
@@ -197,24 +206,34 @@ __attribute__((target("avx512f"))) void block_avx512(const float* x, size_t ldx,
       c1[r] = _mm512_fmadd_ps(av, b1, c1[r]);
     }
   }
-  store_block<MR>(c0, c1, MR, bias, y, ldy, cols);
+  store_block<MR, Gelu>(c0, c1, MR, bias, y, ldy, cols);
 }
 
 // Any number of rows (a row chunk): full MR-row blocks inlined into the loop (flatten), the last
 // rows through the block of their exact count (with a loop over a run-time row count for those,
 // 12 x 32 blocks ran 128 rows, 10 blocks and 8 rows, 5-8% slower than 8 x 32 blocks did).
-template <size_t MR>
+template <size_t MR, bool Gelu = false>
 __attribute__((target("avx512f"), flatten)) void blocks_avx512(const float* x, size_t ldx, size_t rows,
                                                               const float* panel, size_t k0, size_t k1,
                                                               const float* bias, bool first, float* y, size_t ldy,
                                                               size_t cols) {
   static constexpr BlockFn<float, float> kByRows[] = {
-      nullptr,         block_avx512<1>, block_avx512<2>, block_avx512<3>, block_avx512<4>,  block_avx512<5>,
-      block_avx512<6>, block_avx512<7>, block_avx512<8>, block_avx512<9>, block_avx512<10>, block_avx512<11>};
+      nullptr,
+      block_avx512<1, Gelu>,
+      block_avx512<2, Gelu>,
+      block_avx512<3, Gelu>,
+      block_avx512<4, Gelu>,
+      block_avx512<5, Gelu>,
+      block_avx512<6, Gelu>,
+      block_avx512<7, Gelu>,
+      block_avx512<8, Gelu>,
+      block_avx512<9, Gelu>,
+      block_avx512<10, Gelu>,
+      block_avx512<11, Gelu>};
   static_assert(MR <= std::size(kByRows));
   size_t r = 0;
   for (; r + MR <= rows; r += MR)
-    block_avx512<MR>(x + r * ldx, ldx, MR, panel, k0, k1, bias, first, y + r * ldy, ldy, cols);
+    block_avx512<MR, Gelu>(x + r * ldx, ldx, MR, panel, k0, k1, bias, first, y + r * ldy, ldy, cols);
   if (r < rows) kByRows[rows - r](x + r * ldx, ldx, rows - r, panel, k0, k1, bias, first, y + r * ldy, ldy, cols);
 }
 
@@ -259,6 +278,9 @@ struct Kernel {
   // For products of at most small_max_rows rows: a kernel with smaller blocks (or fn again).
   BlockFn<float, float> small_fn;
   size_t small_rows, small_max_rows;
+  // fn and small_fn applying GELU as they store (for the last k slice), or null: GELU after the
+  // product, on each finished tile.
+  BlockFn<float, float> gelu_fn = nullptr, small_gelu_fn = nullptr;
 };
 
 // The best kernel that the CPU and ROBERTA_ISA (kernels/isa.h) allow.
@@ -273,8 +295,10 @@ Kernel pick_kernel() {
 #if defined(__x86_64__)
   if (isa >= Isa::kAvx512) {
     __builtin_cpu_init();
-    if (__builtin_cpu_is("amd")) return {blocks_avx512<8>, 8, "avx512", blocks_avx512<8>, 8, 0};
-    return {blocks_avx512<12>, 12, "avx512", blocks_avx512<8>, 8, 32};
+    if (__builtin_cpu_is("amd"))
+      return {blocks_avx512<8>, 8, "avx512", blocks_avx512<8>, 8, 0, blocks_avx512<8, true>, blocks_avx512<8, true>};
+    return {blocks_avx512<12>,       12, "avx512", blocks_avx512<8>, 8, 32,
+            blocks_avx512<12, true>, blocks_avx512<8, true>};
   }
   if (isa >= Isa::kAvx2) {
     const auto fn = over_blocks<float, float, block_avx2, 8>;
@@ -302,15 +326,17 @@ void packed_linear(float* y, size_t ldy, const float* x, const PackedWeight& w, 
   const Kernel& kern = kernel();
   const bool small = M <= kern.small_max_rows;
   const BlockFn<float, float> fn = small ? kern.small_fn : kern.fn;
+  const BlockFn<float, float> gelu_fn =
+      act == Activation::kGelu ? (small ? kern.small_gelu_fn : kern.gelu_fn) : nullptr;
   for_each_block(
       M, N, K, depth_slice(K, kMaxDepth), small ? kern.small_rows : kern.rows,
       [&](size_t r, size_t rows, size_t p, size_t k0, size_t k1) {
         const size_t col = p * PackedWeight::kPanel;
-        fn(x + r * K, K, rows, w.panel(p), k0, k1, bias && k1 == K ? bias + col : nullptr, k0 == 0, y + r * ldy + col, ldy,
+        (gelu_fn && k1 == K ? gelu_fn : fn)(x + r * K, K, rows, w.panel(p), k0, k1, bias && k1 == K ? bias + col : nullptr, k0 == 0, y + r * ldy + col, ldy,
                 std::min(PackedWeight::kPanel, N - col));
       },
       [&](size_t m0, size_t m1, size_t c0, size_t c1) {
-        if (act != Activation::kLinear) activation_rows(y + m0 * ldy + c0, ldy, m1 - m0, c1 - c0, act);
+        if (act != Activation::kLinear && !gelu_fn) activation_rows(y + m0 * ldy + c0, ldy, m1 - m0, c1 - c0, act);
         if (tiles_done) (*tiles_done)(m0, m1, c0, c1);
       },
       kPanelColumns, rows_done);

@@ -6,7 +6,8 @@
 // AMD and for products of at most 32 rows; 12 x 32 for bf16;
 // AVX2 and portable fallbacks picked at run time) and reads the panel straight through,
 // prefetching ahead, so neither operand is copied per call. The bias is added after the products
-// (as PyTorch's addmm rounds) and the activation once a tile is complete, while it is in cache.
+// (as PyTorch's addmm rounds) and the activation once a tile is complete, while it is in cache
+// (GELU by the AVX-512 fp32 kernel's store itself, on values still in registers).
 // Panels are split over the thread pool in contiguous ranges.
 #include <cstddef>
 #include <cstdint>
