@@ -193,8 +193,6 @@ Outputs Model::forward(const Batch& batch, const ForwardOptions& options) const 
   // Per-thread buffers, kept for the next call only while small (util/scratch.h).
   thread_local std::vector<float> qkv, context, tmp, intermediate, normed, h_scales, i_scales, c_scales;
   thread_local std::vector<uint32_t> h_quads, h_pairs, i_pairs, i_quads, qkv_pairs, c_pairs, c_quads;
-  const util::Scratch<float> qkv_s(qkv, T * 3 * H), context_s(context, T * H), tmp_s(tmp, T * H),
-      intermediate_s(intermediate, T * I), normed_s(normed, m.final_norm ? T * H : 0);
   const bool quantized = !m.layers.empty() && m.layers[0].qkv.takes_quantized_input();
   const bool bf16 = !m.layers.empty() && m.layers[0].qkv.takes_bf16_input();
   const util::Scratch<uint32_t> h_quads_s(h_quads, quantized ? T * ((H + 3) / 4) : 0);
@@ -212,7 +210,7 @@ Outputs Model::forward(const Batch& batch, const ForwardOptions& options) const 
   const util::Scratch<uint32_t> qkv_pairs_s(qkv_pairs, qkv_bf16 ? T * 3 * H / 2 : 0),
       c_pairs_s(c_pairs, qkv_bf16 ? T * H / 2 : 0), c_quads_s(c_quads, qkv_bf16 && quantized ? T * ((H + 3) / 4) : 0);
   const util::Scratch<float> c_scales_s(c_scales, qkv_bf16 && quantized ? T : 0);
-  LayerWorkspace ws{qkv_s.data(), context_s.data(), tmp_s.data(), intermediate_s.data(), normed_s.data()};
+  LayerWorkspace ws{};
   if (quantized) {
     ws.h_quads = h_quads_s.data();
     ws.h_scales = h_scales_s.data();
@@ -231,6 +229,22 @@ Outputs Model::forward(const Batch& batch, const ForwardOptions& options) const 
     ws.i_quads = i_quads_s.data();
     ws.i_scales = i_scales_s.data();
   }
+  // The fp32 buffers only where a layer uses them (not where the bf16 and int8 encoders keep Q, K,
+  // V, the context or act(intermediate) in bf16: ~25 MB of int8's 202 MB peak for 8 x 128
+  // roberta-base tokens; README "Measured").
+  LayerF32Needs f32{false, false, false};
+  for (const EncoderLayer& L : m.layers) {
+    const LayerF32Needs n = layer_f32_needs(L, c, m.activation, ws);
+    f32.qkv |= n.qkv, f32.context |= n.context, f32.intermediate |= n.intermediate;
+  }
+  const util::Scratch<float> qkv_s(qkv, f32.qkv ? T * 3 * H : 0), context_s(context, f32.context ? T * H : 0),
+      tmp_s(tmp, T * H), intermediate_s(intermediate, f32.intermediate ? T * I : 0),
+      normed_s(normed, m.final_norm ? T * H : 0);
+  ws.qkv = f32.qkv ? qkv_s.data() : nullptr;
+  ws.context = f32.context ? context_s.data() : nullptr;
+  ws.tmp = tmp_s.data();
+  ws.intermediate = f32.intermediate ? intermediate_s.data() : nullptr;
+  ws.normed = normed_s.data();
 
   Outputs out;
   Matrix x(T, H);

@@ -99,7 +99,7 @@ void check_fused_activation(size_t M, size_t K) {
 // every tile of a product split over several tasks and row chunks: with one k slice and two (GELU
 // then applied by the store of the last one), in large and small (<= 32 rows) products.
 TEST(PackedGemm, FusedActivationEqualsSeparatePass) {
-  for (const auto [M, K] : {std::pair<size_t, size_t>{197, 64}, {197, 1030}, {20, 1030}})
+  for (const auto& [M, K] : {std::pair<size_t, size_t>{197, 64}, {197, 1030}, {20, 1030}})
     check_fused_activation(M, K);
 }
 

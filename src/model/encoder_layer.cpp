@@ -28,6 +28,56 @@ EncoderLayer load_encoder_layer(const WeightScope& s, const ModelConfig& c) {
   return L;
 }
 
+namespace {
+
+// Where the products take int8 or bf16 input, x is converted to it by the product before
+// (RowsDone in encoder_layer_forward) for the QKV and the intermediate products, not in a pass of
+// their own; in bf16 also act(intermediate), tile by tile in the intermediate product (TilesDone),
+// for the output product. The products see the same values either way: outputs are the same bit
+// for bit.
+enum class Input { kF32, kInt8, kBf16 };
+
+// The paths a post-LN layer takes, decided by its weights and by which conversion buffers ws has
+// (never by its fp32 buffers, which layer_f32_needs allocates by this plan).
+struct LayerPlan {
+  Input input = Input::kF32;
+  // Q, K and V rounded to bf16 by the QKV product's epilogue, head by head, for the bf16 attention.
+  bool qkv16 = false;
+  // With qkv16: the attention writes its context as bf16 pairs (for int8, quantized from there).
+  bool context_converted = false;
+  // int8: act(intermediate) written as bf16 by the product's epilogue, then quantized.
+  bool int8_via_bf16 = false;
+  // bf16: act(intermediate) written as bf16 by the product's epilogue.
+  bool bf16_intermediate = false;
+};
+
+LayerPlan plan_layer(const EncoderLayer& L, const ModelConfig& c, kernels::Activation act, const LayerWorkspace& ws) {
+  LayerPlan p;
+  p.input = ws.h_quads && L.qkv.takes_quantized_input() && L.intermediate.takes_quantized_input() ? Input::kInt8
+            : ws.h_pairs && ws.i_pairs && L.qkv.takes_bf16_input() && L.intermediate.takes_bf16_input() &&
+                    L.output.takes_bf16_input()
+                ? Input::kBf16
+                : Input::kF32;
+  p.qkv16 = ws.qkv16 && p.input != Input::kF32 && L.qkv.writes_bf16_output(kernels::Activation::kLinear) &&
+            kernels::attention_takes_bf16(static_cast<size_t>(c.head_size()), L.relative, L.attention_precision);
+  p.context_converted = p.qkv16 && ws.context_pairs &&
+                        (p.input == Input::kInt8 ? ws.context_quads && L.attn_out.takes_quantized_input()
+                                                 : L.attn_out.takes_bf16_input());
+  p.int8_via_bf16 = p.input == Input::kInt8 && ws.i_quads && L.intermediate.writes_bf16_output(act) &&
+                    L.output.takes_quantized_input();
+  p.bf16_intermediate = p.input == Input::kBf16 && L.intermediate.writes_bf16_output(act);
+  return p;
+}
+
+}  // namespace
+
+LayerF32Needs layer_f32_needs(const EncoderLayer& L, const ModelConfig& c, kernels::Activation act,
+                              const LayerWorkspace& ws) {
+  if (L.pre_layer_norm) return {true, true, true};
+  const LayerPlan p = plan_layer(L, c, act, ws);
+  return {!p.qkv16, !p.context_converted, !p.int8_via_bf16 && !p.bf16_intermediate};
+}
+
 bool encoder_layer_forward(Matrix& x, const EncoderLayer& L, const Batch& batch, const ModelConfig& c,
                            kernels::Activation act, const LayerWorkspace& ws, bool x_converted, bool convert_x) {
   const size_t T = x.rows;
@@ -48,16 +98,8 @@ bool encoder_layer_forward(Matrix& x, const EncoderLayer& L, const Batch& batch,
     for (size_t i = 0; i < T * H; ++i) h[i] = ws.tmp[i] + h[i];
     return false;
   }
-  // Where the products take int8 or bf16 input, x is converted to it by the product before
-  // (RowsDone below) for the QKV and the intermediate products, not in a pass of their own; in bf16
-  // also act(intermediate), tile by tile in the intermediate product (TilesDone), for the output
-  // product. The products see the same values either way: outputs are the same bit for bit.
-  enum class Input { kF32, kInt8, kBf16 };
-  const Input input = ws.h_quads && L.qkv.takes_quantized_input() && L.intermediate.takes_quantized_input() ? Input::kInt8
-                      : ws.h_pairs && ws.i_pairs && L.qkv.takes_bf16_input() && L.intermediate.takes_bf16_input() &&
-                              L.output.takes_bf16_input()
-                          ? Input::kBf16
-                          : Input::kF32;
+  const LayerPlan plan = plan_layer(L, c, act, ws);
+  const Input input = plan.input;
   const size_t hq = (H + 3) / 4, hp = (H + 1) / 2, ip = (I + 1) / 2;
   // y = act(x · Wᵀ + b) with x converted where the layer before left it so (x_converted) or where
   // attn_done did.
@@ -77,9 +119,9 @@ bool encoder_layer_forward(Matrix& x, const EncoderLayer& L, const Batch& batch,
       kernels::to_bf16_pairs(h + m0 * H, m1 - m0, H, ws.h_pairs + m0 * hp);
   };
   // attention: x = LayerNorm(x + dense(softmax(Q Kᵀ / sqrt(d)) V))
-  bool context_converted = false;  // ws.context_pairs (bf16) or ws.context_quads (int8) hold the context
-  if (ws.qkv16 && input != Input::kF32 && L.qkv.writes_bf16_output(kernels::Activation::kLinear) &&
-      kernels::attention_takes_bf16(d, L.relative, L.attention_precision)) {
+  // (context_converted: ws.context_pairs (bf16) or ws.context_quads (int8) hold the context)
+  const bool context_converted = plan.context_converted;
+  if (plan.qkv16) {
     // (Q, K and V rounded to bf16 by the QKV product's epilogue, as the AMX attention rounds them:
     // the same results, without 9 MB of fp32 Q, K, V written and read again for 8 x 128
     // roberta-base tokens, nor their rounding in the attention; README "Measured")
@@ -99,9 +141,6 @@ bool encoder_layer_forward(Matrix& x, const EncoderLayer& L, const Batch& batch,
                           heads_apart);
     // (the context rounded to bf16 as the attention writes it, for the next product: rather than
     // fp32 converted in a pass of its own; int8 quantizes it from there)
-    context_converted =
-        ws.context_pairs && (input == Input::kInt8 ? ws.context_quads && L.attn_out.takes_quantized_input()
-                                                   : L.attn_out.takes_bf16_input());
     if (context_converted) {
       kernels::self_attention(ws.context_pairs, ws.qkv16, batch.offsets.data(), batch.num_sequences(), heads, d,
                               L.relative, L.attention_precision);
@@ -151,8 +190,7 @@ bool encoder_layer_forward(Matrix& x, const EncoderLayer& L, const Batch& batch,
   const kernels::TilesDone intermediate_done = [&](size_t m0, size_t m1, size_t c0, size_t c1) {
     kernels::to_bf16_pairs(ws.intermediate + m0 * I + c0, I, m1 - m0, c1 - c0, ws.i_pairs + m0 * ip + c0 / 2, ip);
   };
-  const bool int8_via_bf16 = input == Input::kInt8 && ws.i_quads && L.intermediate.writes_bf16_output(act) &&
-                             L.output.takes_quantized_input();
+  const bool int8_via_bf16 = plan.int8_via_bf16;
   if (int8_via_bf16) {
     // (int8: act(intermediate) rounded to bf16 by the product's epilogue, then quantized from
     // there: the fp32 intermediate, 12 MB for 8 x 128 roberta-base tokens, is neither written nor
@@ -164,7 +202,7 @@ bool encoder_layer_forward(Matrix& x, const EncoderLayer& L, const Batch& batch,
       const size_t m0 = t * kRows, rows = std::min(kRows, T - m0);
       kernels::quantize_bf16_rows(ws.i_pairs + m0 * ip, ip, rows, I, ws.i_quads + m0 * iq, ws.i_scales + m0);
     });
-  } else if (input == Input::kBf16 && L.intermediate.writes_bf16_output(act))
+  } else if (plan.bf16_intermediate)
     // (our AMX product rounds act(intermediate) in its epilogue: the fp32 intermediate, 12 MB for
     // 8 x 128 roberta-base tokens, is never written; the same values as the tile hook's)
     L.intermediate.apply_to_bf16(ws.i_pairs, ip, kernels::Bf16Rows{ws.h_pairs}, T, act);

@@ -47,11 +47,12 @@ EncoderLayer load_encoder_layer(const WeightScope& scope, const ModelConfig& c);
 
 // Intermediate buffers of one forward pass, reused by every layer.
 struct LayerWorkspace {
-  float* qkv;           // (T, 3H)
-  float* context;       // (T, H)
-  float* tmp;           // (T, H)
-  float* intermediate;  // (T, I)
-  float* normed;        // (T, H): the pre-LN block's normalised input
+  // qkv, context, intermediate: null where no layer uses them (layer_f32_needs).
+  float* qkv = nullptr;           // (T, 3H)
+  float* context = nullptr;       // (T, H)
+  float* tmp = nullptr;           // (T, H)
+  float* intermediate = nullptr;  // (T, I)
+  float* normed = nullptr;        // (T, H): the pre-LN block's normalised input
   // Where the products take their inputs quantized (int8, takes_quantized_input): x as (T, H/4)
   // quads + (T) scales; else null.
   uint32_t* h_quads = nullptr;
@@ -75,6 +76,15 @@ struct LayerWorkspace {
   uint32_t* context_quads = nullptr;
   float* context_scales = nullptr;
 };
+// Which of ws's fp32 buffers (qkv, context, intermediate) the layer reads or writes, given the
+// conversion buffers ws has (their pointers decide the layer's paths; the fp32 ones do not): where
+// the bf16 and int8 encoders keep Q, K, V, the context or act(intermediate) in bf16, the fp32
+// buffer is never touched. tmp always is, normed for the pre-LN block.
+struct LayerF32Needs {
+  bool qkv = true, context = true, intermediate = true;
+};
+LayerF32Needs layer_f32_needs(const EncoderLayer& L, const ModelConfig& c, kernels::Activation act,
+                              const LayerWorkspace& ws);
 // x (T, H) = the block applied to x, in place. x_converted: ws holds x in the products' input
 // precision (int8 quads or bf16 pairs; the layer before left it there). convert_x: leave the
 // result converted there too, for the next layer; returns whether it did (only where the layer's
