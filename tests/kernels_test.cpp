@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 
 #include "kernels/attention.h"
 #include "kernels/isa.h"
@@ -398,6 +399,15 @@ TEST(Isa, KernelsUseTheLevelRobertaIsaAllows) {
   EXPECT_EQ(roberta::kernels::usable_isa(), want);
   const char* fp32 = want >= Isa::kAvx512 ? "avx512" : want >= Isa::kAvx2 ? "avx2" : "portable";
   EXPECT_STREQ(roberta::kernels::packed_gemm_isa(), fp32);
+  const char* rows_env = std::getenv("ROBERTA_FP32_ROWS");
+  const bool amd = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_is("amd") != 0;
+  }();
+  size_t rows = amd ? 8 : 12;  // AVX-512 blocks: 12 rows on Intel, 8 on AMD, unless ROBERTA_FP32_ROWS says
+  if (rows_env && *rows_env) rows = std::stoul(rows_env);
+  if (want < Isa::kAvx512) rows = 8;  // AVX2 and portable: 8
+  EXPECT_EQ(roberta::kernels::packed_gemm_block_rows(), rows);
   EXPECT_EQ(roberta::kernels::has_bf16_instructions(), want >= Isa::kAvx512Bf16);
   EXPECT_STREQ(roberta::kernels::bf16_kernel_name(), want >= Isa::kAmx         ? "AMX-BF16"
                                                      : want >= Isa::kAvx512Bf16 ? "AVX512-BF16"

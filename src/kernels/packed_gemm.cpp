@@ -289,13 +289,18 @@ struct Kernel {
 // On the Xeon with AMX (roberta-kernel-bench, 2 threads, 1024 rows) 12 x 32 ran the three
 // roberta-base shapes 3-8% faster than 8 x 32; with 16-32 rows 8 x 32 stays (two blocks of 8 beat
 // 12 + 4). AMD's Zen 4 keeps 8 x 32, measured there (its 512-bit FMAs take two passes of 256 bits, so
-// half the rate to feed); 12 x 32 is untested on it.
+// half the rate to feed); 12 x 32 is untested on it. ROBERTA_FP32_ROWS=8|12 overrides (packed_gemm.h).
 Kernel pick_kernel() {
   const Isa isa = usable_isa();
+  const char* env = std::getenv("ROBERTA_FP32_ROWS");
+  const std::string rows = env ? env : "";
+  if (!rows.empty() && rows != "8" && rows != "12")
+    throw Error("ROBERTA_FP32_ROWS=\"" + rows +
+                "\" is not one of 8, 12 (unset: 12 on Intel CPUs with AVX-512, 8 on AMD's)");
 #if defined(__x86_64__)
   if (isa >= Isa::kAvx512) {
     __builtin_cpu_init();
-    if (__builtin_cpu_is("amd"))
+    if (rows == "8" || (rows.empty() && __builtin_cpu_is("amd")))
       return {blocks_avx512<8>, 8, "avx512", blocks_avx512<8>, 8, 0, blocks_avx512<8, true>, blocks_avx512<8, true>};
     return {blocks_avx512<12>,       12, "avx512", blocks_avx512<8>, 8, 32,
             blocks_avx512<12, true>, blocks_avx512<8, true>};
@@ -318,6 +323,8 @@ const Kernel& kernel() {
 }  // namespace
 
 const char* packed_gemm_isa() { return kernel().isa; }
+
+size_t packed_gemm_block_rows() { return kernel().rows; }
 
 void packed_linear(float* y, size_t ldy, const float* x, const PackedWeight& w, const float* bias, size_t M,
                    Activation act, const RowsDone* rows_done, const TilesDone* tiles_done) {

@@ -22,7 +22,8 @@ std::string gemm_paths() {
       path = "oneDNN (" + kernels::onednn_isa() +
              (kernels::onednn_isa() == "avx512_core_amx" && kernels::cpu_has_amx(p) ? ", AMX" : "") + ")";
     else if (p == Precision::kF32)
-      path = std::string("own (") + kernels::packed_gemm_isa() + ")";
+      path = std::string("own (") + kernels::packed_gemm_isa() + ", " +
+             std::to_string(kernels::packed_gemm_block_rows()) + " x 32 blocks)";
     else if (p == Precision::kBF16)
       path = std::string("own (") + kernels::bf16_kernel_name() + (kernels::has_bf16_instructions() ? ")" : ", slow)");
     else
