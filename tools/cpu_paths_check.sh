@@ -56,6 +56,7 @@ echo "-- fp32: own kernels (A) vs oneDNN (B)"
 DTYPE=fp32 A_ENV=ROBERTA_GEMM=own B_ENV=ROBERTA_GEMM=onednn bash tools/bench_ab.sh "$roberta" "$roberta" "$model" 3 2 | tail -4
 # 12 x 32 blocks were measured faster on the Xeon (README); the Zen 4 keeps 8 x 32 untested against them.
 echo "-- fp32: our AVX-512 kernel's 8 x 32 register blocks (A) vs 12 x 32 (B)"
-DTYPE=fp32 A_ENV=ROBERTA_FP32_ROWS=8 B_ENV=ROBERTA_FP32_ROWS=12 bash tools/bench_ab.sh "$roberta" "$roberta" "$model" 3 2 | tail -4
+DTYPE=fp32 A_ENV=ROBERTA_FP32_ROWS=8 B_ENV=ROBERTA_FP32_ROWS=12 \
+  bash tools/bench_ab.sh "$roberta" "$roberta" "$model" 3 2 | tail -4
 section "against ONNX Runtime and PyTorch"
 bash tools/bench_compare.sh "$model" 2 5 3
