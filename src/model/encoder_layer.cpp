@@ -112,6 +112,16 @@ bool encoder_layer_forward(Matrix& x, const EncoderLayer& L, const Batch& batch,
     else
       linear.apply(y, ldy, h, T, a, nullptr, tiles_done);
   };
+  // int8: T rows of k values as bf16 pairs (row stride ldp) quantized for the next product, into
+  // quads (row stride (k + 3) / 4) and scales, on the pool, rows_per_task rows a task.
+  const auto quantize_pairs = [&](const uint32_t* pairs, size_t ldp, size_t k, uint32_t* quads, float* scales,
+                                  size_t rows_per_task) {
+    const size_t kq = (k + 3) / 4;
+    ThreadPool::global()->parallel_for((T + rows_per_task - 1) / rows_per_task, [&](size_t t) {
+      const size_t m0 = t * rows_per_task, rows = std::min(rows_per_task, T - m0);
+      kernels::quantize_bf16_rows(pairs + m0 * ldp, ldp, rows, k, quads + m0 * kq, scales + m0);
+    });
+  };
   const auto convert_x_rows = [&](size_t m0, size_t m1) {
     if (input == Input::kInt8)
       kernels::quantize_rows(h + m0 * H, m1 - m0, H, ws.h_quads + m0 * hq, ws.h_scales + m0);
@@ -144,15 +154,8 @@ bool encoder_layer_forward(Matrix& x, const EncoderLayer& L, const Batch& batch,
     if (context_converted) {
       kernels::self_attention(ws.context_pairs, ws.qkv16, batch.offsets.data(), batch.num_sequences(), heads, d,
                               L.relative, L.attention_precision);
-      if (input == Input::kInt8) {
-        const size_t hq = (H + 3) / 4;
-        constexpr size_t kRows = 32;
-        ThreadPool::global()->parallel_for((T + kRows - 1) / kRows, [&](size_t t) {
-          const size_t m0 = t * kRows, rows = std::min(kRows, T - m0);
-          kernels::quantize_bf16_rows(ws.context_pairs + m0 * (H / 2), H / 2, rows, H, ws.context_quads + m0 * hq,
-                                      ws.context_scales + m0);
-        });
-      }
+      if (input == Input::kInt8)
+        quantize_pairs(ws.context_pairs, H / 2, H, ws.context_quads, ws.context_scales, 32);
     } else {
       kernels::self_attention(ws.context, ws.qkv16, batch.offsets.data(), batch.num_sequences(), heads, d, L.relative,
                               L.attention_precision);
@@ -195,13 +198,8 @@ bool encoder_layer_forward(Matrix& x, const EncoderLayer& L, const Batch& batch,
     // (int8: act(intermediate) rounded to bf16 by the product's epilogue, then quantized from
     // there: the fp32 intermediate, 12 MB for 8 x 128 roberta-base tokens, is neither written nor
     // read twice; README "Measured")
-    const size_t iq = (I + 3) / 4;
     L.intermediate.apply_to_bf16(ws.i_pairs, ip, kernels::QuantizedRows{ws.h_quads, ws.h_scales}, T, act);
-    constexpr size_t kRows = 16;
-    ThreadPool::global()->parallel_for((T + kRows - 1) / kRows, [&](size_t t) {
-      const size_t m0 = t * kRows, rows = std::min(kRows, T - m0);
-      kernels::quantize_bf16_rows(ws.i_pairs + m0 * ip, ip, rows, I, ws.i_quads + m0 * iq, ws.i_scales + m0);
-    });
+    quantize_pairs(ws.i_pairs, ip, I, ws.i_quads, ws.i_scales, 16);
   } else if (plan.bf16_intermediate)
     // (our AMX product rounds act(intermediate) in its epilogue: the fp32 intermediate, 12 MB for
     // 8 x 128 roberta-base tokens, is never written; the same values as the tile hook's)
