@@ -335,7 +335,8 @@ TEST(PackedGemmInt8, AmxTilesGiveTheirEmulationsResultsWhereTheCpuHasThem) {
 TEST(PackedGemmBf16, AmxMatchesFloat64ReferenceOfBf16RoundedInputs) {
   if (!emulation_runs_here()) GTEST_SKIP() << "the emulation's epilogue needs AVX-512";
   std::mt19937 rng(23);
-  // K 1030: two k slices (512 pairs each at most), the second ending inside a 16-pair step.
+  // K 1030: over the AVX-512 kernels' k slice (512 pairs), which the AMX product takes in one pass,
+  // ending inside a 16-pair step.
   for (auto [M, N, K] : kAmxShapes) {
     if (K == 3100) K = 1030;
     const Bf16Case c(M, N, K, rng);
