@@ -355,8 +355,8 @@ TEST(PackedGemmBf16, AmxMatchesFloat64ReferenceOfBf16RoundedInputs) {
 
 // The AMX products apply GELU in their epilogue, on the last k slice only: the same values as the
 // product followed by the separate activation pass, bit for bit, for int8 and bf16, through the
-// emulation everywhere and on the tiles where the CPU has them (shapes with two k slices included:
-// GELU after the first slice would differ).
+// emulation everywhere and on the tiles where the CPU has them (int8's K = 3100 goes in two k
+// slices: GELU after the first would differ; bf16's products on AMX take all of k in one pass).
 TEST(PackedGemm, AmxFusedGeluEqualsSeparatePass) {
   if (!emulation_runs_here()) GTEST_SKIP() << "the emulation's epilogue needs AVX-512";
   if (roberta::kernels::usable_isa() < roberta::kernels::Isa::kAvx512)
