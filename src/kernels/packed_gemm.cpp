@@ -559,7 +559,7 @@ void packed_linear_with(const Bf16Kernel& kern, float* y, size_t ldy, const uint
   const bool fused_gelu = kern.amx && act == Activation::kGelu;
   // The AMX product takes all of k in one pass: its sums stay in the tiles, and y is written once,
   // where k slices of 512 pairs made the 3072-deep product add y's earlier slices back from memory
-  // (bf16 8 x 128 / 32 x 8..128 tokens 1.06x / 1.04x, paired, Xeon with AMX). (Slicing k inside
+  // (bf16 8 x 128 / 32 x 8..128 tokens 1.06-1.09x / 1.03-1.04x, paired, Xeon with AMX). (Slicing k inside
   // the AMX kernel, the sums kept in the tiles' own layout between slices so that a slice of the
   // panel stays in L1 for all of a chunk's blocks, ran a stand-alone loop of the blocking 1.37x
   // faster with the weights in L2, but not a forward pass, whose weights come from memory.)
