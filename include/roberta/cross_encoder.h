@@ -63,6 +63,8 @@ struct CrossEncoderOptions {
   // label (every score is then 1).
   bool apply_softmax = false;
   size_t max_length = 0;   // 0: the model's maximum; longer pairs are truncated (longest_first)
+  // Which end of each text truncation cuts: kRight keeps the start (HF's default), kLeft the end.
+  Side truncation_side = Side::kRight;
   size_t batch_size = 32;  // pairs per forward pass in predict/rank
 };
 

@@ -59,6 +59,9 @@ struct TextClassifyOptions {
   // As the tokenizer's truncation=True: cut over-long texts (longest_first) to the model's length.
   // false (HF's default): an over-long text is an error.
   bool truncation = false;
+  // Which end truncation cuts: kRight keeps the start (HF's default), kLeft the end (the
+  // tokenizer's truncation_side="left", TEI's "truncation_direction": "Left").
+  Side truncation_side = Side::kRight;
 };
 
 class TextClassifier {

@@ -102,6 +102,7 @@ CrossEncoder::Prepared CrossEncoder::prepare(std::span<const TextPair> pairs, co
     EncodeOptions eo;
     eo.max_length = max_len;
     eo.truncation = TruncationStrategy::kLongestFirst;
+    eo.truncation_side = options.truncation_side;
     p.encodings.push_back(tokenizer_.encode_pair(pairs[i].first, pairs[i].second, eo));
   }
   return p;

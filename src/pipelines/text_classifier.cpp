@@ -53,6 +53,7 @@ TextClassifier::Prepared TextClassifier::prepare(std::span<const TextInput> inpu
     if (options.truncation) {
       eo.max_length = max_len;
       eo.truncation = TruncationStrategy::kLongestFirst;
+      eo.truncation_side = options.truncation_side;
     }
     Encoding e = inputs[i].text_pair ? tokenizer_.encode_pair(inputs[i].text, *inputs[i].text_pair, eo)
                                      : tokenizer_.encode(inputs[i].text, eo);

@@ -96,6 +96,13 @@ std::optional<std::string> get_string(const json& body, const char* field) {
   return v->get<std::string>();
 }
 
+Side get_truncation_side(const json& body) {
+  const auto side = get_string(body, "truncation_direction");
+  if (!side || *side == "Right" || *side == "right") return Side::kRight;
+  if (*side == "Left" || *side == "left") return Side::kLeft;
+  throw ApiError(400, ErrorType::kValidation, "`truncation_direction` must be \"Left\" or \"Right\"");
+}
+
 size_t code_points(std::string_view text) {
   size_t n = 0;
   for (unsigned char c : text) n += (c & 0xC0) != 0x80;

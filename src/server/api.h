@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "roberta/error.h"
+#include "roberta/tokenizer.h"
 
 namespace roberta::server {
 
@@ -48,6 +49,8 @@ json parse_body(const std::string& body);  // a JSON object, else ApiError 400
 bool get_bool(const json& body, const char* field, bool fallback);
 std::optional<size_t> get_size(const json& body, const char* field);
 std::optional<std::string> get_string(const json& body, const char* field);
+// TEI's "truncation_direction": "Right" (default) or "Left" (keeps the end); else ApiError 400.
+Side get_truncation_side(const json& body);
 
 // Code points of a UTF-8 text (TEI's x-compute-characters counts them).
 size_t code_points(std::string_view text);

@@ -105,12 +105,7 @@ std::vector<std::span<float>> finished_rows(const EmbedRequest& req, Job& job) {
 EmbedOptions embed_options(State& s, const json& body) {
   EmbedOptions o;
   o.truncate = get_bool(body, "truncate", s.options.auto_truncate);
-  if (auto side = get_string(body, "truncation_direction")) {
-    if (*side == "Left" || *side == "left")
-      o.truncation_side = Side::kLeft;
-    else if (*side != "Right" && *side != "right")
-      throw ApiError(400, ErrorType::kValidation, "`truncation_direction` must be \"Left\" or \"Right\"");
-  }
+  o.truncation_side = get_truncation_side(body);
   o.prompt_name = get_string(body, "prompt_name");
   if (o.prompt_name && !embedder(s).config().prompts.count(*o.prompt_name))
     throw ApiError(422, ErrorType::kValidation, "prompt name \"" + *o.prompt_name + "\" is not one of the model's prompts");
@@ -249,24 +244,30 @@ Reply decode(State& s, const Call& call) {
   if (!ids) throw ApiError(400, ErrorType::kValidation, "missing field `ids`");
   if (!ids->is_array()) throw ApiError(400, ErrorType::kValidation, "`ids` must be [int] or [[int]]");
   if (ids->empty()) throw ApiError(400, ErrorType::kEmpty, "`ids` cannot be empty");
-  const bool batch = (*ids)[0].is_array();
-  const json lists = batch ? *ids : json::array({*ids});
+  // The lists by pointer: copying a json value recurses into it, and a body of deeply nested
+  // arrays would overflow the stack.
+  std::vector<const json*> lists;
+  if ((*ids)[0].is_array())
+    for (const auto& list : *ids) lists.push_back(&list);
+  else
+    lists.push_back(ids);
   if (lists.size() > s.options.max_client_batch_size)
     throw ApiError(413, ErrorType::kValidation,
                    "batch size " + std::to_string(lists.size()) + " > maximum allowed batch size " +
                        std::to_string(s.options.max_client_batch_size),
                    "batch_size");
   const bool skip = get_bool(body, "skip_special_tokens", true);
+  const uint64_t vocab = embedder(s).tokenizer().vocab_size();
   json out = json::array();
-  for (const auto& list : lists) {
-    if (!list.is_array() || list.empty()) throw ApiError(400, ErrorType::kValidation, "`ids` must be [int] or [[int]]");
+  for (const json* list : lists) {
+    if (!list->is_array() || list->empty())
+      throw ApiError(400, ErrorType::kValidation, "`ids` must be [int] or [[int]]");
     std::vector<int32_t> v;
-    for (const auto& x : list) {
+    for (const auto& x : *list) {
       if (!x.is_number_integer()) throw ApiError(400, ErrorType::kValidation, "`ids` must be [int] or [[int]]");
-      const int64_t id = x.get<int64_t>();
-      if (!x.is_number_unsigned() || id >= static_cast<int64_t>(embedder(s).tokenizer().vocab_size()))
+      if (!x.is_number_unsigned() || x.get<uint64_t>() >= vocab)
         throw ApiError(422, ErrorType::kTokenizer, "token id " + x.dump() + " is outside the vocabulary", "tokenization");
-      v.push_back(static_cast<int32_t>(id));
+      v.push_back(static_cast<int32_t>(x.get<uint64_t>()));
     }
     try {
       out.push_back(embedder(s).tokenizer().decode(v, skip));
@@ -286,6 +287,18 @@ Reply health(State& s, const Call&) {
   return Reply{.status = 200, .body = "", .content_type = "text/plain", .headers = {}};
 }
 
+// TEI's model_type: a sequence-classification head with several labels is a "classifier", with
+// one label a "reranker" (its id2label and label2id either way), else an "embedding" model.
+ordered_json model_type(State& s) {
+  if (!s.cross_encoder)
+    return {{"embedding", {{"pooling", pooling_name(embedder(s).default_pooling())}}}};
+  const ModelConfig& c = s.cross_encoder->model_config();
+  ordered_json id2label = ordered_json::object(), label2id = ordered_json::object();
+  for (size_t i = 0; i < c.id2label.size(); ++i) id2label[std::to_string(i)] = c.id2label[i];
+  for (const auto& [label, id] : c.label2id) label2id[label] = id;
+  return {{c.num_labels() > 1 ? "classifier" : "reranker", {{"id2label", id2label}, {"label2id", label2id}}}};
+}
+
 Reply info(State& s, const Call&) {
   const Embedder& e = embedder(s);
   ordered_json j = {
@@ -293,7 +306,7 @@ Reply info(State& s, const Call&) {
       {"model_sha", nullptr},
       {"model_dtype", s.model_dtype},
       {"served_model_name", s.options.served_model_name},
-      {"model_type", {{"embedding", {{"pooling", pooling_name(e.default_pooling())}}}}},
+      {"model_type", model_type(s)},
       {"max_concurrent_requests", s.options.max_concurrent_requests},
       {"max_input_length", e.max_seq_length()},
       {"max_batch_tokens", s.options.max_batch_tokens},

@@ -202,9 +202,26 @@ void Server::Impl::configure() {
       if (std::string(m) == "OPTIONS") http.Options(p, refuse);
     }
   }
-  http.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
+  // Before httplib reads the body: it holds --payload-limit only against a Content-Length, so a
+  // compressed body (inflated by httplib, without a limit) or a chunked one (read without one)
+  // could grow past it. Both are refused, and the connection closed so that the unread body is not
+  // taken for the next request.
+  http.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
     t_request_start = Clock::now();
-    return httplib::Server::HandlerResponse::Unhandled;
+    const Style style = is_openai_path(req.path) ? Style::kOpenAi : Style::kTei;
+    const std::string coding = req.get_header_value("Content-Encoding");
+    const std::string transfer = req.get_header_value("Transfer-Encoding");
+    if (!coding.empty() && coding != "identity") {
+      set_error(res, style, ApiError(415, ErrorType::kValidation,
+                                     "Content-Encoding \"" + coding + "\" is not accepted: send the body uncompressed"));
+    } else if (!transfer.empty() && transfer != "identity") {
+      set_error(res, style, ApiError(411, ErrorType::kValidation,
+                                     "Transfer-Encoding \"" + transfer + "\" is not accepted: send a Content-Length"));
+    } else {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    res.set_header("Connection", "close");
+    return httplib::Server::HandlerResponse::Handled;
   });
   // Answers httplib makes itself (404, 413, 400 for a broken request) get a JSON body too.
   http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {

@@ -148,6 +148,7 @@ Reply predict(State& s, const Call& call) {
   o.top_k = std::nullopt;  // every label, best first, as TEI answers
   if (get_bool(body, "raw_scores", false)) o.function_to_apply = ClassificationFunction::kNone;
   o.truncation = get_bool(body, "truncate", s.options.auto_truncate);
+  o.truncation_side = get_truncation_side(body);
   s.metrics->count("te_request_count", "method", method_label(batch));
   const auto t0 = Clock::now();
   Queued q;
@@ -195,6 +196,7 @@ Reply rerank(State& s, const Call& call) {
   RankOptions o;
   o.return_documents = get_bool(body, "return_text", false);
   if (get_bool(body, "raw_scores", false)) o.scoring.activation = CrossEncoderActivation::kIdentity;
+  o.scoring.truncation_side = get_truncation_side(body);
   const auto t0 = Clock::now();
   if (!get_bool(body, "truncate", s.options.auto_truncate)) {
     const size_t max_len = static_cast<size_t>(ce.model_config().max_sequence_length());

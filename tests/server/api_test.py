@@ -185,9 +185,45 @@ def cli_json(args, stdin=""):
 def close(a, b):
     return len(a) == len(b) and all(x.get("label") == y.get("label") and x.get("index") == y.get("index")
                                     and abs(x["score"] - y["score"]) <= 1e-5 for x, y in zip(a, b))
+def tokens_of(server, text):
+    status, _, out = post_json(server, "/tokenize", {"inputs": text, "add_special_tokens": False})
+    return len(out[0])
+def tail_of(server, n):
+    """A text of exactly n tokens that tokenizes the same at the end of a longer text: words with a
+    space before each (byte-level BPE never merges across that boundary)."""
+    words, count = [], 0
+    while count < n:
+        w = " " + texts[len(words) % len(texts)].split()[0]
+        k = tokens_of(server, w)
+        if count + k > n:
+            w, k = " a", tokens_of(server, " a")
+            assert k == 1
+        words.append(w)
+        count += k
+    tail = "".join(words)
+    assert tokens_of(server, tail) == n
+    return tail
+head = "".join(" " + t for t in texts) * 20  # what Left truncation must cut away
+def max_input(server):
+    return json.loads(request(server, "GET", "/info")[2])["max_input_length"]
 sentiment = os.path.join(fixtures, "sentiment")
 server = Server(binary, ["--model", sentiment, "--quiet"])
 try:
+    info = json.loads(request(server, "GET", "/info")[2])
+    c.check(info.get("model_type") == {"classifier": {"id2label": {"0": "NEGATIVE", "1": "NEUTRAL", "2": "POSITIVE"},
+                                                      "label2id": {"NEGATIVE": 0, "NEUTRAL": 1, "POSITIVE": 2}}},
+            f"/info of a 3-label classifier: TEI's classifier model_type ({info.get('model_type')})")
+    # truncation_direction: Left keeps the end, which scores as the end alone (exactly the model's
+    # length); Right the start; anything else is 400.
+    tail = tail_of(server, max_input(server) - 2)
+    _, _, alone = post_json(server, "/predict", {"inputs": tail, "truncate": False})
+    status, _, left = post_json(server, "/predict", {"inputs": head + tail, "truncate": True, "truncation_direction": "Left"})
+    c.check(status == 200 and left == alone, f"/predict truncation_direction Left = the text's end alone ({left})")
+    status, _, right = post_json(server, "/predict", {"inputs": head + tail, "truncate": True, "truncation_direction": "Right"})
+    _, _, start = post_json(server, "/predict", {"inputs": head, "truncate": True})
+    c.check(status == 200 and right == start and right != left, f"/predict truncation_direction Right keeps the start")
+    status, _, _ = post_json(server, "/predict", {"inputs": "a", "truncation_direction": "Sideways"})
+    c.check(status == 400, f"/predict truncation_direction Sideways: 400 ({status})")
     want = cli_json(["classify", "--model", sentiment, "--all"] + texts[:3])
     status, _, out = post_json(server, "/predict", {"inputs": texts[0]})
     c.check(status == 200 and close(out, want[0]), f"/predict one text = roberta classify --all ({out})")
@@ -208,6 +244,17 @@ finally:
 reranker = os.path.join(fixtures, "reranker")
 server = Server(binary, ["--model", reranker, "--quiet"])
 try:
+    info = json.loads(request(server, "GET", "/info")[2])
+    c.check(info.get("model_type") == {"reranker": {"id2label": {"0": "LABEL_0"}, "label2id": {"LABEL_0": 0}}},
+            f"/info of a one-label cross-encoder: TEI's reranker model_type ({info.get('model_type')})")
+    # A pair <s> q </s></s> d </s> over the model's length loses d's start with Left (longest first).
+    query = texts[0]
+    tail = tail_of(server, max_input(server) - 4 - tokens_of(server, query))
+    _, _, alone = post_json(server, "/rerank", {"query": query, "texts": [tail], "truncate": False})
+    status, _, left = post_json(server, "/rerank", {"query": query, "texts": [head + tail], "truncation_direction": "Left"})
+    c.check(status == 200 and left == alone, f"/rerank truncation_direction Left = the text's end alone ({left}, {alone})")
+    status, _, right = post_json(server, "/rerank", {"query": query, "texts": [head + tail]})
+    c.check(status == 200 and right != left, f"/rerank without truncation_direction keeps the start ({right})")
     want = cli_json(["rerank", "--model", reranker, "--query", texts[0], "--return-documents"] + texts[1:])[0]
     status, _, out = post_json(server, "/rerank", {"query": texts[0], "texts": texts[1:], "return_text": True})
     c.check(status == 200 and [o["index"] for o in out] == [w["corpus_id"] for w in want]

@@ -3,6 +3,7 @@ answers afterwards; SIGTERM under load finishes the requests in flight and exits
 
 Usage: faults_test.py ROBERTA_BINARY MODEL_DIR
 """
+import gzip
 import json
 import socket
 import sys
@@ -56,6 +57,36 @@ try:
     expect(server, "token id out of range", "/v1/embeddings", {"input": [5, 10**9]}, 422)
     expect(server, "negative token id", "/v1/embeddings", {"input": [[5, -1]]}, 422)
     expect(server, "/decode id out of range", "/decode", {"ids": [5, 10**9]}, 422)
+    expect(server, "/decode id of 2^63 (wraps to a negative int64)", "/decode", {"ids": [2**63]}, 422)
+    expect(server, "/decode id of 2^64 - 2", "/decode", {"ids": [2**64 - 2, 5]}, 422)
+    # 99,000 nested arrays (198 KB, under the limit): a copy of the parsed value would recurse that deep.
+    expect(server, "/decode of deeply nested ids", "/decode", b'{"ids":' + b"[" * 99000 + b"]" * 99000 + b"}", 400,
+           "Validation")
+    expect(server, "/decode of a deep list after an id", "/decode", b'{"ids":[1,' + b"[" * 99000 + b"]" * 99000 + b"]}",
+           400, "Validation")
+    # httplib holds --payload-limit against Content-Length only: a gzip body would inflate past it
+    # and a chunked one would be read whole, so both are refused before the body is read.
+    bomb = gzip.compress(b'{"inputs": "a"' + b" " * 5_000_000 + b"}")
+    expect(server, "a gzip body (inflating to 25x the payload limit)", "/embed", bomb, 415, "Validation",
+           headers={"Content-Encoding": "gzip"})
+    s = socket.create_connection((server.host, server.port))
+    s.settimeout(10)
+    chunk = b'{"inputs": "a"}'
+    s.sendall(b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+              + b"%x\r\n" % len(chunk) + chunk + b"\r\n0\r\n\r\n")
+    reply = b""
+    try:
+        while True:
+            part = s.recv(65536)
+            if not part:
+                break
+            reply += part
+    except OSError:
+        pass
+    s.close()
+    c.check(reply.startswith(b"HTTP/1.1 411") and b'"error_type":"Validation"' in reply,
+            f"a chunked body: 411 ({reply[:60]!r})")
+    still_answers(server, "a chunked body")
 
     # A client that sends half its body and goes away.
     s = socket.create_connection((server.host, server.port))
