@@ -63,7 +63,9 @@ struct Model::Impl {
 
 Model Model::load(const std::filesystem::path& dir, const LoadOptions& options) {
   std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) throw Error(dir.string() + ": model folder not found", ErrorKind::kIo);
+  if (!std::filesystem::is_directory(dir, ec))
+    throw Error(dir.string() + (std::filesystem::exists(dir, ec) ? ": is a file, not a model folder" : ": model folder not found"),
+                ErrorKind::kIo);
   kernels::usable_isa();  // a bad ROBERTA_ISA is an error now, not at the first forward pass
   auto impl = std::make_shared<Impl>(dir, ModelConfig::from_file(dir / "config.json"), WeightStore::open_dir(dir),
                                      options.weights);

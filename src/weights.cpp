@@ -256,8 +256,10 @@ WeightStore WeightStore::open_dir(const std::filesystem::path& dir) {
   }
   if (std::filesystem::exists(dir / "pytorch_model.bin", ec))
     throw Error(dir.string() + ": only pytorch_model.bin found; convert it first with "
-                               "/usr/bin/python3 tools/convert_checkpoint.py " + dir.string());
-  throw ModelError(dir.string() + ": no model.safetensors or model.safetensors.index.json");
+                               "/usr/bin/python3 tools/convert_checkpoint.py " + dir.string(),
+                ErrorKind::kInvalidModel);
+  // A missing file, as a missing config.json or tokenizer is: kIo (Python: NotFoundError).
+  throw Error(dir.string() + ": no model.safetensors or model.safetensors.index.json found", ErrorKind::kIo);
 }
 
 const TensorInfo* WeightStore::find(const std::string& name) const {

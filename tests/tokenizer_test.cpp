@@ -378,7 +378,7 @@ TEST(EncodeBatch, ErrorNamesTheFirstFailingText) {
     tokenizer_json().encode_batch(texts, {}, 2);
     ADD_FAILURE() << "expected an error";
   } catch (const roberta::Error& e) {
-    EXPECT_EQ(std::string(e.what()), "input 37: invalid UTF-8 in text at byte 3");
+    EXPECT_EQ(std::string(e.what()), "input 38: invalid UTF-8 in text at byte 3");  // texts[37], counted from 1
     EXPECT_STREQ(roberta::error_kind_name(e.kind()), "invalid input");
   }
   EncodeBatchHook hook([](size_t i) {
@@ -389,7 +389,7 @@ TEST(EncodeBatch, ErrorNamesTheFirstFailingText) {
     tokenizer_json().encode_batch(texts, {}, 2);
     ADD_FAILURE() << "expected an error";
   } catch (const roberta::Error& e) {
-    EXPECT_EQ(std::string(e.what()), "input 50: no room");
+    EXPECT_EQ(std::string(e.what()), "input 51: no room");
     EXPECT_STREQ(roberta::error_kind_name(e.kind()), "I/O");
   }
 }

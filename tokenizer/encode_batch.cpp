@@ -57,7 +57,7 @@ std::vector<Encoding> Tokenizer::encode_batch(std::span<const std::string> texts
     try {
       std::rethrow_exception(first_exception);
     } catch (const Error& e) {
-      throw Error("input " + std::to_string(first_error) + ": " + e.what(), e.kind());
+      throw Error("input " + std::to_string(first_error + 1) + ": " + e.what(), e.kind());
     }
   }
   return out;

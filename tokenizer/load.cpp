@@ -279,7 +279,9 @@ Tokenizer Tokenizer::from_tokenizer_json_text(const std::string& text, const std
 // A missing folder or missing tokenizer files are kIo, as a missing config.json is.
 Tokenizer Tokenizer::from_dir(const std::filesystem::path& dir) {
   std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) throw Error(dir.string() + ": model folder not found", kIo);
+  if (!std::filesystem::is_directory(dir, ec))
+    throw Error(dir.string() + (std::filesystem::exists(dir, ec) ? ": is a file, not a model folder" : ": model folder not found"),
+                kIo);
   if (std::filesystem::exists(dir / "tokenizer.json", ec)) return from_tokenizer_json(dir / "tokenizer.json");
   if (std::filesystem::exists(dir / "vocab.json", ec) && std::filesystem::exists(dir / "merges.txt", ec))
     return from_vocab_merges(dir / "vocab.json", dir / "merges.txt");

@@ -35,6 +35,10 @@ struct FillMaskCandidate {
 struct FillMaskOptions {
   size_t top_k = 5;
   std::vector<std::string> targets;  // restrict candidates to these words (HF's `targets`)
+  // As the tokenizer's truncation=True (transformers: tokenizer_kwargs={"truncation": True}): cut
+  // an over-long text to the model's length (a <mask> cut away is then the no-<mask> error).
+  // false: an over-long text is an error.
+  bool truncation = false;
 };
 
 class FillMask {
@@ -55,7 +59,8 @@ class FillMask {
                                                          const FillMaskOptions& options = {}) const;
 
   // The prepare step; throws roberta::Error (kInvalidInput) as operator() does for this text.
-  Prepared prepare(std::string_view text) const;
+  // (Of the options only `truncation` counts here.)
+  Prepared prepare(std::string_view text, const FillMaskOptions& options = {}) const;
   // The run step: one forward pass over the texts; the MLM logits of every <mask>, (masks of all
   // texts, vocab), text after text.
   Matrix run(std::span<const Prepared> texts) const;

@@ -91,8 +91,8 @@ class Tokenizer {
   Encoding encode_pair(std::string_view a, std::string_view b,
                        const EncodeOptions& options = {}) const;
   // Encodes on `num_threads` threads (0: all cores); results are in input order. The failure of
-  // the first failing text is rethrown: a roberta::Error with its index ("input 3: ..."), any
-  // other exception unchanged.
+  // the first failing text is rethrown: a roberta::Error naming it, counted from 1 as the
+  // pipelines count inputs ("input 3: ..." for texts[2]), any other exception unchanged.
   std::vector<Encoding> encode_batch(std::span<const std::string> texts,
                                      const EncodeOptions& options = {},
                                      unsigned num_threads = 0) const;

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "roberta/error.h"
 #include "roberta/model.h"
 
 namespace roberta::python {
@@ -29,6 +30,18 @@ py::array_t<T> to_numpy(std::vector<T>&& data, std::vector<py::ssize_t> shape) {
 inline py::array_t<float> to_numpy(Matrix&& m) {
   const auto rows = static_cast<py::ssize_t>(m.rows), cols = static_cast<py::ssize_t>(m.cols);
   return to_numpy(std::move(m.data), {rows, cols});
+}
+
+// Errors of one of several inputs name it, counting from 1 as the C++ pipelines' own messages do
+// ("input 2 has 1003 tokens"): "input 3: no <mask> in the text".
+template <class F>
+auto for_input(size_t i, size_t n, F&& f) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    if (n == 1) throw;
+    throw Error("input " + std::to_string(i + 1) + ": " + e.what(), e.kind());
+  }
 }
 
 // "float32"/"fp32", "bfloat16"/"bf16", "int8" (the CLI's --dtype); ValueError otherwise.

@@ -70,7 +70,13 @@ void register_errors(py::module_& m) {
         case ErrorKind::kInvalidModel: type = g_model; break;
         case ErrorKind::kIo: type = names_missing_path(e.what()) ? g_not_found : g_io; break;
       }
-      PyErr_SetString(type, e.what());
+      // A message with invalid UTF-8 (a path's bytes) keeps its text, the bad bytes replaced
+      // (PyErr_SetString would fail on it and leave the exception without a message).
+      const std::string message = e.what();
+      PyObject* text = PyUnicode_DecodeUTF8(message.data(), static_cast<Py_ssize_t>(message.size()), "replace");
+      if (!text) return;  // (the decoding error is then the exception set)
+      PyErr_SetObject(type, text);
+      Py_DECREF(text);
     }
   });
 }

@@ -10,17 +10,6 @@
 namespace roberta::python {
 namespace {
 
-// Errors of one of several inputs name it: "input 3: no <mask> in the text".
-template <class F>
-auto for_input(size_t i, size_t n, F&& f) {
-  try {
-    return f();
-  } catch (const Error& e) {
-    if (n == 1) throw;
-    throw Error("input " + std::to_string(i) + ": " + e.what(), e.kind());
-  }
-}
-
 EmbedOptions embed_options(std::optional<std::string> prompt, std::optional<std::string> prompt_name,
                            size_t batch_size, size_t max_length) {
   EmbedOptions o;
@@ -73,15 +62,31 @@ void register_pipelines(py::module_& m) {
       .def(
           "__call__",
           [](const FillMask& fill, const std::vector<std::string>& texts, size_t top_k,
-             const std::vector<std::string>& targets) {
+             const std::vector<std::string>& targets, bool truncation, size_t batch_size) {
             FillMaskOptions o;
             o.top_k = top_k;
             o.targets = targets;
-            std::vector<std::vector<std::vector<FillMaskCandidate>>> all;
+            o.truncation = truncation;
+            const size_t n = texts.size();
+            std::vector<std::vector<std::vector<FillMaskCandidate>>> all(n);
             {
               py::gil_scoped_release nogil;
-              for (size_t i = 0; i < texts.size(); ++i)
-                all.push_back(for_input(i, texts.size(), [&] { return fill(texts[i], o); }));
+              // Every text prepared (its error first), then batch_size texts a forward pass.
+              std::vector<FillMask::Prepared> prepared;
+              prepared.reserve(n);
+              for (size_t i = 0; i < n; ++i)
+                prepared.push_back(for_input(i, n, [&] { return fill.prepare(texts[i], o); }));
+              for (size_t b = 0; b < n; b += std::max<size_t>(1, batch_size)) {
+                const size_t e = std::min(n, b + std::max<size_t>(1, batch_size));
+                const Matrix logits = fill.run(std::span(prepared).subspan(b, e - b));
+                size_t row = 0;
+                for (size_t i = b; i < e; ++i) {
+                  Matrix rows(prepared[i].mask_positions.size(), logits.cols);
+                  std::copy_n(logits.row(row), rows.rows * rows.cols, rows.data.data());
+                  row += rows.rows;
+                  all[i] = for_input(i, n, [&] { return fill.finish(prepared[i], rows, o); });
+                }
+              }
             }
             py::list per_text;
             for (const auto& masks : all) {
@@ -103,7 +108,9 @@ void register_pipelines(py::module_& m) {
             return per_text;
           },
           py::arg("texts"), py::arg("top_k") = 5, py::arg("targets") = std::vector<std::string>{},
-          "For each text, one candidate list per <mask>: dicts {score, token, token_str, sequence}.")
+          py::arg("truncation") = false, py::arg("batch_size") = 32,
+          "For each text, one candidate list per <mask>: dicts {score, token, token_str, sequence}; batch_size texts "
+          "a forward pass.")
       .def(
           "target_ids",
           [](const FillMask& fill, const std::vector<std::string>& targets) {

@@ -12,16 +12,6 @@
 namespace roberta::python {
 namespace {
 
-template <class F>
-auto for_input(size_t i, size_t n, F&& f) {
-  try {
-    return f();
-  } catch (const Error& e) {
-    if (n == 1) throw;
-    throw Error("input " + std::to_string(i) + ": " + e.what(), e.kind());
-  }
-}
-
 py::dict entity_dict(const TokenEntity& e, bool aggregated) {
   py::dict d;
   d[aggregated ? "entity_group" : "entity"] = e.entity;

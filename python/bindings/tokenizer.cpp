@@ -128,7 +128,7 @@ void register_tokenizer(py::module_& m) {
                 else
                   out.push_back(t.encode_pair(std::get<1>(inputs[i]).first, std::get<1>(inputs[i]).second, o));
               } catch (const Error& e) {
-                throw Error("input " + std::to_string(i) + ": " + e.what(), e.kind());
+                throw Error("input " + std::to_string(i + 1) + ": " + e.what(), e.kind());
               }
             }
             return out;

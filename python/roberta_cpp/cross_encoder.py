@@ -8,21 +8,36 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 import numpy as np
 
 from . import _core
+from ._checks import check_count, check_texts
 from .model import _apply_threads
 
 _ACTIVATIONS = {"Identity", "Sigmoid", "Tanh", "ReLU", "Softmax"}
 
 
 def _activation_name(fn: Any) -> Optional[str]:
-    """A torch activation module or class, or its name, as the name the C++ side takes."""
+    """A torch activation module or class, or its name, as the name the C++ side takes; None for
+    any other callable (applied in Python to the logits, as sentence-transformers applies it)."""
     if fn is None:
         return None
     if isinstance(fn, str):
+        if fn not in _ACTIVATIONS:
+            raise ValueError(f"activation_fn {fn!r} is not one of {sorted(_ACTIVATIONS)} (or a callable)")
         return fn
     cls = fn if isinstance(fn, type) else type(fn)
-    if cls.__name__ in _ACTIVATIONS:
+    if cls.__name__ in _ACTIVATIONS and getattr(cls, "__module__", "").startswith("torch.nn"):
         return cls.__name__
-    raise ValueError(f"activation_fn {fn!r} is not supported (torch.nn Identity, Sigmoid, Tanh, ReLU, Softmax)")
+    if callable(fn):
+        return None
+    raise TypeError(f"activation_fn {fn!r} is neither a callable nor one of {sorted(_ACTIVATIONS)}")
+
+
+def _apply_callable(fn: Any, logits: np.ndarray) -> np.ndarray:
+    """fn(logits) as sentence-transformers calls it: on a torch tensor (N, labels)."""
+    import torch
+
+    out = fn(torch.from_numpy(np.ascontiguousarray(logits)))
+    out = out.detach().cpu().numpy() if hasattr(out, "detach") else np.asarray(out)
+    return out.astype(np.float32, copy=False)
 
 
 class CrossEncoder:
@@ -39,23 +54,42 @@ class CrossEncoder:
     several. Pairs longer than max_length are truncated (longest_first).
     """
 
-    def __init__(self, model_name_or_path: Union[str, os.PathLike], dtype: str = "float32",
-                 threads: Optional[int] = None, max_length: Optional[int] = None, device: Optional[str] = None):
+    def __init__(self, model_name_or_path: Union[str, os.PathLike], num_labels: Optional[int] = None,
+                 max_length: Optional[int] = None, activation_fn: Any = None, device: Optional[str] = None, *,
+                 dtype: str = "float32", threads: Optional[int] = None, default_activation_function: Any = None):
+        """sentence-transformers' arguments in its order (num_labels must be the checkpoint's own:
+        another would need a new, untrained head; activation_fn, or the older
+        default_activation_function, replaces the folder's activation), then ours: dtype
+        ("float32", "bfloat16", "int8", "auto") and threads."""
         if device not in (None, "cpu"):
             raise ValueError(f"device={device!r}: roberta_cpp runs on the CPU only")
+        if not isinstance(dtype, str):
+            raise TypeError(f"dtype must be a str such as \"bfloat16\", not {type(dtype).__name__}")
         _apply_threads(threads)
         self.model_path = os.fspath(model_name_or_path)
         self._ce = _core.CrossEncoder(self.model_path, dtype)
+        if num_labels is not None:
+            if isinstance(num_labels, bool) or not isinstance(num_labels, int):
+                raise TypeError(f"num_labels must be an integer, not {type(num_labels).__name__}")
+            if num_labels != self.num_labels:
+                raise ValueError(f"num_labels={num_labels}: the checkpoint's head has {self.num_labels} labels (another "
+                                 f"number would need a new, untrained head)")
+        if max_length is not None and (isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 3):
+            raise ValueError(f"max_length must be an integer of at least 3, got {max_length!r}")
         self.max_length = int(max_length) if max_length is not None else int(self._ce.max_length)
+        fn = activation_fn if activation_fn is not None else default_activation_function
+        _activation_name(fn)  # checked now
+        self._activation = fn
 
     @property
     def num_labels(self) -> int:
         return int(self._ce.num_labels)
 
     @property
-    def activation_fn(self) -> str:
-        """The default activation's name: Identity, Sigmoid, Tanh, ReLU or Softmax."""
-        return self._ce.default_activation
+    def activation_fn(self) -> Any:
+        """The default activation: the one given at construction, else the folder's name
+        (Identity, Sigmoid, Tanh, ReLU or Softmax)."""
+        return self._activation if self._activation is not None else self._ce.default_activation
 
     def predict(
         self,
@@ -76,8 +110,17 @@ class CrossEncoder:
         for i, p in enumerate(pairs):
             if len(p) != 2 or not all(isinstance(t, str) for t in p):
                 raise ValueError(f"sentences[{i}] is not a pair of strings")
-        scores = self._ce.predict(pairs, int(batch_size), _activation_name(activation_fn), bool(apply_softmax),
-                                  self.max_length)
+            check_texts(list(p), f"sentences[{i}]")
+        batch_size = check_count(batch_size, "batch_size")
+        fn = activation_fn if activation_fn is not None else self._activation
+        name = _activation_name(fn)
+        if fn is not None and name is None:  # a callable: on the logits, then the softmax
+            scores = _apply_callable(fn, self._ce.predict(pairs, batch_size, "Identity", False, self.max_length))
+            if apply_softmax and scores.ndim == 2:
+                e = np.exp(scores - scores.max(axis=1, keepdims=True))
+                scores = (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
+        else:
+            scores = self._ce.predict(pairs, batch_size, name, bool(apply_softmax), self.max_length)
         if self.num_labels == 1:
             scores = scores[:, 0]
         if convert_to_tensor or not convert_to_numpy:

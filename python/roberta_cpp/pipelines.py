@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Type, Union
 
 from . import _core
+from ._checks import check_batch_size as _check_batch_size
+from ._checks import check_count as _check_count
+from ._checks import check_texts as _check_texts
 from .model import Model, _apply_threads
 from .tokenizer import Tokenizer, _model_max_length
 
@@ -28,10 +31,14 @@ class Pipeline:
 
     task: str = ""
 
-    def __init__(self, model: Model, tokenizer: Tokenizer, task: str = "", **kwargs: Any):
+    def __init__(self, model: Model, tokenizer: Tokenizer, task: str = "", batch_size: Optional[int] = None,
+                 num_workers: Optional[int] = None, **kwargs: Any):
         self.model = model
         self.tokenizer = tokenizer
         self.task = task or self.task
+        # transformers' batch_size (inputs a forward pass; default 32 here) and num_workers (its
+        # DataLoader's workers: accepted and unused, the engine's threads do that work).
+        self._batch_size = _check_batch_size(batch_size)
         self._defaults = self._check_parameters(kwargs)
 
     def _check_parameters(self, kwargs: Dict[str, Any]) -> Dict[str, Any]:
@@ -52,9 +59,12 @@ class Pipeline:
                 raise TypeError("pass several inputs as one list")
         params = {**self._defaults, **self._check_parameters(kwargs)}
         single = isinstance(inputs, str)
-        texts = [inputs] if single else list(inputs)
-        results = self._run(texts, batch_size=batch_size or 32, **params)
+        texts = _check_texts([inputs] if single else list(inputs), "inputs")
+        results = self._run(texts, batch_size=self._call_batch_size(batch_size), **params)
         return results[0] if single else results
+
+    def _call_batch_size(self, batch_size: Optional[int]) -> int:
+        return _check_batch_size(batch_size) or self._batch_size or 32
 
     def _run(self, texts: List[str], batch_size: int, **params: Any) -> List[Any]:
         raise NotImplementedError
@@ -87,19 +97,27 @@ class FillMaskPipeline(Pipeline):
             return outputs[0]
         return outputs
 
-    def _run(self, texts: List[str], batch_size: int, top_k: int = 5, targets: Any = None,
+    def _run(self, texts: List[str], batch_size: int, top_k: Optional[int] = 5, targets: Any = None,
              tokenizer_kwargs: Optional[dict] = None) -> List[Any]:
-        if tokenizer_kwargs:
-            raise ValueError(f"tokenizer_kwargs {sorted(tokenizer_kwargs)} are not supported by roberta_cpp's fill-mask")
+        unknown = set(tokenizer_kwargs or {}) - {"truncation"}
+        if unknown:
+            raise ValueError(f"tokenizer_kwargs {sorted(unknown)} are not supported by roberta_cpp's fill-mask "
+                             f"(it takes truncation)")
+        truncation = (tokenizer_kwargs or {}).get("truncation", False)
+        if truncation not in (True, False, "longest_first", "do_not_truncate"):
+            raise ValueError(f"tokenizer_kwargs truncation={truncation!r}: fill-mask takes True, False, "
+                             f"'longest_first' or 'do_not_truncate'")
         target_list: List[str] = []
         if targets is not None:
-            target_list = [targets] if isinstance(targets, str) else list(targets)
+            target_list = _check_texts([targets] if isinstance(targets, str) else list(targets), "targets")
             ids, notes = self._fill.target_ids(target_list)
             for note in notes:
                 logger.warning(note)
             if not ids:
                 raise ValueError("At least one target must be provided when passed.")
-        results = self._fill(texts, int(top_k), target_list)
+        # (transformers: top_k=None leaves the default of 5)
+        results = self._fill(texts, _check_count(5 if top_k is None else top_k, "top_k"), target_list,
+                             truncation in (True, "longest_first"), batch_size)
         return [masks[0] if len(masks) == 1 else masks for masks in results]
 
 
@@ -151,17 +169,26 @@ class TextClassificationPipeline(Pipeline):
         super().__init__(model, tokenizer, task, **kwargs)
         self._classify = _core.TextClassifier(model._model, tokenizer)
 
-    def __call__(self, inputs: Any, **kwargs: Any) -> Any:
+    def __call__(self, inputs: Any, batch_size: Optional[int] = None, num_workers: Optional[int] = None,
+                 **kwargs: Any) -> Any:
         params = {**self._defaults, **self._check_parameters(kwargs)}
+        self._call_batch_size(batch_size)  # checked; the classifier runs every input in one pass
         single = not isinstance(inputs, list)
         items = [inputs] if single else list(inputs)
         pairs = []
-        for item in items:
+        for i, item in enumerate(items):
             if isinstance(item, dict):
-                pairs.append((item["text"], item.get("text_pair")))
+                if "text" not in item:
+                    raise ValueError(f"inputs[{i}] is a dict without \"text\"")
+                text, pair = item["text"], item.get("text_pair")
+                _check_texts([text], f"inputs[{i}][\"text\"]")
+                if pair is not None:
+                    _check_texts([pair], f"inputs[{i}][\"text_pair\"]")
+                pairs.append((text, pair))
             elif isinstance(item, str):
-                pairs.append((item, None))
+                pairs.append((_check_texts([item], f"inputs[{i}]")[0], None))
             elif isinstance(item, (list, tuple)) and len(item) == 2 and all(isinstance(t, str) for t in item):
+                _check_texts(list(item), f"inputs[{i}]")
                 pairs.append((item[0], item[1]))
             else:
                 raise ValueError('The pipeline received invalid inputs, if you are trying to send text pairs, you can '
@@ -175,7 +202,7 @@ class TextClassificationPipeline(Pipeline):
             all_scores = False
             top_k = params["top_k"]
         function = params.get("function_to_apply") or "default"
-        results = self._classify(pairs, top_k=top_k if top_k is None else int(top_k),
+        results = self._classify(pairs, top_k=top_k if top_k is None else _check_count(top_k, "top_k"),
                                  return_all_scores=bool(legacy and all_scores), function_to_apply=str(function),
                                  truncation=bool(params.get("truncation", False)))
         shaped = [r[0] if (legacy and top_k == 1) else r for r in results]
@@ -214,7 +241,9 @@ class ZeroShotClassificationPipeline(Pipeline):
         if candidate_labels is None:
             raise ValueError("You must include at least one label.")
         labels = (_core.parse_candidate_labels(candidate_labels) if isinstance(candidate_labels, str)
-                  else list(candidate_labels))
+                  else _check_texts(list(candidate_labels), "candidate_labels"))
+        if not isinstance(hypothesis_template, str):
+            raise TypeError(f"hypothesis_template is {type(hypothesis_template).__name__}, not str")
         return self._zero_shot(texts, labels, hypothesis_template, bool(multi_label))
 
 
@@ -236,8 +265,8 @@ class TokenClassificationPipeline(Pipeline):
     def _run(self, texts: List[str], batch_size: int, aggregation_strategy: Any = "none",
              ignore_labels: Optional[Sequence[str]] = None, stride: Optional[int] = None) -> List[Any]:
         strategy = getattr(aggregation_strategy, "value", aggregation_strategy) or "none"
-        labels = ["O"] if ignore_labels is None else list(ignore_labels)
-        return self._ner(texts, str(strategy).lower(), labels, stride)
+        labels = ["O"] if ignore_labels is None else _check_texts(list(ignore_labels), "ignore_labels")
+        return self._ner(texts, str(strategy).lower(), labels, None if stride is None else _check_count(stride, "stride", 0))
 
 
 class QuestionAnsweringPipeline(Pipeline):
@@ -257,16 +286,23 @@ class QuestionAnsweringPipeline(Pipeline):
         super().__init__(model, tokenizer, task, **kwargs)
         self._qa = _core.QuestionAnswerer(model._model, tokenizer)
 
-    def __call__(self, *args: Any, question: Any = None, context: Any = None, **kwargs: Any) -> Any:
+    def __call__(self, *args: Any, question: Any = None, context: Any = None, batch_size: Optional[int] = None,
+                 num_workers: Optional[int] = None, **kwargs: Any) -> Any:
         examples, single = _qa_examples(args, question, context)
+        for i, (q, c) in enumerate(examples):
+            _check_texts([q], f"question {i}" if len(examples) > 1 else "question")
+            _check_texts([c], f"context {i}" if len(examples) > 1 else "context")
+        self._call_batch_size(batch_size)  # checked; each example runs in one pass of its windows
         params = {**self._defaults, **self._check_parameters(kwargs)}
         if "topk" in params:
             params.setdefault("top_k", params.pop("topk"))
-        top_k = int(params.get("top_k", 1))
-        results = self._qa(examples, top_k=top_k, doc_stride=params.get("doc_stride"),
-                           max_answer_len=int(params.get("max_answer_len", 15)),
-                           max_seq_len=params.get("max_seq_len"),
-                           max_question_len=int(params.get("max_question_len", 64)),
+        top_k = _check_count(params.get("top_k", 1), "top_k")
+        doc_stride, max_seq_len = params.get("doc_stride"), params.get("max_seq_len")
+        results = self._qa(examples, top_k=top_k,
+                           doc_stride=None if doc_stride is None else _check_count(doc_stride, "doc_stride", 0),
+                           max_answer_len=_check_count(params.get("max_answer_len", 15), "max_answer_len"),
+                           max_seq_len=None if max_seq_len is None else _check_count(max_seq_len, "max_seq_len"),
+                           max_question_len=_check_count(params.get("max_question_len", 64), "max_question_len"),
                            handle_impossible_answer=bool(params.get("handle_impossible_answer", False)),
                            align_to_words=bool(params.get("align_to_words", True)))
         shaped = [r[0] if top_k == 1 and len(r) == 1 else r for r in results]
@@ -285,7 +321,8 @@ def _qa_examples(args: tuple, question: Any, context: Any) -> tuple:
         cs = [context] * len(qs) if isinstance(context, str) else list(context)
         if len(qs) != len(cs):
             raise ValueError("Questions and contexts don't have the same lengths")
-        return list(zip(qs, cs)), False
+        # (transformers: exactly one example gives its answer, not a list of one)
+        return list(zip(qs, cs)), len(qs) == 1
     if len(args) == 2 and all(isinstance(a, str) for a in args):
         return [(args[0], args[1])], True
     if len(args) != 1:

@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Literal, Optional, Sequence, Union
 import numpy as np
 
 from . import _core
+from ._checks import check_count, check_texts
 from .model import _apply_threads
 from .tokenizer import Tokenizer, _model_max_length
 
@@ -91,6 +92,41 @@ def _manhattan(a: Any, b: Any) -> np.ndarray:
 
 
 _SIMILARITY = {"cosine": cos_sim, "dot": _dot, "euclidean": _euclidean, "manhattan": _manhattan}
+
+
+def _pairs(a: Any, b: Any) -> tuple:
+    a, b = _as_matrix(a), _as_matrix(b)
+    if a.shape != b.shape:
+        raise ValueError(f"similarity_pairwise needs embeddings of the same shape, got {a.shape} and {b.shape}")
+    return a, b
+
+
+def _pairwise_cos(a: Any, b: Any) -> np.ndarray:
+    a, b = _pairs(a, b)
+    an = a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
+    bn = b / np.maximum(np.linalg.norm(b, axis=1, keepdims=True), 1e-12)
+    return (an * bn).sum(-1)
+
+
+def _pairwise_dot(a: Any, b: Any) -> np.ndarray:
+    a, b = _pairs(a, b)
+    return (a * b).sum(-1)
+
+
+def _pairwise_euclidean(a: Any, b: Any) -> np.ndarray:
+    a, b = _pairs(a, b)
+    return -np.sqrt(((a - b) ** 2).sum(-1)).astype(np.float32)
+
+
+def _pairwise_manhattan(a: Any, b: Any) -> np.ndarray:
+    a, b = _pairs(a, b)
+    return -np.abs(a - b).sum(-1).astype(np.float32)
+
+
+# sentence_transformers.util's pairwise_cos_sim, pairwise_dot_score, pairwise_euclidean_sim,
+# pairwise_manhattan_sim (row i of a with row i of b), in numpy.
+_SIMILARITY_PAIRWISE = {"cosine": _pairwise_cos, "dot": _pairwise_dot, "euclidean": _pairwise_euclidean,
+                        "manhattan": _pairwise_manhattan}
 
 
 class SentenceTransformer:
@@ -185,6 +221,10 @@ class SentenceTransformer:
         """(len(a), len(b)) similarities with similarity_fn_name (cosine unless the folder says otherwise)."""
         return _SIMILARITY[self._similarity_fn_name](embeddings1, embeddings2)
 
+    def similarity_pairwise(self, embeddings1: Any, embeddings2: Any) -> np.ndarray:
+        """(len(a),) similarities of row i of a with row i of b, with similarity_fn_name."""
+        return _SIMILARITY_PAIRWISE[self._similarity_fn_name](embeddings1, embeddings2)
+
     # ---- encoding
     def encode(
         self,
@@ -228,9 +268,8 @@ class SentenceTransformer:
             raise ValueError(f"output_value={output_value!r} is not supported (sentence_embedding, token_embeddings)")
         input_was_string = isinstance(sentences, str) or not hasattr(sentences, "__len__")
         texts: List[str] = [sentences] if input_was_string else list(sentences)
-        for i, t in enumerate(texts):
-            if not isinstance(t, str):
-                raise TypeError(f"sentences[{i}] is {type(t).__name__}, not str")
+        check_texts(texts, "sentences")
+        batch_size = check_count(batch_size, "batch_size")
         prompt_text = self._resolve_prompt(prompt_name, prompt)
         max_length = self._max_seq_length
         if output_value == "token_embeddings":

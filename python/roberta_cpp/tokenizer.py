@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _core
+from ._checks import check_texts
 
 TextInput = Union[str, Tuple[str, str]]
 
@@ -96,9 +97,9 @@ class Tokenizer(_core.Tokenizer):
         (int64 arrays) or "pt" (torch tensors, if torch is installed).
         """
         single = isinstance(text, str)
-        texts = [text] if single else list(text)
+        texts = check_texts([text] if single else list(text), "texts")
         if text_pair is not None:
-            pairs = [text_pair] if isinstance(text_pair, str) else list(text_pair)
+            pairs = check_texts([text_pair] if isinstance(text_pair, str) else list(text_pair), "text_pairs")
             if len(pairs) != len(texts):
                 raise ValueError(f"text_pair has {len(pairs)} entries but text has {len(texts)}")
             inputs: List[TextInput] = [(a, b) for a, b in zip(texts, pairs)]

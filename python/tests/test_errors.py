@@ -25,6 +25,21 @@ def test_missing_folder_is_file_not_found(tmp_path):
         roberta_cpp.SentenceTransformer(tmp_path)
 
 
+def test_missing_weights_is_file_not_found(tmp_path, mlm_model):
+    copy = tmp_path / "m"
+    shutil.copytree(mlm_model, copy)
+    (copy / "model.safetensors").unlink()
+    # a missing file of the folder, as a missing config.json or tokenizer is
+    with pytest.raises(roberta_cpp.NotFoundError, match="no model.safetensors"):
+        roberta_cpp.Model.from_pretrained(copy)
+    with pytest.raises(roberta_cpp.IoError, match="is a file, not a model folder") as e:
+        roberta_cpp.Model.from_pretrained(mlm_model / "config.json")
+    assert not isinstance(e.value, FileNotFoundError)
+    # a message holding a path that is not UTF-8 keeps its text, the bad byte replaced
+    with pytest.raises(roberta_cpp.NotFoundError, match="\ufffd-nowhere: model folder not found"):
+        roberta_cpp.Model.from_pretrained(b"/tmp/\xff-nowhere")
+
+
 def test_unreadable_file_is_io_error(tmp_path, mlm_model):
     copy = tmp_path / "m"
     shutil.copytree(mlm_model, copy)

@@ -172,6 +172,66 @@ def test_question_answering_format(work):
     assert [t["score"] for t in top] == sorted((t["score"] for t in top), reverse=True)
     two = qa(question=["Who am I?", "Where?"], context=context)
     assert isinstance(two, list) and len(two) == 2
+    # transformers' QuestionAnsweringPipeline: exactly one example, however given, gives its answer
+    assert qa(question=["Where do I live?"], context=[context]) == a
+    assert qa(question=("Where do I live?",), context=context) == a
+    assert qa(question="Where do I live?", context=context, batch_size=4, num_workers=0) == a
+    with pytest.raises(ValueError, match="top_k must be at least 1"):
+        qa(question="Where do I live?", context=context, top_k=0)
+    with pytest.raises(TypeError, match="context is NoneType"):
+        qa(question="Where do I live?", context=[None])
+
+
+def test_fill_mask_truncation_matches_pytorch(work, mlm_model):
+    """tokenizer_kwargs={"truncation": True}, as transformers' fill-mask: the text cut to the
+    model's 512 tokens (<s>, the first 510 tokens, </s>) and filled as PyTorch fills those ids."""
+    text = "The capital of France is <mask>. " + "It is a city. " * 200
+    tok = roberta_cpp.Tokenizer.from_pretrained(mlm_model)
+    full = list(tok.encode(text).ids)
+    assert len(full) > 600
+    ids = full[:511] + [full[-1]]
+    mask_at = ids.index(tok.token_to_id("<mask>"))
+    ref = dump_reference(mlm_model, work / "dump-fill-trunc", ids=[ids])
+    probs = softmax(ref["logits"][0, mask_at].astype(np.float64))
+    fill = roberta_cpp.pipeline("fill-mask", model=mlm_model)
+    got = fill(text, tokenizer_kwargs={"truncation": True}, top_k=3)
+    best = np.argsort(-probs, kind="stable")[:3]
+    assert [c["token"] for c in got] == [int(t) for t in best]
+    assert [c["score"] for c in got] == pytest.approx([probs[t] for t in best], abs=1e-5)
+    filled = list(ids)
+    filled[mask_at] = int(best[0])
+    assert got[0]["sequence"] == tok.decode(filled, skip_special_tokens=True)
+    with pytest.raises(ValueError, match="(?s)tokens.*at most 512"):
+        fill(text)  # without truncation: an error, as transformers' model would fail on it
+    with pytest.raises(ValueError, match="no <mask>"):  # the <mask> cut away
+        fill("It is a city. " * 200 + "<mask>", tokenizer_kwargs={"truncation": True})
+
+
+def test_pipeline_arguments_as_transformers_takes_them(mlm_model, seq_model):
+    """batch_size / num_workers at construction and per call; top_k=None; the results of batches
+    equal those of one text at a time; bad values are clear errors naming the argument."""
+    fill = roberta_cpp.pipeline("fill-mask", model=mlm_model, batch_size=2, num_workers=0)
+    one_by_one = [fill(t) for t in MASKED]
+    assert fill(MASKED) == one_by_one and fill(MASKED, batch_size=1) == one_by_one
+    assert fill(MASKED[0], top_k=None) == fill(MASKED[0])
+    clf = roberta_cpp.pipeline("text-classification", model=seq_model, batch_size=8)
+    assert clf(TEXTS[:3], batch_size=2) == clf(TEXTS[:3])
+    for bad, kind, match in [(dict(top_k=-1), ValueError, "top_k must be at least 1"),
+                             (dict(top_k="3"), TypeError, "top_k must be an integer"),
+                             (dict(batch_size=0), ValueError, "batch_size must be at least 1"),
+                             (dict(targets=[None]), TypeError, r"targets\[0\] is NoneType"),
+                             (dict(tokenizer_kwargs={"padding": True}), ValueError, "padding")]:
+        with pytest.raises(kind, match=match):
+            fill(MASKED[0], **bad)
+    with pytest.raises(TypeError, match=r"inputs\[1\] is NoneType, not str"):
+        fill([MASKED[0], None])
+    with pytest.raises(roberta_cpp.InvalidInputError, match=r"inputs\[0\] is not valid Unicode: a lone surrogate"):
+        fill("a \ud800 <mask>")
+    # errors of one of several inputs count from 1, in every pipeline
+    with pytest.raises(ValueError, match="input 2: no <mask>"):
+        fill([MASKED[0], "no mask"])
+    with pytest.raises(ValueError, match="input 2 has"):
+        clf(["fine", "word " * 600])
 
 
 def test_question_answering_matches_cli(work, roberta_binary):
@@ -208,6 +268,20 @@ def test_cross_encoder_matches_pytorch(work):
     assert all(r["text"] == docs[r["corpus_id"]] for r in ranked)
     assert len(ce.rank(query, docs, top_k=2)) == 2 and "text" not in ce.rank(query, docs, top_k=1)[0]
     np.testing.assert_array_equal(ce.predict([(query, d) for d in docs], apply_softmax=True), np.ones(3, np.float32))
+    # sentence-transformers' constructor arguments in its order; activation_fn a torch module or
+    # any callable on the logits
+    torch = pytest.importorskip("torch")
+    raw = ref["sequence_logits"][:, 0].astype(np.float64)
+    same = roberta_cpp.CrossEncoder(path, 1, 64, torch.nn.Identity())
+    assert same.max_length == 64 and isinstance(same.activation_fn, torch.nn.Identity)
+    np.testing.assert_allclose(same.predict([(query, d) for d in docs]), raw, atol=1e-4)
+    np.testing.assert_allclose(ce.predict([(query, d) for d in docs], activation_fn=torch.tanh), np.tanh(raw), atol=1e-5)
+    np.testing.assert_allclose(ce.predict([(query, d) for d in docs], activation_fn=lambda x: x * 2), 2 * raw, atol=1e-4)
+    assert ce.activation_fn == "Sigmoid"  # a call's activation_fn does not change the default here
+    with pytest.raises(ValueError, match="num_labels=2: the checkpoint's head has 1"):
+        roberta_cpp.CrossEncoder(path, num_labels=2)
+    with pytest.raises(TypeError, match="num_labels must be an integer"):
+        roberta_cpp.CrossEncoder(path, "bfloat16")
 
 
 def test_task_registry(mlm_model, monkeypatch):

@@ -122,6 +122,16 @@ def test_similarity_and_tensors(st):
     n = emb / np.linalg.norm(emb, axis=1, keepdims=True)
     np.testing.assert_allclose(sim, n @ n[:2].T, atol=1e-6)
     assert sim.shape == (len(TEXTS), 2) and st.similarity_fn_name == "cosine"
+    # sentence-transformers' similarity_pairwise: row i with row i (util.pairwise_cos_sim)
+    pair = st.similarity_pairwise(emb[:3], emb[1:4])
+    np.testing.assert_allclose(pair, (n[:3] * n[1:4]).sum(-1), atol=1e-6)
+    assert pair.shape == (3,)
+    with pytest.raises(ValueError, match="same shape"):
+        st.similarity_pairwise(emb[:3], emb[:2])
+    with pytest.raises(TypeError, match=r"sentences\[1\] is NoneType"):
+        st.encode([TEXTS[0], None])
+    with pytest.raises(ValueError, match="batch_size must be at least 1"):
+        st.encode(TEXTS, batch_size=0)
     torch = pytest.importorskip("torch")
     t = st.encode(TEXTS, convert_to_tensor=True)
     assert isinstance(t, torch.Tensor) and tuple(t.shape) == emb.shape

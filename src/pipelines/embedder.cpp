@@ -65,8 +65,8 @@ DenseLayer read_dense(const std::filesystem::path& dir) {
   const bool bias = cfg.value("bias", true);
   std::error_code ec;
   if (!std::filesystem::exists(dir / "model.safetensors", ec))
-    throw Error(dir.string() + ": no model.safetensors (convert pytorch_model.bin with tools/convert_checkpoint.py)",
-                ErrorKind::kInvalidModel);
+    throw Error(dir.string() + ": no model.safetensors found (convert pytorch_model.bin with tools/convert_checkpoint.py)",
+                ErrorKind::kIo);
   const WeightStore store = WeightStore::open_file(dir / "model.safetensors");
   const auto get = [&](const std::string& name, std::vector<int64_t> shape) {
     const TensorInfo* t = store.find(name);

@@ -62,14 +62,22 @@ std::vector<int32_t> FillMask::target_ids(const std::vector<std::string>& target
   return ids;
 }
 
-FillMask::Prepared FillMask::prepare(std::string_view text) const {
+FillMask::Prepared FillMask::prepare(std::string_view text, const FillMaskOptions& options) const {
+  const int64_t max_len = model_.config().max_sequence_length();
+  EncodeOptions eo;
+  if (options.truncation) {
+    eo.max_length = static_cast<size_t>(max_len);
+    eo.truncation = TruncationStrategy::kLongestFirst;
+  }
   Prepared p;
-  p.encoding = tokenizer_.encode(text);
+  p.encoding = tokenizer_.encode(text, eo);
   const int32_t mask = *tokenizer_.mask_id();
   for (size_t i = 0; i < p.encoding.ids.size(); ++i)
     if (p.encoding.ids[i] == mask) p.mask_positions.push_back(i);
-  if (p.mask_positions.empty()) throw Error("no <mask> in the text");
-  const int64_t max_len = model_.config().max_sequence_length();
+  if (p.mask_positions.empty())
+    throw Error(options.truncation && p.encoding.size() == static_cast<size_t>(max_len)
+                    ? "no <mask> in the text's first " + std::to_string(max_len) + " tokens (the rest is truncated)"
+                    : "no <mask> in the text");
   if (static_cast<int64_t>(p.encoding.size()) > max_len)
     throw Error("the text has " + std::to_string(p.encoding.size()) + " tokens; the model allows at most " +
                 std::to_string(max_len));
@@ -96,7 +104,7 @@ Matrix FillMask::run(const Batch& batch) const {
 
 std::vector<std::vector<FillMaskCandidate>> FillMask::operator()(std::string_view text,
                                                                  const FillMaskOptions& options) const {
-  const Prepared p = prepare(text);
+  const Prepared p = prepare(text, options);
   return finish(p, run(std::span(&p, 1)), options);
 }
 
