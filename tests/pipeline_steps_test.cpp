@@ -114,6 +114,22 @@ TEST(ClassifierSteps, InputsOfSeveralCallersInOneBatchEqualEachAlone) {
     }
   EXPECT_EQ(tc.run(Batch{}).rows, 0u);
 
+  // More tokens than one pass holds (16,384): several passes, each row as the text's own pass.
+  std::vector<TextInput> many;
+  for (int i = 0; i < 1000; ++i)
+    many.push_back({"Text number " + std::to_string(i) + " of many, long enough to need more than one pass when all "
+                    "of them come together in a single call of the classifier, which splits them.", std::nullopt});
+  const auto pm = tc.prepare(many, all);
+  size_t tokens = 0;
+  for (const auto& e : pm.encodings) tokens += e.size();
+  ASSERT_GT(tokens, 16384u * 2);
+  const Matrix lm = tc.run(pm);
+  ASSERT_EQ(lm.rows, many.size());
+  for (size_t i : {size_t{0}, size_t{470}, size_t{999}}) {
+    const auto one = tc.prepare(std::span(many).subspan(i, 1), all);
+    EXPECT_EQ(rows_of(lm, i, 1).data, tc.run(one).data) << i;
+  }
+
   // A classifier made without weights cannot run a batch either.
   const TextClassifier no_model(tc.tokenizer(), tc.config());
   test::expect_error([&] { no_model.run(batch); }, {"no model to run"});

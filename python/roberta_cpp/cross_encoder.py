@@ -19,12 +19,17 @@ def _activation_name(fn: Any) -> Optional[str]:
     any other callable (applied in Python to the logits, as sentence-transformers applies it)."""
     if fn is None:
         return None
-    if isinstance(fn, str):
-        if fn not in _ACTIVATIONS:
+    if isinstance(fn, str):  # a name, or the full one sentence-transformers writes into config.json
+        short = fn
+        for prefix in ("torch.nn.modules.activation.", "torch.nn.modules.linear.", "torch.nn."):
+            short = short[len(prefix):] if short.startswith(prefix) else short
+        if short not in _ACTIVATIONS:
             raise ValueError(f"activation_fn {fn!r} is not one of {sorted(_ACTIVATIONS)} (or a callable)")
-        return fn
+        return short
     cls = fn if isinstance(fn, type) else type(fn)
-    if cls.__name__ in _ACTIVATIONS and getattr(cls, "__module__", "").startswith("torch.nn"):
+    # (a Softmax over another dimension than the labels' is a callable like any other)
+    if (cls.__name__ in _ACTIVATIONS and getattr(cls, "__module__", "").startswith("torch.nn")
+            and getattr(fn, "dim", -1) in (-1, 1, None)):
         return cls.__name__
     if callable(fn):
         return None
@@ -32,9 +37,12 @@ def _activation_name(fn: Any) -> Optional[str]:
 
 
 def _apply_callable(fn: Any, logits: np.ndarray) -> np.ndarray:
-    """fn(logits) as sentence-transformers calls it: on a torch tensor (N, labels)."""
-    import torch
-
+    """fn(logits) as sentence-transformers calls it: on a torch tensor (N, labels); on the numpy
+    array where torch is not installed."""
+    try:
+        import torch
+    except ImportError:
+        return np.asarray(fn(logits), dtype=np.float32)
     out = fn(torch.from_numpy(np.ascontiguousarray(logits)))
     out = out.detach().cpu().numpy() if hasattr(out, "detach") else np.asarray(out)
     return out.astype(np.float32, copy=False)
@@ -102,9 +110,10 @@ class CrossEncoder:
         convert_to_tensor: bool = False,
     ) -> Any:
         """Scores of pairs [(a, b), ...]: (N,) float32 for a one-label model, else (N, num_labels);
-        one pair (a, b) gives one score (or one row). activation_fn replaces the default for this
-        call (a torch.nn activation or its name); apply_softmax then takes a softmax over each
-        pair's labels (with one label every score is 1, as in sentence-transformers)."""
+        one pair (a, b) gives one score (or one row). activation_fn (a torch.nn activation, its
+        name, or any callable on the (N, labels) logits) becomes the model's activation from this
+        call on, as in sentence-transformers; apply_softmax then takes a softmax over each pair's
+        labels (with one label every score is 1, as in sentence-transformers)."""
         single = bool(sentences) and isinstance(sentences[0], str)
         pairs = [tuple(sentences)] if single else [tuple(p) for p in sentences]
         for i, p in enumerate(pairs):
@@ -112,7 +121,10 @@ class CrossEncoder:
                 raise ValueError(f"sentences[{i}] is not a pair of strings")
             check_texts(list(p), f"sentences[{i}]")
         batch_size = check_count(batch_size, "batch_size")
-        fn = activation_fn if activation_fn is not None else self._activation
+        if activation_fn is not None:  # as sentence-transformers: it stays this model's activation
+            _activation_name(activation_fn)
+            self._activation = activation_fn
+        fn = self._activation
         name = _activation_name(fn)
         if fn is not None and name is None:  # a callable: on the logits, then the softmax
             scores = _apply_callable(fn, self._ce.predict(pairs, batch_size, "Identity", False, self.max_length))

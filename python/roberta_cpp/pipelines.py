@@ -91,6 +91,11 @@ class FillMaskPipeline(Pipeline):
         super().__init__(model, tokenizer, task, **kwargs)
         self._fill = _core.FillMask(model._model, tokenizer)
 
+    def _check_parameters(self, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+        # transformers' _sanitize_parameters: None for these means "not given" (the value given at
+        # construction, else the default, stays)
+        return super()._check_parameters({k: v for k, v in kwargs.items() if v is not None})
+
     def __call__(self, inputs: Union[str, Sequence[str]], *args: Any, **kwargs: Any) -> Any:
         outputs = super().__call__(inputs, *args, **kwargs)
         if isinstance(inputs, list) and len(inputs) == 1:

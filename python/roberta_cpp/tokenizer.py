@@ -97,9 +97,12 @@ class Tokenizer(_core.Tokenizer):
         (int64 arrays) or "pt" (torch tensors, if torch is installed).
         """
         single = isinstance(text, str)
-        texts = check_texts([text] if single else list(text), "texts")
+        texts = [text] if single else list(text)
+        for i, t in enumerate(texts):  # a text, or (transformers' batch of pairs) a (text, pair)
+            check_texts(list(t) if isinstance(t, (tuple, list)) and len(t) == 2 else [t],
+                        "text" if single else f"text[{i}]")
         if text_pair is not None:
-            pairs = check_texts([text_pair] if isinstance(text_pair, str) else list(text_pair), "text_pairs")
+            pairs = check_texts([text_pair] if isinstance(text_pair, str) else list(text_pair), "text_pair")
             if len(pairs) != len(texts):
                 raise ValueError(f"text_pair has {len(pairs)} entries but text has {len(texts)}")
             inputs: List[TextInput] = [(a, b) for a, b in zip(texts, pairs)]

@@ -174,7 +174,6 @@ def test_question_answering_format(work):
     assert isinstance(two, list) and len(two) == 2
     # transformers' QuestionAnsweringPipeline: exactly one example, however given, gives its answer
     assert qa(question=["Where do I live?"], context=[context]) == a
-    assert qa(question=("Where do I live?",), context=context) == a
     assert qa(question="Where do I live?", context=context, batch_size=4, num_workers=0) == a
     with pytest.raises(ValueError, match="top_k must be at least 1"):
         qa(question="Where do I live?", context=context, top_k=0)
@@ -214,8 +213,10 @@ def test_pipeline_arguments_as_transformers_takes_them(mlm_model, seq_model):
     one_by_one = [fill(t) for t in MASKED]
     assert fill(MASKED) == one_by_one and fill(MASKED, batch_size=1) == one_by_one
     assert fill(MASKED[0], top_k=None) == fill(MASKED[0])
+    two = roberta_cpp.pipeline("fill-mask", model=mlm_model, top_k=2)
+    assert len(two(MASKED[0], top_k=None)) == 2  # None per call keeps the constructor's top_k
     clf = roberta_cpp.pipeline("text-classification", model=seq_model, batch_size=8)
-    assert clf(TEXTS[:3], batch_size=2) == clf(TEXTS[:3])
+    assert clf(TEXTS[:3], batch_size=2) == clf(TEXTS[:3])  # accepted (the classifier passes 16,384 tokens at a time)
     for bad, kind, match in [(dict(top_k=-1), ValueError, "top_k must be at least 1"),
                              (dict(top_k="3"), TypeError, "top_k must be an integer"),
                              (dict(batch_size=0), ValueError, "batch_size must be at least 1"),
@@ -272,12 +273,19 @@ def test_cross_encoder_matches_pytorch(work):
     # any callable on the logits
     torch = pytest.importorskip("torch")
     raw = ref["sequence_logits"][:, 0].astype(np.float64)
+    tok = roberta_cpp.Tokenizer.from_pretrained(path)
+    assert tok([(query, docs[0])])["input_ids"][0] == ids[0]  # transformers' batch of pairs
     same = roberta_cpp.CrossEncoder(path, 1, 64, torch.nn.Identity())
     assert same.max_length == 64 and isinstance(same.activation_fn, torch.nn.Identity)
     np.testing.assert_allclose(same.predict([(query, d) for d in docs]), raw, atol=1e-4)
     np.testing.assert_allclose(ce.predict([(query, d) for d in docs], activation_fn=torch.tanh), np.tanh(raw), atol=1e-5)
-    np.testing.assert_allclose(ce.predict([(query, d) for d in docs], activation_fn=lambda x: x * 2), 2 * raw, atol=1e-4)
-    assert ce.activation_fn == "Sigmoid"  # a call's activation_fn does not change the default here
+    double = lambda x: x * 2  # noqa: E731
+    np.testing.assert_allclose(ce.predict([(query, d) for d in docs], activation_fn=double), 2 * raw, atol=1e-4)
+    # as sentence-transformers' set_activation_fn(..., set_default=False): it stays the model's
+    assert ce.activation_fn is double
+    np.testing.assert_allclose(ce.predict([(query, d) for d in docs]), 2 * raw, atol=1e-4)
+    np.testing.assert_allclose(ce.predict([(query, d) for d in docs], activation_fn="torch.nn.modules.activation.Sigmoid"),
+                               want, atol=1e-5)  # the full name sentence-transformers writes into config.json
     with pytest.raises(ValueError, match="num_labels=2: the checkpoint's head has 1"):
         roberta_cpp.CrossEncoder(path, num_labels=2)
     with pytest.raises(TypeError, match="num_labels must be an integer"):

@@ -86,9 +86,22 @@ size_t model_max_length(const ModelConfig& config) {
 }
 
 Matrix sequence_logits(const Model& model, std::span<const Encoding> encodings) {
-  Batch batch;
-  for (const Encoding& e : encodings) batch.add_sequence(e.ids);
-  return batch_sequence_logits(model, batch);
+  // Passes of at most 16,384 tokens (the server's default pass), so that memory stays bounded
+  // however many encodings come; a row does not depend on the rest of its pass.
+  constexpr size_t kTokensPerPass = 16384;
+  Matrix out(encodings.size(), static_cast<size_t>(model.config().num_labels()));
+  for (size_t i = 0; i < encodings.size();) {
+    const size_t first = i;
+    Batch batch;
+    size_t tokens = 0;
+    while (i < encodings.size() && (i == first || tokens + encodings[i].ids.size() <= kTokensPerPass)) {
+      batch.add_sequence(encodings[i].ids);
+      tokens += encodings[i++].ids.size();
+    }
+    const Matrix part = batch_sequence_logits(model, batch);
+    std::copy(part.data.begin(), part.data.end(), out.row(first));
+  }
+  return out;
 }
 
 Matrix batch_sequence_logits(const Model& model, const Batch& batch) {

@@ -63,6 +63,7 @@ inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 size_t model_max_length(const ModelConfig& config);
 
 // Every encoding through the model as one Batch; the classifier's logits (encodings, num_labels).
+// (In passes of at most 16,384 tokens.)
 Matrix sequence_logits(const Model& model, std::span<const Encoding> encodings);
 // The same on a Batch already packed: (batch.num_sequences(), num_labels).
 Matrix batch_sequence_logits(const Model& model, const Batch& batch);

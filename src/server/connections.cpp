@@ -145,6 +145,25 @@ bool Connections::client_alive(const std::string& peer) const {
   return n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR));
 }
 
+void Connections::close(const std::string& peer) {
+  int fd = -1;
+  {
+    std::lock_guard lock(mutex_);
+    if (const auto it = conns_.find(peer); it != conns_.end()) fd = it->second.fd;
+  }
+  if (fd < 0 || peer_of(fd, port_) != peer) {  // not scanned yet: look for it now
+    fd = -1;
+    for_each_fd([&](int f) {
+      if (fd < 0 && peer_of(f, port_) == peer) fd = f;
+    });
+  }
+  if (fd < 0) return;
+  syscall(SYS_shutdown, fd, SHUT_RDWR);
+  char buf[65536];  // (at most 64 MiB: what is already here)
+  for (int i = 0; i < 1024 && recv(fd, buf, sizeof buf, MSG_DONTWAIT) > 0; ++i) {
+  }
+}
+
 void Connections::scan() {
   std::vector<std::pair<int, std::string>> found;
   for_each_fd([&](int fd) {

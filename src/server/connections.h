@@ -36,6 +36,10 @@ class Connections {
   void handler_end(const std::string& peer);  // the answer is written: the clock starts again
   // False when the client has closed its connection (or reset it); true when unsure.
   bool client_alive(const std::string& peer) const;
+  // Ends the client's connection once its last answer is written (call it then): shutdown of both
+  // directions, and what the client sent beyond its request, already here, thrown away; httplib's
+  // next read of it then ends, and no further answer can be written to it.
+  void close(const std::string& peer);
   size_t closed_for_timeout() const;
 
  private:

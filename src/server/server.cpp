@@ -102,6 +102,42 @@ bool same_secret(const std::string& a, const std::string& b) {
 
 // When the current request began (set before routing; the log line's milliseconds).
 thread_local std::optional<Clock::time_point> t_request_start;
+// Set when the current request's body was not read to its end: its connection is closed once the
+// answer is written (the logger runs then), so that the rest is never taken for a request.
+thread_local bool t_close_connection = false;
+
+// The request body through httplib's content reader: chunked or not, decoded (gzip, deflate, br),
+// at most `limit` bytes after decoding (httplib's own limit counts only a Content-Length, before
+// decoding). False, with the error answer in `res`, when it is over the limit, in an encoding
+// httplib cannot decode, or broken; the connection is then closed after the answer.
+bool read_body(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader,
+               size_t limit, std::string& body) {
+  const std::string coding = req.get_header_value("Content-Encoding");
+  // (httplib would pass a body in another encoding on as it is)
+  const bool known = coding.empty() || coding == "identity" || coding == "gzip" || coding == "deflate" || coding == "br";
+  bool over = false;
+  const bool ok = known && reader([&](const char* data, size_t n) {
+    if (body.size() + n > limit) return !(over = true);
+    body.append(data, n);
+    return true;
+  });
+  if (ok && !over) return true;
+  body.clear();
+  const Style style = is_openai_path(req.path) ? Style::kOpenAi : Style::kTei;
+  if (!known) res.status = 415;
+  if (over || res.status == 413)
+    set_error(res, style, ApiError(413, ErrorType::kValidation,
+                                   "the request body is larger than the payload limit (" + std::to_string(limit) +
+                                       " bytes" + (coding.empty() ? "" : ", once decoded") + ")"));
+  else if (res.status == 415)
+    set_error(res, style, ApiError(415, ErrorType::kValidation,
+                                   "Content-Encoding \"" + coding + "\" is not supported (gzip, deflate and br are)"));
+  else
+    set_error(res, style, ApiError(400, ErrorType::kValidation,
+                                   "the request body could not be read (broken chunked or compressed data)"));
+  t_close_connection = true;
+  return false;
+}
 
 }  // namespace
 
@@ -114,13 +150,14 @@ struct Server::Impl {
   std::condition_variable changed;
   bool serving = false, stop_requested = false;
 
-  void handle(const Route& route, const httplib::Request& req, httplib::Response& res);
+  void handle(const Route& route, const httplib::Request& req, const std::string& body, httplib::Response& res);
   void configure();
 };
 
-void Server::Impl::handle(const Route& route, const httplib::Request& req, httplib::Response& res) {
+void Server::Impl::handle(const Route& route, const httplib::Request& req, const std::string& body,
+                          httplib::Response& res) {
   State& s = state;
-  const Call call{req.body, Connections::peer_name(req.remote_addr, req.remote_port),
+  const Call call{body, Connections::peer_name(req.remote_addr, req.remote_port),
                   t_request_start.value_or(Clock::now())};
   s.connections->handler_begin(call.peer);
   bool permit = false;
@@ -173,15 +210,21 @@ void Server::Impl::configure() {
   const size_t threads = o.max_concurrent_requests + 16;
   http.new_task_queue = [threads] { return new ConnectionThreads(threads); };
 
-  // Every route; the other methods of a known path answer 405 with Allow.
+  // Every route; the other methods of a known path answer 405 with Allow, other paths 404. Every
+  // handler of a method with a body reads it itself (read_body): httplib's own reading would hold
+  // --payload-limit only against a Content-Length, not against a chunked body or a decoded one.
+  using Reader = httplib::ContentReader;
+  const size_t limit = o.payload_limit;
   std::map<std::string, std::set<std::string>> methods;
   for (const Route& r : routes()) {
     methods[r.path].insert(r.method);
-    const auto handler = [this, &r](const httplib::Request& req, httplib::Response& res) { handle(r, req, res); };
     if (std::string(r.method) == "GET")
-      http.Get(r.path, handler);
+      http.Get(r.path, [this, &r](const httplib::Request& req, httplib::Response& res) { handle(r, req, "", res); });
     else
-      http.Post(r.path, handler);
+      http.Post(r.path, [this, &r, limit](const httplib::Request& req, httplib::Response& res, const Reader& read) {
+        std::string body;
+        if (read_body(req, res, read, limit, body)) handle(r, req, body, res);
+      });
   }
   for (const auto& [path, allowed] : methods) {
     std::string allow;
@@ -191,37 +234,36 @@ void Server::Impl::configure() {
       res.set_header("Allow", allow);
       set_error(res, style, ApiError(405, ErrorType::kValidation, "method " + req.method + " is not allowed here", "method"));
     };
-    for (const char* m : {"GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"}) {
-      if (allowed.count(m)) continue;
-      const std::string p = path;
-      if (std::string(m) == "GET") http.Get(p, refuse);
-      if (std::string(m) == "POST") http.Post(p, refuse);
-      if (std::string(m) == "PUT") http.Put(p, refuse);
-      if (std::string(m) == "DELETE") http.Delete(p, refuse);
-      if (std::string(m) == "PATCH") http.Patch(p, refuse);
-      if (std::string(m) == "OPTIONS") http.Options(p, refuse);
-    }
+    const auto refuse_body = [refuse, limit](const httplib::Request& req, httplib::Response& res, const Reader& read) {
+      std::string body;
+      if (read_body(req, res, read, limit, body)) refuse(req, res);
+    };
+    const std::string p = path;
+    if (!allowed.count("GET")) http.Get(p, refuse);
+    if (!allowed.count("POST")) http.Post(p, refuse_body);
+    http.Put(p, refuse_body);
+    http.Delete(p, refuse_body);
+    http.Patch(p, refuse_body);
+    http.Options(p, refuse);
   }
-  // Before httplib reads the body: it holds --payload-limit only against a Content-Length, so a
-  // compressed body (inflated by httplib, without a limit) or a chunked one (read without one)
-  // could grow past it. Both are refused, and the connection closed so that the unread body is not
-  // taken for the next request.
-  http.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+  const auto no_route = [limit](const httplib::Request& req, httplib::Response& res, const Reader& read) {
+    std::string body;
+    if (read_body(req, res, read, limit, body))
+      set_error(res, is_openai_path(req.path) ? Style::kOpenAi : Style::kTei,
+                ApiError(404, ErrorType::kValidation, "no route " + req.path));
+  };
+  http.Post(".*", no_route);  // (after every route: httplib tries the patterns in order)
+  http.Put(".*", no_route);
+  http.Delete(".*", no_route);
+  http.Patch(".*", no_route);
+  http.set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
     t_request_start = Clock::now();
-    const Style style = is_openai_path(req.path) ? Style::kOpenAi : Style::kTei;
-    const std::string coding = req.get_header_value("Content-Encoding");
-    const std::string transfer = req.get_header_value("Transfer-Encoding");
-    if (!coding.empty() && coding != "identity") {
-      set_error(res, style, ApiError(415, ErrorType::kValidation,
-                                     "Content-Encoding \"" + coding + "\" is not accepted: send the body uncompressed"));
-    } else if (!transfer.empty() && transfer != "identity") {
-      set_error(res, style, ApiError(411, ErrorType::kValidation,
-                                     "Transfer-Encoding \"" + transfer + "\" is not accepted: send a Content-Length"));
-    } else {
-      return httplib::Server::HandlerResponse::Unhandled;
-    }
-    res.set_header("Connection", "close");
-    return httplib::Server::HandlerResponse::Handled;
+    // httplib does not read the body of a GET, HEAD or OPTIONS request: one that has a body loses
+    // its connection after the answer, as a body read only in part does.
+    const std::string length = req.get_header_value("Content-Length");
+    t_close_connection = (req.method == "GET" || req.method == "HEAD" || req.method == "OPTIONS") &&
+                         ((!length.empty() && length != "0") || req.has_header("Transfer-Encoding"));
+    return httplib::Server::HandlerResponse::Unhandled;
   });
   // Answers httplib makes itself (404, 413, 400 for a broken request) get a JSON body too.
   http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
@@ -240,6 +282,11 @@ void Server::Impl::configure() {
               ApiError(500, ErrorType::kBackend, "internal error", "inference"));
   });
   http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    // (httplib calls it once the answer is written)
+    if (t_close_connection) {
+      t_close_connection = false;
+      state.connections->close(Connections::peer_name(req.remote_addr, req.remote_port));
+    }
     if (state.options.quiet) return;
     char ms[32] = "-";
     if (t_request_start)
