@@ -643,6 +643,17 @@ TEST(CliTasks, ClassifyEqualsTheLibrary) {
   got = json_lines(r.out);
   ASSERT_EQ(got.size(), 3u);
   for (size_t i = 0; i < 3; ++i) expect_label_scores(got[i], want[i], "all, input " + std::to_string(i));
+  // Without --top-k or --all, a pair's answer is its best label as an object, a text's a list of it,
+  // as transformers' TextClassificationPipeline.__call__ wraps only a str input's result.
+  r = run({"classify", "--model", kSentiment, "--json", "--input-format", "jsonl"},
+          "{\"text\": \"A man plays.\", \"text_pair\": \"Music.\"}\n\"I loved this film.\"\n");
+  ASSERT_EQ(r.status, 0) << r.err;
+  got = json_lines(r.out);
+  ASSERT_EQ(got.size(), 2u);
+  want = classifier(std::vector<roberta::TextInput>{inputs[2], inputs[0]}, {});
+  ASSERT_TRUE(got[0].is_object()) << got[0].dump();
+  expect_label_scores(ordered::array({got[0]}), want[0], "a pair, default top-k");
+  expect_label_scores(got[1], want[1], "a text, default top-k");
   // Arguments as texts; the default top-k is 1.
   r = run({"classify", "--model", kSentiment, "--json", "--function", "none", inputs[1].text});
   ASSERT_EQ(r.status, 0) << r.err;
@@ -942,11 +953,61 @@ TEST(CliTasks, UsageErrorsExitWithTwo) {
            {"ner", "--model", kNer, "--aggregation", "median", "x"},
            {"qa", "--model", kQa, "--question", "q"},
            {"qa", "--model", kQa, "--top-k", "0"},
-           {"qa", "--model", kQa, "positional"}}) {
-    const Result r = run(args);
+           {"qa", "--model", kQa, "positional"},
+           // options whose values the library refuses: checked before any input is read, so the
+           // error is one usage error, not one for every input line
+           {"qa", "--model", kQa, "--doc-stride", "500"},
+           {"qa", "--model", kQa, "--max-seq-len", "100000"},
+           {"ner", "--model", kNer, "--aggregation", "simple", "--stride", "600"},
+           {"embed", "--model", kTiny, "--prompt-name", "nope"},
+           {"zero-shot", "--model", kNli, "--labels", "a\xff"},
+           {"fill-mask", "--model", kTiny, "--targets", "\xff"},
+           {"rerank", "--model", kReranker, "--query", "q", "--max-length", "3"}}) {
+    const Result r = run(args, "{\"question\": \"q\", \"context\": \"c\"}\nsecond line\n");
     EXPECT_EQ(r.status, 2) << args[0] << " " << args.back() << ": " << r.err;
     EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+    EXPECT_EQ(r.err.find("line "), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "") << args[0] << " " << args.back();
   }
+  const Result r = run({"rerank", "--model", kReranker, "--query", "q", "--max-length", "3"});
+  EXPECT_NE(r.err.find("--max-length"), std::string::npos) << r.err;
+  EXPECT_NE(run({"zero-shot", "--model", kNli, "--labels", "a\xff"}).err.find("--labels: invalid UTF-8 at byte 1"),
+            std::string::npos);
+}
+
+// Output that does not reach stdout, and input that cannot be read, are errors (exit 1), not a
+// success with answers missing; -h is --help for every command, as for `roberta -h`.
+TEST(Cli, FailedReadsAndWritesAreErrors) {
+  const auto status_of = [](const std::string& redirections, const std::string& args) {
+    const int raw = std::system((shell_quote(kBinary) + " " + args + " " + redirections + " 2>/dev/null").c_str());
+    return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  };
+  const std::string classify = "classify --model " + shell_quote(kSentiment) + " --dtype fp32 --json";
+  EXPECT_EQ(status_of("</dev/null >/dev/null", classify + " fine"), 0);
+  EXPECT_EQ(status_of("</dev/null >/dev/full", classify + " fine"), 1);  // a full disk
+  roberta::test::TempDir dir;
+  EXPECT_EQ(status_of("<" + shell_quote(dir.path().string()) + " >/dev/null", classify), 1);  // a folder as stdin
+  const Result folder = run({"embed", "--model", kTiny, "--format", "npy", "--output", (dir / "x.npy").string(),
+                             dir.path().string()});
+  EXPECT_EQ(folder.status, 1);
+  EXPECT_NE(folder.err.find("is a folder, not a file"), std::string::npos) << folder.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "x.npy"));
+  for (const char* command : {"classify", "info", "embed"}) {
+    const Result help = run_as_given({command, "-h"});
+    EXPECT_EQ(help.status, 0) << command << ": " << help.err;
+    EXPECT_EQ(help.out.rfind(std::string("usage: roberta ") + command, 0), 0u) << help.out;
+  }
+}
+
+// NER with an aggregation reads a long text whole, in windows, however short --max-length is.
+TEST(CliTasks, NerReadsLongTextsWholeInSmallWindows) {
+  const Result whole = run({"ner", "--model", kNer, "--json", "--aggregation", "simple", "--ignore-labels", "",
+                            "--max-length", "5", "a b c d e f g h"});
+  ASSERT_EQ(whole.status, 0) << whole.err;
+  EXPECT_EQ(whole.err.find("only the first"), std::string::npos) << whole.err;
+  const auto entities = ordered::parse(whole.out);
+  ASSERT_FALSE(entities.empty());
+  EXPECT_EQ(entities.back()["end"], 15) << whole.out;  // the last word, "h", is read
 }
 
 // Without --dtype, fill-mask (like embed, the task commands and serve) runs in the precision

@@ -60,6 +60,9 @@ int run_classify(const Args& args) {
   options.truncation = args.flag("truncate");
   const bool jsonl = input_format(args) == "jsonl";
   const bool as_json = args.flag("json");
+  // transformers' TextClassificationPipeline.__call__ without top_k: a text's best label comes as
+  // a list of one, a pair's ({"text", "text_pair"}) as the bare object.
+  const bool legacy = !args.get("top-k") && !args.flag("all");
 
   const TextClassifier classifier = TextClassifier::load(model_dir(args), load_options(args, "auto"));
   LineReader lines = input_lines(args);
@@ -88,7 +91,8 @@ int run_classify(const Args& args) {
       if (as_json) {
         json items = json::array();
         for (const auto& s : list) items.push_back({{"label", s.label}, {"score", s.score}});
-        answers[where[k]].out = json_line(items) + "\n";
+        const bool pair = inputs[where[k]].text_pair.has_value();
+        answers[where[k]].out = json_line(legacy && pair ? items.at(0) : items) + "\n";
       } else {
         const TextInput& in = inputs[where[k]];
         std::vector<std::string> labels;

@@ -3,8 +3,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
+#include <set>
+
+#include "unicode.h"
 
 namespace roberta::cli {
 
@@ -160,6 +166,10 @@ Args::Args(const std::vector<std::string>& argv, const Command& command) : comma
       positional_.insert(positional_.end(), argv.begin() + static_cast<ptrdiff_t>(i) + 1, argv.end());
       break;
     }
+    if (a == "-h") {  // as `roberta -h`; a text "-h" goes after --
+      flags_.insert("help");
+      continue;
+    }
     if (a.size() > 2 && a.starts_with("--")) {
       std::string name = a.substr(2), value;
       const size_t eq = name.find('=');
@@ -174,6 +184,13 @@ Args::Args(const std::vector<std::string>& argv, const Command& command) : comma
           if (i + 1 >= argv.size()) throw UsageError("option --" + name + " needs a value");
           value = argv[++i];
         }
+        // A text given as an option is checked here, so that its error is a usage error naming
+        // the option, not an error of every input line.
+        static const std::set<std::string_view> kTexts = {"prompt", "labels",   "template", "targets", "query",
+                                                          "question", "context", "text",     "ignore-labels"};
+        if (kTexts.count(name))
+          if (const auto bad = unicode::find_invalid_utf8(value))
+            throw UsageError("--" + name + ": invalid UTF-8 at byte " + std::to_string(*bad));
         values_[name] = value;
       }
     } else {
@@ -285,10 +302,12 @@ LineReader LineReader::from_texts(std::vector<std::string> texts) {
 
 LineReader LineReader::from_file(const std::string& path) {
   LineReader r;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw Error(path + ": is a folder, not a file", ErrorKind::kIo);
   r.file_ = std::make_unique<std::ifstream>(path, std::ios::binary);
   if (!*r.file_) throw Error(path + ": cannot open file", ErrorKind::kIo);
   r.in_ = r.file_.get();
-  std::error_code ec;
+  r.name_ = path;
   r.total_bytes_ = std::filesystem::file_size(path, ec);
   if (ec) r.total_bytes_ = 0;
   return r;
@@ -297,6 +316,7 @@ LineReader LineReader::from_file(const std::string& path) {
 LineReader LineReader::from_stdin() {
   LineReader r;
   r.in_ = &std::cin;
+  r.name_ = "stdin";
   r.interactive_ = ::isatty(STDIN_FILENO) != 0;
   return r;
 }
@@ -306,7 +326,17 @@ bool LineReader::next(std::string& line) {
     if (count_ >= texts_->size()) return false;
     line = (*texts_)[count_];
   } else {
-    if (!std::getline(*in_, line)) return false;
+    errno = 0;
+    if (!std::getline(*in_, line)) {
+      // The end of the input, or a read that failed (a folder as stdin, an I/O error), which
+      // iostreams report as the end but read(2) left in errno: an error, so that no answer is
+      // silently missing.
+      if (in_->bad() || errno != 0)
+        throw Error(name_ + ": cannot read (" + std::strerror(errno) + ") after " + std::to_string(count_) + " " +
+                        unit() + (count_ == 1 ? "" : "s"),
+                    ErrorKind::kIo);
+      return false;
+    }
     bytes_read_ += line.size() + 1;
     if (!line.empty() && line.back() == '\r') line.pop_back();
   }

@@ -140,6 +140,7 @@ class LineReader {
   std::optional<std::vector<std::string>> texts_;
   std::unique_ptr<std::ifstream> file_;
   std::istream* in_ = nullptr;
+  std::string name_;  // the file's path, or "stdin"
   size_t count_ = 0;
   bool failed_ = false, interactive_ = false;
   uint64_t bytes_read_ = 0, total_bytes_ = 0;

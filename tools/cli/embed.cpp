@@ -55,6 +55,12 @@ int run_embed(const Args& args) {
 
   LineReader lines = args.positional().empty() ? LineReader::from_stdin() : LineReader::from_file(args.positional()[0]);
   const Embedder embedder = Embedder::load(model_dir(args), load_options(args, "auto"));
+  if (options.prompt_name && !embedder.config().prompts.count(*options.prompt_name)) {
+    std::string names;
+    for (const auto& [name, text] : embedder.config().prompts) names += (names.empty() ? "" : ", ") + name;
+    throw UsageError("--prompt-name: \"" + *options.prompt_name + "\" is not one of the model's prompts (" +
+                     (names.empty() ? "it has none" : names) + ")");
+  }
   const size_t dim = embedder.dimension();
 
   // Streams the input in chunks: memory stays bounded whatever the number of lines.

@@ -2,6 +2,8 @@
 // `roberta CMD --help` and the options each command accepts come (the options themselves are
 // declared once in common.cpp), and the dispatch.
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 
 #include "common.h"
@@ -26,7 +28,7 @@ const Command kCommands[] = {
                     "model, like Hugging Face's pipeline(\"text-classification\"). --input-format jsonl reads each line\n"
                     "as a JSON string, a pair [\"text\", \"text_pair\"] or {\"text\": ..., \"text_pair\": ...}.\n"
                     "With --json, one line per input: [{\"label\": ..., \"score\": ...}, ...], best first, as HF\n"
-                    "returns it for one input. Inputs are classified in chunks of 32 per forward pass. A bad line\n"
+                    "returns it for one input (a pair without --top-k or --all: the object alone, as HF). Inputs are classified in chunks of 32 per forward pass. A bad line\n"
                     "(invalid JSON or UTF-8, too long without --truncate) is an error for that line; the others are\n"
                     "answered and the exit status is 1.",
      .options = {{"dtype"}, {"top-k", "the K best labels (default 1, as HF)"}, {"all"}, {"function"}, {"truncate"},
@@ -294,7 +296,15 @@ int run(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   try {
-    return roberta::cli::run(argc, argv);
+    const int status = roberta::cli::run(argc, argv);
+    // Answers that did not all reach stdout (a full disk, a closed pipe) are an error, not a
+    // success with output lost.
+    if (!std::cout.flush()) {
+      std::cerr << "error: cannot write the output to stdout" << (errno ? std::string(": ") + std::strerror(errno) : "")
+                << "\n";
+      return 1;
+    }
+    return status;
   } catch (const roberta::cli::UsageError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;

@@ -37,7 +37,12 @@ int run_ner(const Args& args) {
     // Face's pipeline would cut them at the model's length unless given a stride).
     const auto model_max = static_cast<size_t>(classifier.config().max_sequence_length());
     const size_t window = options.max_length ? std::min(options.max_length, model_max) : model_max;
-    if (window >= 6) options.stride = window / 4;
+    if (window >= 3) options.stride = std::min(window / 4, window - 3);  // (less than the window's tokens)
+  }
+  try {  // the options on a trivial text first: their error is a usage error, not one of every line
+    classifier.prepare("a", options);
+  } catch (const Error& e) {
+    throw UsageError(e.what());
   }
   LineReader lines = input_lines(args);
   return answer_lines(lines, as_json, kChunkInputs, [&](const std::vector<std::string>& chunk) {

@@ -39,6 +39,11 @@ int run_qa(const Args& args) {
   const bool as_json = args.flag("json");
 
   const QuestionAnswerer qa = QuestionAnswerer::load(model_dir(args), load_options(args, "auto"));
+  try {  // the options on a trivial example first: their error is a usage error, not one of every line
+    qa.prepare("q", "c", options);
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
   // --question and --context: one input (its line is not read); else JSON lines from stdin.
   LineReader lines = question ? LineReader::from_texts({""}) : LineReader::from_stdin();
   return answer_lines(lines, as_json, kChunkInputs, [&](const std::vector<std::string>& chunk) {

@@ -81,7 +81,8 @@ int run_rerank(const Args& args) {
     const TextPair probe{query, "x"};
     encoder.prepare(std::span<const TextPair>(&probe, 1), scoring);
   } catch (const Error& e) {
-    throw UsageError("--query: " + line_message(pair_message(e), "first text: ", ""));
+    const std::string m = line_message(pair_message(e), "first text: ", "");
+    throw UsageError((m.find("max_length") != std::string::npos ? "--max-length: " : "--query: ") + m);
   }
   LineReader lines = input_lines(args);
   std::vector<std::string> documents;  // the good ones
