@@ -37,6 +37,10 @@ struct ApiError : std::runtime_error {
 // The status and type a roberta::Error of each kind answers with: invalid input 422 Validation,
 // invalid model 424 Backend, I/O 500 Backend.
 ApiError api_error(const Error& e);
+// The message of an error of input i (its JSON index) of a request's `field`, naming it as the
+// request does: "inputs[2]: no <mask> in the text"; the library's own "input 1 ..." of a pipeline
+// that saw this input alone becomes "inputs[2] ..." ("inputs ..." for a single input).
+std::string input_message(const std::string& message, bool batch, size_t i, const std::string& field = "inputs");
 
 // Error bodies: {"error": message, "error_type": type} on TEI's routes; OpenAI's
 // {"error": {"message", "type", "param", "code"}} on /v1/* and /embeddings.

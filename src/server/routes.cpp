@@ -53,6 +53,7 @@ struct EmbedRequest {
   EmbedOptions options;
   bool normalize = true;
   std::optional<size_t> dimensions;
+  std::string field = "inputs";  // the request's name of the inputs, for errors
 };
 
 // Prepares every input on this thread, queues them as one Job and waits for its rows.
@@ -67,8 +68,8 @@ Queued run_job(State& s, const Call& call, const EmbedRequest& req, Job::Kind ki
       out.job->texts.push_back(in.is_ids ? embedder(s).prepare_ids(in.ids, req.options)
                                          : embedder(s).prepare(in.text, req.options));
     } catch (const Error& e) {
-      const std::string where = req.inputs.batch ? "input " + std::to_string(i) + ": " : "";
-      throw ApiError(422, in.is_ids ? ErrorType::kValidation : ErrorType::kTokenizer, where + e.what(), "tokenization");
+      throw ApiError(422, in.is_ids ? ErrorType::kValidation : ErrorType::kTokenizer,
+                     input_message(e.what(), req.inputs.batch, i, req.field), "tokenization");
     }
     const size_t n = out.job->texts.back().ids.size();
     out.tokens += n;
@@ -155,7 +156,8 @@ Reply embed_all(State& s, const Call& call) {
 
 Reply openai_embeddings(State& s, const Call& call) {
   const json body = parse_body(call.body);
-  EmbedRequest req{parse_inputs(body, "input", s.options.max_client_batch_size), {}, true, get_size(body, "dimensions")};
+  EmbedRequest req{parse_inputs(body, "input", s.options.max_client_batch_size), {}, true, get_size(body, "dimensions"),
+                   "input"};
   req.options.truncate = s.options.auto_truncate;
   const std::string format = get_string(body, "encoding_format").value_or("float");
   if (format != "float" && format != "base64")
@@ -215,8 +217,7 @@ Reply tokenize(State& s, const Call& call) {
     try {
       e = embedder(s).tokenizer().encode(text, o);
     } catch (const Error& err) {
-      throw ApiError(422, ErrorType::kTokenizer, (in.batch ? "input " + std::to_string(i) + ": " : "") + err.what(),
-                     "tokenization");
+      throw ApiError(422, ErrorType::kTokenizer, input_message(err.what(), in.batch, i), "tokenization");
     }
     // As TEI: byte offsets, the text they cover; special tokens have their token and no offsets.
     ordered_json tokens = ordered_json::array();

@@ -14,10 +14,10 @@ using ordered_json = nlohmann::ordered_json;
 
 const char* method_label(bool batch) { return batch ? "batch" : "single"; }
 
-// The model routes' errors of one input among several name it: "input 2: ...".
+// The model routes' errors of one input among several name it: "inputs[2]: ...".
 ApiError input_error(const Error& e, bool batch, size_t i) {
   const ApiError a = api_error(e);
-  return ApiError(a.status, a.type, (batch ? "input " + std::to_string(i) + ": " : "") + e.what(), a.metric);
+  return ApiError(a.status, a.type, input_message(e.what(), batch, i), a.metric);
 }
 
 // Queues the ids of `encodings` as a job of `kind` and waits for its rows.
@@ -153,8 +153,15 @@ Reply predict(State& s, const Call& call) {
   const auto t0 = Clock::now();
   Queued q;
   std::vector<std::vector<LabelScore>> results;
+  TextClassifier::Prepared prepared;  // input by input, so that an error names its input
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    try {
+      prepared.encodings.push_back(std::move(c.prepare(std::span(inputs).subspan(i, 1), o).encodings.front()));
+    } catch (const Error& e) {
+      throw input_error(e, batch, i);
+    }
+  }
   try {
-    const TextClassifier::Prepared prepared = c.prepare(inputs, o);
     for (const TextInput& in : inputs) q.chars += code_points(in.text) + (in.text_pair ? code_points(*in.text_pair) : 0);
     run_encodings(s, call, q, Job::Kind::kSequenceLogits, prepared.encodings, t0);
     results = c.finish(prepared, q.job->logits, o);

@@ -52,6 +52,12 @@ try:
     expect(server, "10,000 inputs", "/embed", {"inputs": ["a b"] * 10000}, 413, "Validation")
     expect(server, "10,000 inputs (OpenAI)", "/v1/embeddings", {"input": ["a"] * 10000}, 413)
     expect(server, "over-long input with truncation off", "/embed", {"inputs": long_text}, 422)
+    # an error of one input of several names it by its index in the request
+    for path, field, body in [("/embed", "inputs", {"inputs": ["fine", long_text]}),
+                              ("/v1/embeddings", "input", {"input": ["fine", long_text]}),
+                              ("/fill_mask", "inputs", {"inputs": ["a <mask>.", "no mask"]})]:
+        got, _, data = request(server, "POST", path, body)
+        c.check(got == 422 and f"{field}[1]: ".encode() in data, f"{path}: the bad input named {field}[1] ({data[:100]!r})")
     expect(server, "over-long input, truncate true in the request", "/embed", {"inputs": long_text, "truncate": True}, 200)
     expect(server, "invalid UTF-8", "/embed", b'{"inputs": "caf\xc3"}', 422, "Tokenizer")
     expect(server, "token id out of range", "/v1/embeddings", {"input": [5, 10**9]}, 422)
