@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Type, Union
 from . import _core
 from ._checks import check_batch_size as _check_batch_size
 from ._checks import check_count as _check_count
+from ._checks import check_text as _check_text
 from ._checks import check_texts as _check_texts
 from .model import Model, _apply_threads
 from .tokenizer import Tokenizer, _model_max_length
@@ -59,7 +60,7 @@ class Pipeline:
                 raise TypeError("pass several inputs as one list")
         params = {**self._defaults, **self._check_parameters(kwargs)}
         single = isinstance(inputs, str)
-        texts = _check_texts([inputs] if single else list(inputs), "inputs")
+        texts = [_check_text(inputs, "inputs")] if single else _check_texts(list(inputs), "inputs")
         results = self._run(texts, batch_size=self._call_batch_size(batch_size), **params)
         return results[0] if single else results
 
@@ -114,7 +115,8 @@ class FillMaskPipeline(Pipeline):
                              f"'longest_first' or 'do_not_truncate'")
         target_list: List[str] = []
         if targets is not None:
-            target_list = _check_texts([targets] if isinstance(targets, str) else list(targets), "targets")
+            target_list = ([_check_text(targets, "targets")] if isinstance(targets, str)
+                           else _check_texts(list(targets), "targets"))
             ids, notes = self._fill.target_ids(target_list)
             for note in notes:
                 logger.warning(note)
@@ -186,12 +188,12 @@ class TextClassificationPipeline(Pipeline):
                 if "text" not in item:
                     raise ValueError(f"inputs[{i}] is a dict without \"text\"")
                 text, pair = item["text"], item.get("text_pair")
-                _check_texts([text], f"inputs[{i}][\"text\"]")
+                _check_text(text, f"inputs[{i}][\"text\"]")
                 if pair is not None:
-                    _check_texts([pair], f"inputs[{i}][\"text_pair\"]")
+                    _check_text(pair, f"inputs[{i}][\"text_pair\"]")
                 pairs.append((text, pair))
             elif isinstance(item, str):
-                pairs.append((_check_texts([item], f"inputs[{i}]")[0], None))
+                pairs.append((_check_text(item, f"inputs[{i}]"), None))
             elif isinstance(item, (list, tuple)) and len(item) == 2 and all(isinstance(t, str) for t in item):
                 _check_texts(list(item), f"inputs[{i}]")
                 pairs.append((item[0], item[1]))
@@ -245,10 +247,9 @@ class ZeroShotClassificationPipeline(Pipeline):
                 multi_label = multi_class
         if candidate_labels is None:
             raise ValueError("You must include at least one label.")
-        labels = (_core.parse_candidate_labels(candidate_labels) if isinstance(candidate_labels, str)
-                  else _check_texts(list(candidate_labels), "candidate_labels"))
-        if not isinstance(hypothesis_template, str):
-            raise TypeError(f"hypothesis_template is {type(hypothesis_template).__name__}, not str")
+        labels = (_core.parse_candidate_labels(_check_text(candidate_labels, "candidate_labels"))
+                  if isinstance(candidate_labels, str) else _check_texts(list(candidate_labels), "candidate_labels"))
+        _check_text(hypothesis_template, "hypothesis_template")
         return self._zero_shot(texts, labels, hypothesis_template, bool(multi_label))
 
 
@@ -269,7 +270,8 @@ class TokenClassificationPipeline(Pipeline):
 
     def _run(self, texts: List[str], batch_size: int, aggregation_strategy: Any = "none",
              ignore_labels: Optional[Sequence[str]] = None, stride: Optional[int] = None) -> List[Any]:
-        strategy = getattr(aggregation_strategy, "value", aggregation_strategy) or "none"
+        strategy = _check_text(getattr(aggregation_strategy, "value", aggregation_strategy) or "none",
+                               "aggregation_strategy")
         labels = ["O"] if ignore_labels is None else _check_texts(list(ignore_labels), "ignore_labels")
         return self._ner(texts, str(strategy).lower(), labels, None if stride is None else _check_count(stride, "stride", 0))
 
@@ -295,8 +297,8 @@ class QuestionAnsweringPipeline(Pipeline):
                  num_workers: Optional[int] = None, **kwargs: Any) -> Any:
         examples, single = _qa_examples(args, question, context)
         for i, (q, c) in enumerate(examples):
-            _check_texts([q], f"question {i}" if len(examples) > 1 else "question")
-            _check_texts([c], f"context {i}" if len(examples) > 1 else "context")
+            _check_text(q, f"question[{i}]" if len(examples) > 1 else "question")
+            _check_text(c, f"context[{i}]" if len(examples) > 1 else "context")
         self._call_batch_size(batch_size)  # checked; each example runs in one pass of its windows
         params = {**self._defaults, **self._check_parameters(kwargs)}
         if "topk" in params:

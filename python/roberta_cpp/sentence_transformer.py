@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Literal, Optional, Sequence, Union
 import numpy as np
 
 from . import _core
-from ._checks import check_count, check_texts
+from ._checks import check_count, check_text, check_texts
 from .model import _apply_threads
 from .tokenizer import Tokenizer, _model_max_length
 
@@ -312,6 +312,7 @@ class SentenceTransformer:
 
     def _resolve_prompt(self, prompt_name: Optional[str], prompt: Optional[str]) -> str:
         if prompt is not None:
+            check_text(prompt, "prompt")
             if prompt_name is not None:
                 logger.warning("Encode with either a `prompt`, a `prompt_name`, or neither, but not both. "
                                "Ignoring the `prompt_name` in favor of `prompt`.")

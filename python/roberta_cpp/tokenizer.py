@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _core
-from ._checks import check_texts
+from ._checks import check_ids, check_text, check_texts
 
 TextInput = Union[str, Tuple[str, str]]
 
@@ -67,6 +67,26 @@ class Tokenizer(_core.Tokenizer):
         """Loads a tokenizer.json file."""
         return cls(_core.Tokenizer.from_file(os.fspath(path)))
 
+    # The C++ methods behind argument checks that name the argument (TypeError, InvalidInputError
+    # for a lone surrogate, OverflowError for an id tokenizers' u32 cannot hold).
+    def encode(self, sequence: Any, pair: Any = None, *args: Any, **kwargs: Any) -> _core.Encoding:
+        check_text(sequence, "sequence")
+        if pair is not None:
+            check_text(pair, "pair")
+        return super().encode(sequence, pair, *args, **kwargs)
+
+    def encode_batch(self, inputs: Sequence[Any], *args: Any, **kwargs: Any) -> List[_core.Encoding]:
+        inputs = list(inputs)
+        _check_inputs(inputs, "inputs")
+        return super().encode_batch([tuple(x) if isinstance(x, list) else x for x in inputs], *args, **kwargs)
+
+    def decode(self, ids: Any, skip_special_tokens: bool = True) -> str:
+        return super().decode(check_ids(ids, "ids"), skip_special_tokens)
+
+    def decode_batch(self, sequences: Any, skip_special_tokens: bool = True) -> List[str]:
+        return super().decode_batch([check_ids(s, f"sequences[{i}]") for i, s in enumerate(sequences)],
+                                    skip_special_tokens)
+
     @property
     def model_max_length(self) -> Optional[int]:
         return getattr(self, "_model_max_length", None)
@@ -98,11 +118,13 @@ class Tokenizer(_core.Tokenizer):
         """
         single = isinstance(text, str)
         texts = [text] if single else list(text)
-        for i, t in enumerate(texts):  # a text, or (transformers' batch of pairs) a (text, pair)
-            check_texts(list(t) if isinstance(t, (tuple, list)) and len(t) == 2 else [t],
-                        "text" if single else f"text[{i}]")
+        if single:
+            check_text(text, "text")
+        else:
+            _check_inputs(texts, "text")  # texts, or (transformers' batch of pairs) (text, pair)s
         if text_pair is not None:
-            pairs = check_texts([text_pair] if isinstance(text_pair, str) else list(text_pair), "text_pair")
+            pairs = [check_text(text_pair, "text_pair")] if isinstance(text_pair, str) else check_texts(
+                list(text_pair), "text_pair")
             if len(pairs) != len(texts):
                 raise ValueError(f"text_pair has {len(pairs)} entries but text has {len(texts)}")
             inputs: List[TextInput] = [(a, b) for a, b in zip(texts, pairs)]
@@ -142,6 +164,14 @@ class Tokenizer(_core.Tokenizer):
         elif single:
             data = {k: v[0] for k, v in data.items()}
         return BatchEncoding(data, encodings)
+
+
+def _check_inputs(inputs: Sequence[Any], what: str) -> None:
+    for i, x in enumerate(inputs):
+        if isinstance(x, (tuple, list)) and len(x) == 2:
+            check_texts(list(x), f"{what}[{i}]")
+        else:
+            check_text(x, f"{what}[{i}]")
 
 
 def _model_max_length(folder: str) -> Optional[int]:

@@ -113,6 +113,8 @@ def test_call_returns_transformers_format(tok):
         tok(["a", "a b c"], return_tensors="np")
     pair = tok("How are you?", "Fine, thanks.", truncation=True, max_length=8)
     assert pair["input_ids"] == [0, 6179, 32, 2, 2, 45089, 6, 2]
+    # transformers' batch of (text, pair) tuples is the pairs' encodings
+    assert tok([("How are you?", "Fine, thanks.")], truncation=True, max_length=8)["input_ids"] == [pair["input_ids"]]
 
 
 def test_vocab_and_special_ids(tok):
@@ -120,6 +122,23 @@ def test_vocab_and_special_ids(tok):
     assert (tok.bos_token_id, tok.pad_token_id, tok.eos_token_id) == (0, 1, 2)
     assert tok.id_to_token(31414) == "Hello" and tok.id_to_token(10**7) is None
     assert tok.get_vocab()["Hello"] == 31414
+
+
+def test_bad_arguments_name_themselves(tok):
+    """Not pybind11's "incompatible function arguments": the argument and what is wrong with it;
+    ids as tokenizers' u32 takes them (OverflowError below 0 or from 2^32, unknown ids skipped)."""
+    for call, kind, match in [
+            (lambda: tok.encode(None), TypeError, "sequence is NoneType"),
+            (lambda: tok.encode("a", pair="b\ud800"), roberta_cpp.InvalidInputError, "pair is not valid Unicode"),
+            (lambda: tok.encode_batch(["a", None]), TypeError, r"inputs\[1\] is NoneType"),
+            (lambda: tok(["a", ("b", 3)]), TypeError, r"text\[1\]\[1\] is int"),
+            (lambda: tok.decode([5, None]), TypeError, r"ids\[1\] is NoneType, not int"),
+            (lambda: tok.decode([-5, 100]), OverflowError, r"ids\[0\] = -5"),
+            (lambda: tok.decode_batch([[100], [2**40]]), OverflowError, r"sequences\[1\]\[0\]")]:
+        with pytest.raises(kind, match=match):
+            call()
+    assert tok.decode([31414, 2**31, 2**32 - 1]) == tok.decode([31414]) == "Hello"
+    assert tok.decode(np.array([31414, 232])) == "Hello world"
 
 
 def test_invalid_input_is_value_error(tok):
