@@ -176,4 +176,50 @@ TEST(CrossEncoderSteps, RankStepsNeedOneLabel) {
   test::expect_error([&] { ce.finish_rank(p, ce.run(p), docs); }, {"one label"});
 }
 
+// The windows of a long text go through the model in passes of at most 16,384 tokens (memory stays
+// bounded); each window's rows are those of the window alone.
+TEST(WindowSteps, LongTextsRunInPassesEqualToEachWindowAlone) {
+  std::string text;
+  for (int i = 0; i < 12000; ++i) text += "word" + std::to_string(i % 50) + " ";
+  test::TempDir ner_dir, qa_dir;
+  test::write_random_model(ner_dir.path(), "token", {"O", "B-PER", "I-PER"});
+  test::write_random_model(qa_dir.path(), "qa", {"LABEL_0", "LABEL_1"});
+  const TokenClassifier ner = TokenClassifier::load(ner_dir.path());
+  TokenClassifyOptions no;
+  no.aggregation = Aggregation::kSimple;
+  no.stride = 16;
+  const auto pn = ner.prepare(text, no);
+  size_t tokens = 0;
+  for (const auto& w : pn.windows) tokens += w.size();
+  ASSERT_GT(tokens, 16384u * 2);
+  const Matrix all = ner.run(pn);
+  ASSERT_EQ(all.rows, tokens);
+  size_t row = 0;
+  for (size_t k = 0; k < pn.windows.size(); ++k) {
+    TokenClassifier::Prepared one;
+    one.windows = {pn.windows[k]};
+    const Matrix alone = ner.run(one);
+    if (k == 0 || k == pn.windows.size() / 2 || k + 1 == pn.windows.size())
+      EXPECT_EQ(rows_of(all, row, alone.rows).data, alone.data) << "window " << k;
+    row += alone.rows;
+  }
+  const QuestionAnswerer qa = QuestionAnswerer::load(qa_dir.path());
+  const auto pq = qa.prepare("Which word?", text, {});
+  ASSERT_GT(pq.windows.size(), 300u);
+  const SpanLogits span = qa.run(pq);
+  size_t at = 0;
+  for (size_t k = 0; k < pq.windows.size(); ++k) {
+    QuestionAnswerer::Prepared one;
+    one.windows = {pq.windows[k]};
+    const SpanLogits alone = qa.run(one);
+    if (k == 0 || k == pq.windows.size() / 2 || k + 1 == pq.windows.size()) {
+      EXPECT_TRUE(std::equal(alone.start.begin(), alone.start.end(), span.start.begin() + static_cast<ptrdiff_t>(at)))
+          << "window " << k;
+      EXPECT_TRUE(std::equal(alone.end.begin(), alone.end.end(), span.end.begin() + static_cast<ptrdiff_t>(at)));
+    }
+    at += alone.start.size();
+  }
+  EXPECT_EQ(at, span.start.size());
+}
+
 }  // namespace

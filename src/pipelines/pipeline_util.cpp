@@ -85,11 +85,7 @@ size_t model_max_length(const ModelConfig& config) {
   return static_cast<size_t>(std::max<int64_t>(0, config.max_sequence_length()));
 }
 
-Matrix sequence_logits(const Model& model, std::span<const Encoding> encodings) {
-  // Passes of at most 16,384 tokens (the server's default pass), so that memory stays bounded
-  // however many encodings come; a row does not depend on the rest of its pass.
-  constexpr size_t kTokensPerPass = 16384;
-  Matrix out(encodings.size(), static_cast<size_t>(model.config().num_labels()));
+void in_passes(std::span<const Encoding> encodings, const std::function<void(const Batch&, size_t first)>& run) {
   for (size_t i = 0; i < encodings.size();) {
     const size_t first = i;
     Batch batch;
@@ -98,9 +94,16 @@ Matrix sequence_logits(const Model& model, std::span<const Encoding> encodings) 
       batch.add_sequence(encodings[i].ids);
       tokens += encodings[i++].ids.size();
     }
+    run(batch, first);
+  }
+}
+
+Matrix sequence_logits(const Model& model, std::span<const Encoding> encodings) {
+  Matrix out(encodings.size(), static_cast<size_t>(model.config().num_labels()));
+  in_passes(encodings, [&](const Batch& batch, size_t first) {
     const Matrix part = batch_sequence_logits(model, batch);
     std::copy(part.data.begin(), part.data.end(), out.row(first));
-  }
+  });
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -63,7 +64,13 @@ inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 size_t model_max_length(const ModelConfig& config);
 
 // Every encoding through the model as one Batch; the classifier's logits (encodings, num_labels).
-// (In passes of at most 16,384 tokens.)
+// Passes of at most kTokensPerPass tokens (the server's default pass; one encoding a pass at least),
+// so that memory stays bounded however many encodings come: run(batch, index of its first
+// encoding) for each, in order. A row of a pass does not depend on the rest of the pass.
+constexpr size_t kTokensPerPass = 16384;
+void in_passes(std::span<const Encoding> encodings, const std::function<void(const Batch&, size_t first)>& run);
+
+// (In passes of at most kTokensPerPass tokens.)
 Matrix sequence_logits(const Model& model, std::span<const Encoding> encodings);
 // The same on a Batch already packed: (batch.num_sequences(), num_labels).
 Matrix batch_sequence_logits(const Model& model, const Batch& batch);

@@ -90,12 +90,15 @@ QuestionAnswerer::Prepared QuestionAnswerer::prepare(const std::string& question
 
 SpanLogits QuestionAnswerer::run(const Prepared& prepared) const {
   const Model& model = pipeline::require_model(model_, "QuestionAnswerer");
-  Batch batch;
-  for (const Encoding& w : prepared.windows) batch.add_sequence(w.ids);
   ForwardOptions fo;
   fo.span_logits = true;
-  Outputs out = model.forward(batch, fo);
-  return {std::move(out.start_logits), std::move(out.end_logits)};
+  SpanLogits logits;
+  pipeline::in_passes(prepared.windows, [&](const Batch& batch, size_t) {
+    const Outputs out = model.forward(batch, fo);
+    logits.start.insert(logits.start.end(), out.start_logits.begin(), out.start_logits.end());
+    logits.end.insert(logits.end.end(), out.end_logits.begin(), out.end_logits.end());
+  });
+  return logits;
 }
 
 namespace {

@@ -151,12 +151,18 @@ TokenClassifier::Prepared TokenClassifier::prepare(std::string_view text, const 
 
 Matrix TokenClassifier::run(const Prepared& prepared) const {
   const Model& model = pipeline::require_model(model_, "TokenClassifier");
-  Batch batch;
-  for (const Encoding& w : prepared.windows) batch.add_sequence(w.ids);
   ForwardOptions fo;
   fo.token_logits = true;
-  Outputs out = model.forward(batch, fo);
-  return std::move(out.token_logits);
+  size_t total = 0;
+  for (const Encoding& w : prepared.windows) total += w.size();
+  Matrix logits(total, static_cast<size_t>(config_.num_labels()));
+  size_t row = 0;
+  pipeline::in_passes(prepared.windows, [&](const Batch& batch, size_t) {
+    const Outputs out = model.forward(batch, fo);
+    std::copy(out.token_logits.data.begin(), out.token_logits.data.end(), logits.row(row));
+    row += out.token_logits.rows;
+  });
+  return logits;
 }
 
 std::vector<TokenEntity> TokenClassifier::finish(const Prepared& prepared, const Matrix& logits,
