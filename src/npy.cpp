@@ -80,6 +80,7 @@ NpyArray parse_npy(std::string_view bytes, const std::string& path) {
   const std::string header(bytes.substr(pos, header_len));
   pos += header_len;
   NpyArray a;
+  a.name = path;
   a.dtype = dict_value(header, "descr", path);
   const size_t item = descr_size(a.dtype);
   if (!item) throw Error(path + ": dtype '" + a.dtype + "' is not supported (little-endian f4/f8/i1-i8/u1/b1)");
@@ -121,7 +122,7 @@ std::vector<float> NpyArray::as_float() const {
       out[i] = static_cast<float>(v);
     }
   } else {
-    throw Error("npy: dtype " + dtype + " is not a float type");
+    throw Error(name + ": dtype " + dtype + " is not a float type");
   }
   return out;
 }
@@ -130,7 +131,7 @@ std::vector<int64_t> NpyArray::as_int64() const {
   const size_t n = static_cast<size_t>(numel());
   std::vector<int64_t> out(n);
   const size_t item = descr_size(dtype);
-  if (dtype[1] == 'f') throw Error("npy: dtype " + dtype + " is not an integer type");
+  if (dtype[1] == 'f') throw Error(name + ": dtype " + dtype + " is not an integer type");
   for (size_t i = 0; i < n; ++i) {
     const uint8_t* p = bytes.data() + i * item;
     switch (item) {

@@ -578,6 +578,13 @@ TEST(Compare, PlotIsAnSvgWithOnePointPerTensor) {
   EXPECT_EQ(count_points(html, "first-failure"), 1u);
   r = run({"compare", "--model", kTiny, "--reference", dump, "--plot", (dir / "plot.png").string()});
   EXPECT_EQ(r.status, 2) << r.err;
+  // Paths of the wrong kind are named as such, before any work is done.
+  r = run({"compare", "--model", kTiny, "--reference", dump, "--plot", (dir / "no-such-folder" / "p.svg").string()});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("no-such-folder does not exist"), std::string::npos) << r.err;
+  r = run({"compare", "--model", kTiny, "--reference", svg.string()});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("is a file, not a reference dump folder"), std::string::npos) << r.err;
 }
 
 // ---------------------------------------------------------------- task commands

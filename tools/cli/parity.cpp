@@ -179,6 +179,8 @@ int run_dump(const Args& args) {
   const Model model = Model::load(model_dir(args), load_options(args));
   const std::filesystem::path out_dir = args.require("out");
   std::error_code ec;
+  if (std::filesystem::exists(out_dir, ec) && !std::filesystem::is_directory(out_dir, ec))
+    throw Error(out_dir.string() + ": is a file, not a folder (--out names the dump's folder)", ErrorKind::kIo);
   if (std::filesystem::exists(out_dir, ec) && !std::filesystem::is_empty(out_dir, ec) && !args.flag("force"))
     throw Error(out_dir.string() + ": exists and is not empty (use --force)");
   const auto mask_path = args.get("attention-mask");
@@ -203,11 +205,20 @@ int run_compare(const Args& args) {
   const std::optional<std::string> plot = args.get("plot");
   const bool html = plot && plot->ends_with(".html");
   if (plot && !html && !plot->ends_with(".svg")) throw UsageError("--plot must name a .svg or .html file");
-  if (plot) check_can_write(*plot, args.flag("force"));
+  if (plot) {
+    check_can_write(*plot, args.flag("force"));
+    std::error_code ec;  // (before the comparison runs: its folder must be there)
+    const std::filesystem::path parent = std::filesystem::absolute(*plot, ec).parent_path();
+    if (!std::filesystem::is_directory(parent, ec))
+      throw Error(*plot + ": its folder " + parent.string() + " does not exist", ErrorKind::kIo);
+  }
   const std::string model_folder = model_dir(args);
   const Model model = Model::load(model_folder, load_options(args));
   const std::filesystem::path ref = args.require("reference");
-  if (!std::filesystem::is_directory(ref)) throw Error(ref.string() + ": reference dump folder not found");
+  if (!std::filesystem::is_directory(ref))
+    throw Error(ref.string() + (std::filesystem::exists(ref) ? ": is a file, not a reference dump folder"
+                                                              : ": reference dump folder not found"),
+                ErrorKind::kIo);
   PaddedInput in = read_inputs(ref / "input_ids.npy", ref / "attention_mask.npy",
                                static_cast<int32_t>(model.config().pad_token_id));
   if (std::filesystem::exists(ref / "token_type_ids.npy"))

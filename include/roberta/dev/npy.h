@@ -16,6 +16,7 @@ struct NpyArray {
   std::string dtype;  // numpy descr, e.g. "<f4", "<i8"
   std::vector<int64_t> shape;
   std::vector<uint8_t> bytes;
+  std::string name;  // where it came from (the file), for messages
 
   int64_t numel() const;
   std::vector<float> as_float() const;    // from f4/f8
