@@ -218,7 +218,14 @@ TEST(ZeroShot, Errors) {
   test::expect_error([&] { zs.prepare(std::vector<std::string>{""}, o); }, {"sequence 1", "empty"});
   o.candidate_labels = {"a very long hypothesis label that cannot fit in twelve tokens at all"};
   test::expect_error([&] { zs.prepare(seq, o); }, {"hypothesis", "at most 12"});
-  EXPECT_EQ(format_hypothesis("{{x}} {} {0}", "L"), "{x} L L");
+  // Python's str.format("L") (transformers' hypothesis_template.format(label)): '{{x}} {0} {0}' ->
+  // '{x} L L', '{{}} {}' -> '{} L'; '{{x}} {} {0}' and '{0}{}' raise ValueError (cannot switch
+  // between automatic and manual numbering), 'a{}b{}' IndexError (replacement index 1 out of range).
+  EXPECT_EQ(format_hypothesis("{{x}} {0} {0}", "L"), "{x} L L");
+  EXPECT_EQ(format_hypothesis("{{}} {}", "L"), "{} L");
+  test::expect_error([] { format_hypothesis("{{x}} {} {0}", "L"); }, {"cannot switch"});
+  test::expect_error([] { format_hypothesis("{0}{}", "L"); }, {"cannot switch"});
+  test::expect_error([] { format_hypothesis("a{}b{}", "L"); }, {"index 1 out of range"});
   test::expect_error([] { format_hypothesis("a } b", "L"); }, {"single '}'"});
   EXPECT_EQ(parse_candidate_labels(" a, b ,,\u00a0c\u00a0,"), (std::vector<std::string>{"a", "b", "c"}));
 }

@@ -25,7 +25,10 @@ std::vector<std::string> parse_candidate_labels(std::string_view comma_separated
 }
 
 std::string format_hypothesis(const std::string& t, const std::string& label) {
+  // Python's str.format with one argument: {} numbers fields automatically (a second {} asks for
+  // argument 1, which is not there), {0} names the label, and the two do not mix.
   std::string out;
+  bool automatic = false, manual = false;
   for (size_t i = 0; i < t.size(); ++i) {
     const char c = t[i];
     if (c == '{') {
@@ -41,6 +44,12 @@ std::string format_hypothesis(const std::string& t, const std::string& label) {
       if (field != "" && field != "0")
         throw Error("hypothesis_template \"" + t + "\": the field {" + field +
                     "} is not supported (use {} for the label)");
+      if ((field.empty() && manual) || (!field.empty() && automatic))
+        throw Error("hypothesis_template \"" + t + "\": cannot switch between {} and {0} (as Python's str.format)");
+      if (field.empty() && automatic)
+        throw Error("hypothesis_template \"" + t + "\": a second {} asks for a second value (as Python's "
+                    "str.format: replacement index 1 out of range); use {0} to repeat the label");
+      (field.empty() ? automatic : manual) = true;
       out += label;
       i = close;
     } else if (c == '}') {
