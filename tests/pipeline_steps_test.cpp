@@ -199,8 +199,9 @@ TEST(WindowSteps, LongTextsRunInPassesEqualToEachWindowAlone) {
     TokenClassifier::Prepared one;
     one.windows = {pn.windows[k]};
     const Matrix alone = ner.run(one);
-    if (k == 0 || k == pn.windows.size() / 2 || k + 1 == pn.windows.size())
+    if (k == 0 || k == pn.windows.size() / 2 || k + 1 == pn.windows.size()) {
       EXPECT_EQ(rows_of(all, row, alone.rows).data, alone.data) << "window " << k;
+    }
     row += alone.rows;
   }
   const QuestionAnswerer qa = QuestionAnswerer::load(qa_dir.path());
