@@ -49,6 +49,13 @@ def check_ids(ids: Any, what: str) -> List[int]:
     unknown ids)."""
     if hasattr(ids, "tolist"):  # numpy arrays, torch tensors
         ids = ids.tolist()
+    elif not isinstance(ids, list):
+        ids = list(ids)
+    try:  # the common case at C speed: ints only, all in range
+        if set(map(type, ids)) <= {int} and (not ids or (min(ids) >= 0 and max(ids) < 2**31)):
+            return ids
+    except TypeError:
+        pass
     out = []
     for i, x in enumerate(ids):
         if isinstance(x, bool) or not isinstance(x, (int, np.integer)):

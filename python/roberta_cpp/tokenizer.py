@@ -78,7 +78,7 @@ class Tokenizer(_core.Tokenizer):
     def encode_batch(self, inputs: Sequence[Any], *args: Any, **kwargs: Any) -> List[_core.Encoding]:
         inputs = list(inputs)
         _check_inputs(inputs, "inputs")
-        return super().encode_batch([tuple(x) if isinstance(x, list) else x for x in inputs], *args, **kwargs)
+        return super().encode_batch(inputs, *args, **kwargs)
 
     def decode(self, ids: Any, skip_special_tokens: bool = True) -> str:
         return super().decode(check_ids(ids, "ids"), skip_special_tokens)
@@ -166,10 +166,11 @@ class Tokenizer(_core.Tokenizer):
         return BatchEncoding(data, encodings)
 
 
-def _check_inputs(inputs: Sequence[Any], what: str) -> None:
+def _check_inputs(inputs: List[Any], what: str) -> None:
+    """Each a text, or a (text, pair) as a tuple, list or numpy row; pairs become tuples in place."""
     for i, x in enumerate(inputs):
-        if isinstance(x, (tuple, list)) and len(x) == 2:
-            check_texts(list(x), f"{what}[{i}]")
+        if not isinstance(x, (str, bytes)) and hasattr(x, "__len__") and len(x) == 2:
+            inputs[i] = tuple(check_texts([str(t) if isinstance(t, np.str_) else t for t in x], f"{what}[{i}]"))
         else:
             check_text(x, f"{what}[{i}]")
 

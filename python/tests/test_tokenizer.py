@@ -51,6 +51,9 @@ def test_pairs_match_hf(tok):
     # encode_batch takes (a, b) tuples too
     rs = records("pairs.jsonl")[:10]
     assert [e.ids for e in tok.encode_batch([(r["a"], r["b"]) for r in rs])] == [r["ids"] for r in rs]
+    # ... and [a, b] lists and the rows of a numpy array of pairs
+    assert [e.ids for e in tok.encode_batch([[r["a"], r["b"]] for r in rs])] == [r["ids"] for r in rs]
+    assert [e.ids for e in tok.encode_batch(np.array([[r["a"], r["b"]] for r in rs]))] == [r["ids"] for r in rs]
 
 
 def test_truncation_matches_hf(tok):

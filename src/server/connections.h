@@ -31,7 +31,10 @@ class Connections {
   void stop();
 
   // "ADDR:PORT" of a request's client, as the handler names it.
-  static std::string peer_name(const std::string& addr, int port) { return addr + ":" + std::to_string(port); }
+  // (without an IPv6 zone, "fe80::1%eth0": getpeername, which the scan names sockets by, has none)
+  static std::string peer_name(const std::string& addr, int port) {
+    return addr.substr(0, addr.find('%')) + ":" + std::to_string(port);
+  }
   void handler_begin(const std::string& peer);
   void handler_end(const std::string& peer);  // the answer is written: the clock starts again
   // False when the client has closed its connection (or reset it); true when unsure.

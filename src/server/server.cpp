@@ -102,9 +102,23 @@ bool same_secret(const std::string& a, const std::string& b) {
 
 // When the current request began (set before routing; the log line's milliseconds).
 thread_local std::optional<Clock::time_point> t_request_start;
-// Set when the current request's body was not read to its end: its connection is closed once the
-// answer is written (the logger runs then), so that the rest is never taken for a request.
+// Whether the current request's body was read to its end (read_body). A request that declares a
+// body which was not (refused before it was read, a method httplib reads no body of, an error of
+// httplib's own before routing) loses its connection once the answer is written (the logger runs
+// then, and resets these), so that the rest of the body is never taken for a request of its own.
+thread_local bool t_body_read = false;
 thread_local bool t_close_connection = false;
+
+bool declares_body(const httplib::Request& req) {
+  const std::string length = req.get_header_value("Content-Length");
+  return (!length.empty() && length != "0") || req.has_header("Transfer-Encoding");
+}
+
+// Marks the connection to be closed after this answer, and says so in the answer.
+void close_after(httplib::Response& res) {
+  if (!res.has_header("Connection")) res.set_header("Connection", "close");
+  t_close_connection = true;
+}
 
 // The request body through httplib's content reader: chunked or not, decoded (gzip, deflate, br),
 // at most `limit` bytes after decoding (httplib's own limit counts only a Content-Length, before
@@ -113,29 +127,40 @@ thread_local bool t_close_connection = false;
 bool read_body(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader,
                size_t limit, std::string& body) {
   const std::string coding = req.get_header_value("Content-Encoding");
-  // (httplib would pass a body in another encoding on as it is)
+  // (httplib would pass a body in another encoding on as it is, and one of multipart/form-data to
+  // callbacks a content reader does not have)
   const bool known = coding.empty() || coding == "identity" || coding == "gzip" || coding == "deflate" || coding == "br";
+  const bool multipart = req.get_header_value("Content-Type").starts_with("multipart/");
   bool over = false;
-  const bool ok = known && reader([&](const char* data, size_t n) {
+  const bool ok = known && !multipart && reader([&](const char* data, size_t n) {
     if (body.size() + n > limit) return !(over = true);
     body.append(data, n);
     return true;
   });
-  if (ok && !over) return true;
+  if (ok && !over) {
+    // httplib reads no body of a DELETE without a Content-Length (no route takes DELETE: the
+    // answer is 405 or 404 all the same, then the connection is closed)
+    t_body_read = !(req.method == "DELETE" && !req.has_header("Content-Length"));
+    if (!t_body_read && declares_body(req)) close_after(res);
+    return true;
+  }
+  // (httplib's own 413, for a Content-Length over the limit, has read the body past: nothing is left)
+  t_body_read = !over && known && !multipart && res.status == 413;
   body.clear();
   const Style style = is_openai_path(req.path) ? Style::kOpenAi : Style::kTei;
-  if (!known) res.status = 415;
+  if (!t_body_read) close_after(res);
+  if (!known || multipart) res.status = 415;
   if (over || res.status == 413)
     set_error(res, style, ApiError(413, ErrorType::kValidation,
                                    "the request body is larger than the payload limit (" + std::to_string(limit) +
                                        " bytes" + (coding.empty() ? "" : ", once decoded") + ")"));
   else if (res.status == 415)
     set_error(res, style, ApiError(415, ErrorType::kValidation,
-                                   "Content-Encoding \"" + coding + "\" is not supported (gzip, deflate and br are)"));
+                                   multipart ? "a multipart/form-data body is not accepted: send JSON"
+                                             : "Content-Encoding \"" + coding + "\" is not supported (gzip, deflate and br are)"));
   else
     set_error(res, style, ApiError(400, ErrorType::kValidation,
                                    "the request body could not be read (broken chunked or compressed data)"));
-  t_close_connection = true;
   return false;
 }
 
@@ -256,17 +281,21 @@ void Server::Impl::configure() {
   http.Put(".*", no_route);
   http.Delete(".*", no_route);
   http.Patch(".*", no_route);
-  http.set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
+  http.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
     t_request_start = Clock::now();
-    // httplib does not read the body of a GET, HEAD or OPTIONS request: one that has a body loses
-    // its connection after the answer, as a body read only in part does.
-    const std::string length = req.get_header_value("Content-Length");
-    t_close_connection = (req.method == "GET" || req.method == "HEAD" || req.method == "OPTIONS") &&
-                         ((!length.empty() && length != "0") || req.has_header("Transfer-Encoding"));
+    // httplib reads bodies of POST, PUT, PATCH and DELETE only: a body of another method is never
+    // read, and costs its connection after the answer.
+    const bool read = req.method == "POST" || req.method == "PUT" || req.method == "PATCH" || req.method == "DELETE";
+    if (!read && declares_body(req)) close_after(res);
     return httplib::Server::HandlerResponse::Unhandled;
   });
   // Answers httplib makes itself (404, 413, 400 for a broken request) get a JSON body too.
   http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+    // (every answer of 400 and up passes here before it is written, httplib's own before routing too)
+    // (a request httplib could not parse, 400 without a method, or whose path is too long, 414, has
+    // headers it did not read: whether a body follows is unknown)
+    if ((declares_body(req) && !t_body_read) || res.status == 414 || (res.status == 400 && req.method.empty()))
+      close_after(res);
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
     const Style style = is_openai_path(req.path) ? Style::kOpenAi : Style::kTei;
     const int status = res.status;
@@ -282,11 +311,9 @@ void Server::Impl::configure() {
               ApiError(500, ErrorType::kBackend, "internal error", "inference"));
   });
   http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-    // (httplib calls it once the answer is written)
-    if (t_close_connection) {
-      t_close_connection = false;
-      state.connections->close(Connections::peer_name(req.remote_addr, req.remote_port));
-    }
+    // (httplib calls it once the answer is written, for every answer)
+    if (t_close_connection) state.connections->close(Connections::peer_name(req.remote_addr, req.remote_port));
+    t_close_connection = t_body_read = false;
     if (state.options.quiet) return;
     char ms[32] = "-";
     if (t_request_start)

@@ -4,6 +4,7 @@ answers afterwards; SIGTERM under load finishes the requests in flight and exits
 Usage: faults_test.py ROBERTA_BINARY MODEL_DIR
 """
 import gzip
+import http.client
 import json
 import socket
 import sys
@@ -118,12 +119,33 @@ try:
         ("a body in an encoding httplib cannot decode", post + b"Content-Encoding: zstd\r\nContent-Length: %d\r\n\r\n"
          % len(hidden), hidden, 415, True),
         ("a GET with a body (which httplib does not read)",
-         b"GET /health HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(hidden), hidden, 200, True)]:
+         b"GET /health HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(hidden), hidden, 200, True),
+        ("a multipart/form-data body", b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; "
+         b"boundary=xx\r\nContent-Length: %d\r\n\r\n" % (len(hidden) + 60),
+         b'--xx\r\nContent-Disposition: form-data; name="a"\r\n\r\nhello\r\n' + hidden, 415, True),
+        ("a DELETE with a chunked body (which httplib does not read)",
+         b"DELETE /embed HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", chunked(hidden), 405, True),
+        ("a TRACE with a body", b"TRACE /health HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(hidden),
+         hidden, 400, True),
+        ("a POST with a 9,000-byte path (httplib's 414, before routing)",
+         b"POST /" + b"x" * 9000 + b" HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(hidden), hidden, 414,
+         True)]:
         got, one_then_closed, reply = raw(head, body)
+        if closed:
+            c.check(b"\r\nConnection: close\r\n" in reply.split(b"\r\n\r\n")[0] + b"\r\n",
+                    f"{what}: the answer says Connection: close")
         c.check(got == want and (one_then_closed if closed else True),
                 f"{what}: {got} (want {want}){', one answer, then the connection closed' if closed else ''} "
                 f"({reply[:60]!r})")
         still_answers(server, what)
+    # httplib's own 413 (a Content-Length over the limit) reads the body past: the connection stays
+    # usable, as a client such as http.client expects when the answer does not say close.
+    conn = http.client.HTTPConnection(server.host, server.port, timeout=30)
+    first = request(server, "POST", "/embed", big_body, conn=conn)
+    second = request(server, "GET", "/health", conn=conn)
+    conn.close()
+    c.check(first[0] == 413 and first[1].get("connection") != "close" and second[0] == 200,
+            f"after httplib's own 413 the same connection answers again ({first[0]}, {second[0]})")
 
     # A client that sends half its body and goes away.
     s = socket.create_connection((server.host, server.port))
