@@ -42,7 +42,10 @@ int run_qa(const Args& args) {
   try {  // the options on a trivial example first: their error is a usage error, not one of every line
     qa.prepare("q", "c", options);
   } catch (const Error& e) {
-    throw UsageError(e.what());
+    const std::string m = e.what();
+    throw UsageError(m.starts_with("the question has") ? "--max-seq-len " + std::to_string(options.max_seq_len.value_or(0)) +
+                                                             " leaves no room for a context even after a one-token question"
+                                                       : m);
   }
   // --question and --context: one input (its line is not read); else JSON lines from stdin.
   LineReader lines = question ? LineReader::from_texts({""}) : LineReader::from_stdin();
