@@ -32,6 +32,12 @@ void log_line(const std::string& line) {
 
 namespace {
 
+// The client of the connection this thread serves ("ADDR:PORT"), from its first request that got
+// as far as routing; empty between connections. httplib serves a connection on one thread for its
+// whole life, and answers a request it cannot parse before it names the client in it: this names
+// the connection to close then.
+thread_local std::string t_peer;
+
 // httplib's task queue, growing on demand: one thread per open connection (httplib serves a
 // connection on one thread for its whole keep-alive life), up to `max_threads`; connections
 // beyond wait for a thread. shutdown() runs what is queued, then joins every thread.
@@ -70,7 +76,9 @@ class ConnectionThreads : public httplib::TaskQueue {
       auto fn = std::move(jobs_.front());
       jobs_.pop_front();
       lock.unlock();
-      fn();
+      t_peer.clear();
+      fn();  // (one connection, for its whole life)
+      t_peer.clear();
       lock.lock();
     }
   }
@@ -114,10 +122,14 @@ bool declares_body(const httplib::Request& req) {
   return (!length.empty() && length != "0") || req.has_header("Transfer-Encoding");
 }
 
-// Marks the connection to be closed after this answer, and says so in the answer.
-void close_after(httplib::Response& res) {
+// Marks the connection to be closed after this answer, and says so in the answer; false (and
+// nothing said) when the connection is not known yet: a request httplib could not parse, first on
+// its connection.
+bool close_after(const httplib::Request& req, httplib::Response& res) {
+  if (req.remote_port <= 0 && t_peer.empty()) return false;
   if (!res.has_header("Connection")) res.set_header("Connection", "close");
   t_close_connection = true;
+  return true;
 }
 
 // The request body through httplib's content reader: chunked or not, decoded (gzip, deflate, br),
@@ -141,14 +153,14 @@ bool read_body(const httplib::Request& req, httplib::Response& res, const httpli
     // httplib reads no body of a DELETE without a Content-Length (no route takes DELETE: the
     // answer is 405 or 404 all the same, then the connection is closed)
     t_body_read = !(req.method == "DELETE" && !req.has_header("Content-Length"));
-    if (!t_body_read && declares_body(req)) close_after(res);
+    if (!t_body_read && declares_body(req)) close_after(req, res);
     return true;
   }
   // (httplib's own 413, for a Content-Length over the limit, has read the body past: nothing is left)
   t_body_read = !over && known && !multipart && res.status == 413;
   body.clear();
   const Style style = is_openai_path(req.path) ? Style::kOpenAi : Style::kTei;
-  if (!t_body_read) close_after(res);
+  if (!t_body_read) close_after(req, res);
   if (!known || multipart) res.status = 415;
   if (over || res.status == 413)
     set_error(res, style, ApiError(413, ErrorType::kValidation,
@@ -283,19 +295,36 @@ void Server::Impl::configure() {
   http.Patch(".*", no_route);
   http.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
     t_request_start = Clock::now();
+    t_peer = Connections::peer_name(req.remote_addr, req.remote_port);
+    // Where the body ends must be certain (RFC 9112 6.1, 6.3): Content-Length a number, given
+    // once, and not with a Transfer-Encoding; else 400 and the connection closed.
+    const auto lengths = req.headers.equal_range("Content-Length");
+    std::set<std::string> values;
+    for (auto it = lengths.first; it != lengths.second; ++it) values.insert(it->second);
+    const bool number = values.empty() || (values.size() == 1 && !values.begin()->empty() &&
+                                           values.begin()->find_first_not_of("0123456789") == std::string::npos);
+    if (!number || (!values.empty() && req.has_header("Transfer-Encoding"))) {
+      set_error(res, is_openai_path(req.path) ? Style::kOpenAi : Style::kTei,
+                ApiError(400, ErrorType::kValidation,
+                         number ? "Content-Length and Transfer-Encoding together: where the body ends is unclear"
+                                : "Content-Length must be one number"));
+      close_after(req, res);
+      return httplib::Server::HandlerResponse::Handled;
+    }
     // httplib reads bodies of POST, PUT, PATCH and DELETE only: a body of another method is never
     // read, and costs its connection after the answer.
     const bool read = req.method == "POST" || req.method == "PUT" || req.method == "PATCH" || req.method == "DELETE";
-    if (!read && declares_body(req)) close_after(res);
+    if (!read && declares_body(req)) close_after(req, res);
     return httplib::Server::HandlerResponse::Unhandled;
   });
   // Answers httplib makes itself (404, 413, 400 for a broken request) get a JSON body too.
   http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
     // (every answer of 400 and up passes here before it is written, httplib's own before routing too)
-    // (a request httplib could not parse, 400 without a method, or whose path is too long, 414, has
-    // headers it did not read: whether a body follows is unknown)
-    if ((declares_body(req) && !t_body_read) || res.status == 414 || (res.status == 400 && req.method.empty()))
-      close_after(res);
+    // (a request httplib answers before it names the client in it, remote_port -1 — a 400 for a
+    // request it could not parse, a 414 for a path too long — has headers it did not read: whether
+    // a body follows is unknown)
+    if ((declares_body(req) && !t_body_read) || res.status == 414 || (res.status == 400 && req.remote_port <= 0))
+      close_after(req, res);
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
     const Style style = is_openai_path(req.path) ? Style::kOpenAi : Style::kTei;
     const int status = res.status;
@@ -312,7 +341,8 @@ void Server::Impl::configure() {
   });
   http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
     // (httplib calls it once the answer is written, for every answer)
-    if (t_close_connection) state.connections->close(Connections::peer_name(req.remote_addr, req.remote_port));
+    if (t_close_connection)
+      state.connections->close(req.remote_port > 0 ? Connections::peer_name(req.remote_addr, req.remote_port) : t_peer);
     t_close_connection = t_body_read = false;
     if (state.options.quiet) return;
     char ms[32] = "-";
