@@ -37,6 +37,12 @@ namespace {
 // whole life, and answers a request it cannot parse before it names the client in it: this names
 // the connection to close then.
 thread_local std::string t_peer;
+// Whether the current request's body was read to its end (read_body). A request that declares a
+// body which was not (refused before it was read, a method httplib reads no body of, an error of
+// httplib's own before routing) loses its connection once the answer is written (the logger runs
+// then, and resets these), so that the rest of the body is never taken for a request of its own.
+thread_local bool t_body_read = false;
+thread_local bool t_close_connection = false;
 
 // httplib's task queue, growing on demand: one thread per open connection (httplib serves a
 // connection on one thread for its whole keep-alive life), up to `max_threads`; connections
@@ -79,6 +85,7 @@ class ConnectionThreads : public httplib::TaskQueue {
       t_peer.clear();
       fn();  // (one connection, for its whole life)
       t_peer.clear();
+      t_body_read = t_close_connection = false;
       lock.lock();
     }
   }
@@ -110,13 +117,6 @@ bool same_secret(const std::string& a, const std::string& b) {
 
 // When the current request began (set before routing; the log line's milliseconds).
 thread_local std::optional<Clock::time_point> t_request_start;
-// Whether the current request's body was read to its end (read_body). A request that declares a
-// body which was not (refused before it was read, a method httplib reads no body of, an error of
-// httplib's own before routing) loses its connection once the answer is written (the logger runs
-// then, and resets these), so that the rest of the body is never taken for a request of its own.
-thread_local bool t_body_read = false;
-thread_local bool t_close_connection = false;
-
 bool declares_body(const httplib::Request& req) {
   const std::string length = req.get_header_value("Content-Length");
   return (!length.empty() && length != "0") || req.has_header("Transfer-Encoding");
