@@ -179,7 +179,7 @@ class TextClassificationPipeline(Pipeline):
     def __call__(self, inputs: Any, batch_size: Optional[int] = None, num_workers: Optional[int] = None,
                  **kwargs: Any) -> Any:
         params = {**self._defaults, **self._check_parameters(kwargs)}
-        self._call_batch_size(batch_size)  # checked; the classifier runs every input in one pass
+        self._call_batch_size(batch_size)  # checked; the classifier runs passes of up to 16,384 tokens
         single = not isinstance(inputs, list)
         items = [inputs] if single else list(inputs)
         pairs = []
@@ -299,7 +299,7 @@ class QuestionAnsweringPipeline(Pipeline):
         for i, (q, c) in enumerate(examples):
             _check_text(q, f"question[{i}]" if len(examples) > 1 else "question")
             _check_text(c, f"context[{i}]" if len(examples) > 1 else "context")
-        self._call_batch_size(batch_size)  # checked; each example runs in one pass of its windows
+        self._call_batch_size(batch_size)  # checked; an example's windows run in passes of up to 16,384 tokens
         params = {**self._defaults, **self._check_parameters(kwargs)}
         if "topk" in params:
             params.setdefault("top_k", params.pop("topk"))

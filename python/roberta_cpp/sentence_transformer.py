@@ -68,13 +68,14 @@ def _as_matrix(x: Any) -> np.ndarray:
     return a[None, :] if a.ndim == 1 else a
 
 
+def _unit_rows(a: np.ndarray) -> np.ndarray:
+    return a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
+
+
 def cos_sim(a: Any, b: Any) -> np.ndarray:
     """Cosine similarity of every row of a with every row of b: (len(a), len(b)) float32, as
     sentence_transformers.util.cos_sim (which returns a torch tensor; this returns numpy)."""
-    a, b = _as_matrix(a), _as_matrix(b)
-    an = a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
-    bn = b / np.maximum(np.linalg.norm(b, axis=1, keepdims=True), 1e-12)
-    return an @ bn.T
+    return _unit_rows(_as_matrix(a)) @ _unit_rows(_as_matrix(b)).T
 
 
 def _dot(a: Any, b: Any) -> np.ndarray:
@@ -103,9 +104,7 @@ def _pairs(a: Any, b: Any) -> tuple:
 
 def _pairwise_cos(a: Any, b: Any) -> np.ndarray:
     a, b = _pairs(a, b)
-    an = a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
-    bn = b / np.maximum(np.linalg.norm(b, axis=1, keepdims=True), 1e-12)
-    return (an * bn).sum(-1)
+    return (_unit_rows(a) * _unit_rows(b)).sum(-1)
 
 
 def _pairwise_dot(a: Any, b: Any) -> np.ndarray:
