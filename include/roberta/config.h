@@ -24,7 +24,7 @@ struct ModelConfig {
   std::string hidden_act = "gelu";  // validated: one of Hugging Face's ACT2FN names except prelu
   std::string model_type = "roberta";
   std::string position_embedding_type = "absolute";  // or relative_key, relative_key_query
-  std::vector<std::string> architectures;           // e.g. {"RobertaForSequenceClassification"}
+  std::vector<std::string> architectures{};           // e.g. {"RobertaForSequenceClassification"}
 
   // Labels of a classification head, as transformers' PretrainedConfig reads them: id2label in id
   // order (num_labels entries; "LABEL_i" where the file names none, 2 labels when it says nothing),
@@ -32,7 +32,7 @@ struct ModelConfig {
   // "single_label_classification", "multi_label_classification" or "regression").
   std::vector<std::string> id2label{"LABEL_0", "LABEL_1"};
   std::map<std::string, int64_t> label2id{{"LABEL_0", 0}, {"LABEL_1", 1}};
-  std::string problem_type;
+  std::string problem_type{};
 
   int64_t num_labels() const { return static_cast<int64_t>(id2label.size()); }
 

@@ -47,8 +47,8 @@ struct CrossEncoderConfig {
   // the older "sbert_ce_default_activation_function". A path outside torch is ignored, as
   // sentence-transformers does without trust_remote_code (see `note`); a torch class other than
   // the supported ones is an error (kInvalidModel).
-  std::optional<CrossEncoderActivation> activation;
-  std::string note;  // why a configured activation was ignored, or ""
+  std::optional<CrossEncoderActivation> activation{};
+  std::string note{};  // why a configured activation was ignored, or ""
 
   static CrossEncoderConfig from_dir(const std::filesystem::path& dir);
   // From config.json's text; `source` names it in errors.
@@ -58,7 +58,7 @@ struct CrossEncoderConfig {
 struct CrossEncoderOptions {
   // Replaces the default for this call (sentence-transformers' predict(activation_fn=...), which
   // there also becomes the model's new default; here it does not).
-  std::optional<CrossEncoderActivation> activation;
+  std::optional<CrossEncoderActivation> activation{};
   // After the activation, a softmax over each pair's labels. As sentence-transformers, also with one
   // label (every score is then 1).
   bool apply_softmax = false;
@@ -71,19 +71,19 @@ struct CrossEncoderOptions {
 struct RankedDocument {
   size_t corpus_id = 0;
   float score = 0;
-  std::optional<std::string> text;  // with return_documents
+  std::optional<std::string> text{};  // with return_documents
 };
 
 struct RankOptions {
-  std::optional<size_t> top_k;  // nullopt: every document
+  std::optional<size_t> top_k{};  // nullopt: every document
   bool return_documents = false;
-  CrossEncoderOptions scoring;
+  CrossEncoderOptions scoring{};
 };
 
 class CrossEncoder {
  public:
   struct Prepared {
-    std::vector<Encoding> encodings;
+    std::vector<Encoding> encodings{};
   };
 
   // Throws Error (kInvalidModel) without a sequence-classification head.

@@ -22,8 +22,8 @@ Pooling parse_pooling(const std::string& name);  // "mean", "cls", "max", "poole
 const char* pooling_name(Pooling p);
 
 struct EmbedOptions {
-  std::optional<Pooling> pooling;    // default: the folder's sentence-transformers config, else mean
-  std::optional<bool> normalize;     // L2-normalise; default as above, else false
+  std::optional<Pooling> pooling{};    // default: the folder's sentence-transformers config, else mean
+  std::optional<bool> normalize{};     // L2-normalise; default as above, else false
   size_t batch_size = 32;
   size_t max_length = 0;             // tokens incl. <s> </s>; 0: max_seq_length()
   bool truncate = true;              // false: an over-long text is an error
@@ -33,8 +33,8 @@ struct EmbedOptions {
   // A prompt put before every text, as sentence-transformers' encode(prompt=...) does; or the name
   // of one of the folder's prompts (config_sentence_transformers.json), as encode(prompt_name=...).
   // Neither: the folder's default_prompt_name, if it has one.
-  std::optional<std::string> prompt;
-  std::optional<std::string> prompt_name;
+  std::optional<std::string> prompt{};
+  std::optional<std::string> prompt_name{};
 };
 
 // A sentence-transformers Dense module (models.Dense): y = activation(W x + b).
@@ -42,7 +42,7 @@ struct DenseLayer {
   size_t in = 0, out = 0;
   std::vector<float> weight;  // (out, in)
   std::vector<float> bias;    // (out), empty without bias
-  std::string activation;     // torch's class path, e.g. "torch.nn.modules.activation.Tanh"
+  std::string activation{};     // torch's class path, e.g. "torch.nn.modules.activation.Tanh"
 };
 
 // What a sentence-transformers folder configures; the defaults of an Embedder.
@@ -52,9 +52,9 @@ struct SentenceTransformerConfig {
   size_t max_seq_length = 0;         // sentence_bert_config.json; 0: the model's maximum
   bool do_lower_case = false;        // sentence_bert_config.json: texts go through str.lower()
   bool include_prompt = true;        // 1_Pooling/config.json: false leaves the prompt's tokens out of pooling
-  std::vector<DenseLayer> dense;     // Dense modules after pooling, in modules.json order
-  std::map<std::string, std::string> prompts;  // config_sentence_transformers.json
-  std::string default_prompt_name;             // "" when none
+  std::vector<DenseLayer> dense{};     // Dense modules after pooling, in modules.json order
+  std::map<std::string, std::string> prompts{};  // config_sentence_transformers.json
+  std::string default_prompt_name{};             // "" when none
 
   // Reads the files of `dir` that exist (none: the defaults above); errors name the file.
   static SentenceTransformerConfig from_dir(const std::filesystem::path& dir);
@@ -62,7 +62,7 @@ struct SentenceTransformerConfig {
 
 // One text tokenized for embedding (prompt added, lowercased, truncated): the prepare step.
 struct PreparedText {
-  std::vector<int32_t> ids;
+  std::vector<int32_t> ids{};
   size_t pooling_start = 0;  // leading tokens (a prompt) that pooling leaves out
   bool truncated = false;    // cut to the maximum length
 };

@@ -28,8 +28,8 @@ namespace roberta {
 struct FillMaskCandidate {
   float score = 0;        // softmax probability over the whole vocabulary
   int32_t token = 0;      // token id
-  std::string token_str;  // the token as text, e.g. " Paris"
-  std::string sequence;   // the input with this token in place of the mask
+  std::string token_str{};  // the token as text, e.g. " Paris"
+  std::string sequence{};   // the input with this token in place of the mask
 };
 
 struct FillMaskOptions {
@@ -49,8 +49,8 @@ class FillMask {
 
   // One text tokenized, and where its masks are: the prepare step.
   struct Prepared {
-    Encoding encoding;
-    std::vector<size_t> mask_positions;  // token indices of its <mask> tokens, in text order
+    Encoding encoding{};
+    std::vector<size_t> mask_positions{};  // token indices of its <mask> tokens, in text order
   };
 
   // One candidate list per <mask>, in text order, like Hugging Face's fill-mask pipeline.

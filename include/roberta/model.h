@@ -21,8 +21,8 @@ namespace roberta {
 
 // Sequences packed end to end, without padding. Sequence b is tokens [offsets[b], offsets[b+1]).
 struct Batch {
-  std::vector<int32_t> ids;
-  std::vector<int32_t> type_ids;  // empty: all 0
+  std::vector<int32_t> ids{};
+  std::vector<int32_t> type_ids{};  // empty: all 0
   std::vector<size_t> offsets{0};
 
   static Batch from_sequences(const std::vector<std::vector<int32_t>>& sequences);
@@ -39,7 +39,7 @@ struct Batch {
 // A row-major float matrix.
 struct Matrix {
   size_t rows = 0, cols = 0;
-  std::vector<float> data;
+  std::vector<float> data{};
 
   Matrix() = default;
   Matrix(size_t r, size_t c) : rows(r), cols(c), data(r * c) {}
@@ -50,7 +50,7 @@ struct Matrix {
 struct ForwardOptions {
   bool all_hidden_states = false;  // also return the embedding output and every layer's output
   bool logits = false;             // MLM logits (needs an LM head)
-  std::vector<size_t> logit_rows;  // packed token indices to compute logits for; empty: all tokens
+  std::vector<size_t> logit_rows{};  // packed token indices to compute logits for; empty: all tokens
   bool pooler = false;             // tanh(dense(hidden state of each sequence's first token))
   bool sequence_logits = false;    // RobertaForSequenceClassification's classifier on each <s>
   bool token_logits = false;       // RobertaForTokenClassification's classifier on every token

@@ -41,7 +41,7 @@ struct QuestionAnswer {
   float score = 0;
   int64_t start = 0, end = 0;  // code points of the context, as HF
   size_t byte_start = 0, byte_end = 0;
-  std::string answer;          // context[start:end]; "" for the impossible answer
+  std::string answer{};          // context[start:end]; "" for the impossible answer
 };
 
 // Span logits of the windows, packed in window order (one value per token).
@@ -53,7 +53,7 @@ class QuestionAnswerer {
  public:
   struct Prepared {
     std::string question, context;
-    std::vector<Encoding> windows;  // <s> question </s></s> context part </s>
+    std::vector<Encoding> windows{};  // <s> question </s></s> context part </s>
   };
 
   // Throws Error (kInvalidModel) without a question-answering head.

@@ -32,7 +32,7 @@
 namespace roberta {
 
 struct LabelScore {
-  std::string label;
+  std::string label{};
   float score = 0;
 };
 
@@ -44,8 +44,8 @@ enum class ClassificationFunction { kDefault, kSoftmax, kSigmoid, kNone };
 ClassificationFunction parse_classification_function(const std::string& name);
 
 struct TextInput {
-  std::string text;
-  std::optional<std::string> text_pair;  // HF's {"text": ..., "text_pair": ...}
+  std::string text{};
+  std::optional<std::string> text_pair{};  // HF's {"text": ..., "text_pair": ...}
 };
 
 struct TextClassifyOptions {
@@ -67,7 +67,7 @@ struct TextClassifyOptions {
 class TextClassifier {
  public:
   struct Prepared {
-    std::vector<Encoding> encodings;  // one per input
+    std::vector<Encoding> encodings{};  // one per input
   };
 
   // Throws Error (kInvalidModel) when the model has no sequence-classification head.

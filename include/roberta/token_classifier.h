@@ -44,12 +44,12 @@ struct TokenClassifyOptions {
 struct TokenEntity {
   // Without aggregation HF's "entity" (the token's label, e.g. "B-PER"); with one, "entity_group"
   // (the label without its B-/I- prefix, e.g. "PER").
-  std::string entity;
+  std::string entity{};
   float score = 0;
   // Without aggregation the token as the vocabulary spells it ("ĠMerkel"); with one, the tokens
   // decoded by the ByteLevel decoder (" Angela Merkel"). HF decodes the words of first/average/max
   // twice, which garbles non-ASCII words not preceded by a space ("café" -> "caf\uFFFD"): kept.
-  std::string word;
+  std::string word{};
   int64_t start = 0, end = 0;  // code points of the text, as HF's offsets
   size_t byte_start = 0, byte_end = 0;
   int64_t index = -1;  // without aggregation: the token's position in its window (<s> is 0)
@@ -58,8 +58,8 @@ struct TokenEntity {
 class TokenClassifier {
  public:
   struct Prepared {
-    std::string text;
-    std::vector<Encoding> windows;  // each <s> ... </s>, offsets into `text`
+    std::string text{};
+    std::vector<Encoding> windows{};  // each <s> ... </s>, offsets into `text`
     size_t tokens = 0;              // the text's tokens between <s> and </s>
     size_t cut_at = 0;              // without a stride: where the text was cut (0: it was not)
   };

@@ -23,7 +23,7 @@ namespace roberta {
 
 // A token of the added vocabulary (`added_tokens` of tokenizer.json).
 struct AddedToken {
-  std::string content;
+  std::string content{};
   int32_t id = 0;
   bool single_word = false;
   bool lstrip = false;  // the match swallows the whitespace before it
@@ -36,15 +36,15 @@ struct AddedToken {
 using Offsets = std::pair<int64_t, int64_t>;
 
 struct Encoding {
-  std::vector<int32_t> ids;
-  std::vector<int32_t> type_ids;
-  std::vector<std::string> tokens;
-  std::vector<Offsets> offsets;       // in code points, trimmed like HF's trim_offsets
-  std::vector<Offsets> byte_offsets;  // the same spans in UTF-8 bytes
-  std::vector<uint8_t> special_tokens_mask;  // 1 for tokens added by post-processing / padding
-  std::vector<uint8_t> attention_mask;       // 0 for padding
-  std::vector<int8_t> sequence_ids;          // 0 or 1 for text of input A or B, -1 otherwise
-  std::vector<int32_t> word_ids;             // pre-tokenizer word of each token, -1 for specials
+  std::vector<int32_t> ids{};
+  std::vector<int32_t> type_ids{};
+  std::vector<std::string> tokens{};
+  std::vector<Offsets> offsets{};       // in code points, trimmed like HF's trim_offsets
+  std::vector<Offsets> byte_offsets{};  // the same spans in UTF-8 bytes
+  std::vector<uint8_t> special_tokens_mask{};  // 1 for tokens added by post-processing / padding
+  std::vector<uint8_t> attention_mask{};       // 0 for padding
+  std::vector<int8_t> sequence_ids{};          // 0 or 1 for text of input A or B, -1 otherwise
+  std::vector<int32_t> word_ids{};             // pre-tokenizer word of each token, -1 for specials
 
   size_t size() const { return ids.size(); }
 };

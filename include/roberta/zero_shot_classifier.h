@@ -27,7 +27,7 @@
 namespace roberta {
 
 struct ZeroShotOptions {
-  std::vector<std::string> candidate_labels;
+  std::vector<std::string> candidate_labels{};
   // Python str.format with the label as its one argument: "{}" or "{0}", "{{" and "}}" for braces.
   std::string hypothesis_template = "This example is {}.";
   // false: a softmax over the labels' entailment logits. true (and always with one label): each
@@ -36,9 +36,9 @@ struct ZeroShotOptions {
 };
 
 struct ZeroShotResult {
-  std::string sequence;
-  std::vector<std::string> labels;  // best first
-  std::vector<float> scores;
+  std::string sequence{};
+  std::vector<std::string> labels{};  // best first
+  std::vector<float> scores{};
 };
 
 // HF's candidate_labels given as one string: split at commas, stripped, empty parts dropped.
@@ -51,8 +51,8 @@ std::string format_hypothesis(const std::string& hypothesis_template, const std:
 class ZeroShotClassifier {
  public:
   struct Prepared {
-    std::vector<std::string> sequences;
-    std::vector<std::string> labels;
+    std::vector<std::string> sequences{};
+    std::vector<std::string> labels{};
     std::vector<Encoding> pairs;  // (sequence, hypothesis) for each sequence, then each label
   };
 
