@@ -71,8 +71,22 @@ void read_labels(const json& doc, const std::string& source, ModelConfig& c) {
   c.label2id.clear();
   if (doc.contains("label2id") && doc["label2id"].is_object() && !doc["label2id"].empty()) {
     for (const auto& [key, value] : doc["label2id"].items()) {
-      if (!value.is_number_integer()) fail(source + ": label2id[\"" + key + "\"] must be an integer");
-      c.label2id[key] = value.get<int64_t>();
+      // transformers does not check the values; ids written as strings ("0") are taken as ids.
+      size_t used = 0;
+      long long id = -1;
+      if (value.is_number_integer()) {
+        id = value.get<int64_t>(), used = 1;
+      } else if (value.is_string()) {
+        const std::string text = value.get<std::string>();
+        try {
+          id = std::stoll(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used != text.size() || text.empty()) used = 0;
+      }
+      if (!used) fail(source + ": label2id[\"" + key + "\"] must be an integer id, got " + value.dump());
+      c.label2id[key] = id;
     }
   } else {
     for (size_t i = 0; i < c.id2label.size(); ++i) c.label2id[c.id2label[i]] = static_cast<int64_t>(i);
@@ -98,12 +112,16 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
       c.model_type != "data2vec-text" && c.model_type != "roberta-prelayernorm")
     fail(source + ": model_type \"" + c.model_type +
          "\" is not a RoBERTa model (roberta, xlm-roberta, camembert, data2vec-text, roberta-prelayernorm)");
-  c.vocab_size = read_int(doc, "vocab_size", source, 1, 10'000'000);
-  c.hidden_size = read_int(doc, "hidden_size", source, 1, 65536);
-  c.num_hidden_layers = read_int(doc, "num_hidden_layers", source, 1, 1000);
-  c.num_attention_heads = read_int(doc, "num_attention_heads", source, 1, 65536);
-  c.intermediate_size = read_int(doc, "intermediate_size", source, 1, 1'000'000);
-  c.max_position_embeddings = read_int(doc, "max_position_embeddings", source, 1, 1'000'000);
+  // A field the file leaves out takes the default of transformers' config class for the model type
+  // (RobertaConfig's are BertConfig's but for the vocabulary; XLM-R, CamemBERT and data2vec-text
+  // keep BertConfig's 30522).
+  const bool bert_vocab = c.model_type == "xlm-roberta" || c.model_type == "camembert" || c.model_type == "data2vec-text";
+  c.vocab_size = read_int(doc, "vocab_size", source, 1, 10'000'000, bert_vocab ? 30522 : 50265);
+  c.hidden_size = read_int(doc, "hidden_size", source, 1, 65536, 768);
+  c.num_hidden_layers = read_int(doc, "num_hidden_layers", source, 1, 1000, 12);
+  c.num_attention_heads = read_int(doc, "num_attention_heads", source, 1, 65536, 12);
+  c.intermediate_size = read_int(doc, "intermediate_size", source, 1, 1'000'000, 3072);
+  c.max_position_embeddings = read_int(doc, "max_position_embeddings", source, 1, 1'000'000, 512);
   c.type_vocab_size = read_int(doc, "type_vocab_size", source, 1, 1'000'000, 2);
   c.pad_token_id = read_int(doc, "pad_token_id", source, 0, c.vocab_size - 1, 1);
   if (c.hidden_size % c.num_attention_heads != 0)
@@ -118,6 +136,11 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
       fail(source + ": field \"layer_norm_eps\" must be a number in (0, 1], got " + v.dump());
     c.layer_norm_eps = v.get<double>();
   }
+  // A decoder (RobertaForCausalLM's is_decoder) attends causally, each token to those before it.
+  for (const char* key : {"is_decoder", "add_cross_attention"})
+    if (doc.contains(key) && doc[key].is_boolean() && doc[key].get<bool>())
+      fail(source + ": \"" + key + "\": true (a decoder, as RobertaForCausalLM) is not supported: this engine runs " +
+           "RoBERTa as an encoder, every token attending to every other");
   if (doc.contains("hidden_act")) {
     if (!doc["hidden_act"].is_string()) fail(source + ": field \"hidden_act\" must be a string");
     c.hidden_act = doc["hidden_act"];

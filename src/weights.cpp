@@ -27,17 +27,22 @@ const char* dtype_name(DType d) {
     case DType::kI32: return "I32";
     case DType::kI16: return "I16";
     case DType::kI8: return "I8";
+    case DType::kU64: return "U64";
+    case DType::kU32: return "U32";
+    case DType::kU16: return "U16";
     case DType::kU8: return "U8";
     case DType::kBool: return "BOOL";
+    case DType::kF8E4M3: return "F8_E4M3";
+    case DType::kF8E5M2: return "F8_E5M2";
   }
   return "?";
 }
 
 size_t dtype_size(DType d) {
   switch (d) {
-    case DType::kF64: case DType::kI64: return 8;
-    case DType::kF32: case DType::kI32: return 4;
-    case DType::kF16: case DType::kBF16: case DType::kI16: return 2;
+    case DType::kF64: case DType::kI64: case DType::kU64: return 8;
+    case DType::kF32: case DType::kI32: case DType::kU32: return 4;
+    case DType::kF16: case DType::kBF16: case DType::kI16: case DType::kU16: return 2;
     default: return 1;
   }
 }
@@ -106,7 +111,8 @@ DType parse_dtype(const std::string& s, const std::string& where) {
   static const std::pair<const char*, DType> kNames[] = {
       {"F64", DType::kF64}, {"F32", DType::kF32}, {"F16", DType::kF16}, {"BF16", DType::kBF16},
       {"I64", DType::kI64}, {"I32", DType::kI32}, {"I16", DType::kI16}, {"I8", DType::kI8},
-      {"U8", DType::kU8},   {"BOOL", DType::kBool}};
+      {"U64", DType::kU64}, {"U32", DType::kU32}, {"U16", DType::kU16}, {"U8", DType::kU8},
+      {"BOOL", DType::kBool}, {"F8_E4M3", DType::kF8E4M3}, {"F8_E5M2", DType::kF8E5M2}};
   for (const auto& [name, d] : kNames)
     if (s == name) return d;
   throw ModelError(where + ": dtype \"" + s + "\" is not supported");
@@ -219,9 +225,22 @@ void WeightStore::add_file(std::shared_ptr<MappedFile> file) {
     tensors_.emplace(key, std::move(t));
   }
   std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
-  for (size_t i = 1; i < spans.size(); ++i)
-    if (spans[i].begin < spans[i - 1].end)
+  // As the format requires (and safetensors' own reader checks): the tensors cover the data exactly,
+  // one after another. A gap or trailing bytes mean offsets written wrongly, e.g. every tensor shifted.
+  size_t covered = 0;
+  for (size_t i = 0; i < spans.size(); ++i) {
+    if (i > 0 && spans[i].begin < spans[i - 1].end)
       throw ModelError(name + ": tensors \"" + spans[i - 1].tensor + "\" and \"" + spans[i].tensor + "\" overlap");
+    if (spans[i].begin > covered)
+      throw ModelError(name + ": bytes " + std::to_string(covered) + " to " + std::to_string(spans[i].begin) +
+                       " of the data belong to no tensor (before tensor \"" + spans[i].tensor +
+                       "\"): the data offsets are not contiguous");
+    covered = spans[i].end;
+  }
+  if (covered != data_size)
+    throw ModelError(name + ": " + std::to_string(data_size - covered) + " bytes after the last tensor's data (" +
+                     std::to_string(data_size) + " bytes of data, tensors end at " + std::to_string(covered) +
+                     "): the file is longer than its header says");
   files_.push_back(std::move(file));
 }
 

@@ -41,7 +41,8 @@ TEST(Config, BadValuesNameTheField) {
       j[key] = value;
     return j;
   };
-  expect_error([&] { parse(with("hidden_size", nullptr)); }, {"config.json", "missing", "hidden_size"});
+  expect_error([&] { parse(with("is_decoder", true)); }, {"config.json", "is_decoder", "not supported"});
+  expect_error([&] { parse(with("label2id", nlohmann::json{{"a", "x"}})); }, {"label2id[\"a\"]", "\"x\""});
   expect_error([&] { parse(with("hidden_size", 0)); }, {"hidden_size", "outside"});
   expect_error([&] { parse(with("num_hidden_layers", -3)); }, {"num_hidden_layers", "-3"});
   expect_error([&] { parse(with("vocab_size", 1e12)); }, {"vocab_size"});
@@ -59,6 +60,32 @@ TEST(Config, BadValuesNameTheField) {
   // Found by fuzzing: a number too large for a double is a JSON error, not a crash.
   expect_error([&] { roberta::ModelConfig::from_json_text("{\"layer_norm_eps\": 1e412}", "config.json"); },
                {"config.json", "invalid JSON"});
+}
+
+// What transformers' config classes default to (configuration_roberta.py: RobertaConfig's
+// defaults; XLMRobertaConfig and CamembertConfig keep vocab_size 30522), for a file that leaves
+// fields out; is_decoder false and ids written as strings are read as transformers reads them.
+TEST(Config, FieldsLeftOutTakeTransformersDefaults) {
+  nlohmann::json j = {{"model_type", "roberta"}};
+  auto c = parse(j);
+  EXPECT_EQ(c.vocab_size, 50265);
+  EXPECT_EQ(c.hidden_size, 768);
+  EXPECT_EQ(c.num_hidden_layers, 12);
+  EXPECT_EQ(c.num_attention_heads, 12);
+  EXPECT_EQ(c.intermediate_size, 3072);
+  EXPECT_EQ(c.max_position_embeddings, 512);
+  EXPECT_EQ(c.type_vocab_size, 2);
+  EXPECT_EQ(c.pad_token_id, 1);
+  EXPECT_DOUBLE_EQ(c.layer_norm_eps, 1e-12);
+  EXPECT_EQ(parse({{"model_type", "xlm-roberta"}}).vocab_size, 30522);
+  EXPECT_EQ(parse({{"model_type", "camembert"}}).vocab_size, 30522);
+  auto k = base_config();
+  k["is_decoder"] = false;
+  k["id2label"] = {{"0", "neg"}, {"1", "pos"}};
+  k["label2id"] = {{"neg", "0"}, {"pos", 1}};
+  c = parse(k);
+  EXPECT_EQ(c.label2id.at("neg"), 0);
+  EXPECT_EQ(c.label2id.at("pos"), 1);
 }
 
 nlohmann::json with_field(nlohmann::json j, const char* key, nlohmann::json value) {

@@ -56,6 +56,60 @@ TEST(Embedder, SentenceBertConfigSetsMaxSeqLengthAndLowercasing) {
       {"sentence_bert_config.json", "max_seq_length"});
 }
 
+// modules.json and the Pooling module's config as sentence-transformers reads them
+// (SentenceTransformer._load_sbert_model, models/Pooling.py): the Pooling config comes from its
+// module's path; absent pooling_mode_* keys take Pooling's defaults (mean on); pooling_mode, a
+// string, sets one mode. What it would compute otherwise (several modes concatenated, the other
+// modes, modules we do not run, Normalize before Dense) is refused, never silently skipped.
+TEST(Embedder, SentenceTransformersModulesAsSentenceTransformersReadsThem) {
+  using roberta::SentenceTransformerConfig;
+  using roberta::test::write_text;
+  roberta::test::TempDir dir;
+  const std::string transformer = R"({"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"})";
+  const auto folder = [&](const std::string& name, const std::string& pooling_config,
+                          const std::string& more_modules = "", const std::string& pooling_path = "pool") {
+    const auto out = dir / name;
+    std::filesystem::create_directories(out / pooling_path);
+    write_text(out / pooling_path / "config.json", pooling_config);
+    write_text(out / "modules.json", "[" + transformer + R"(, {"idx": 1, "name": "1", "path": ")" + pooling_path +
+                                         R"(", "type": "sentence_transformers.models.Pooling"})" + more_modules + "]");
+    return out;
+  };
+  EXPECT_EQ(SentenceTransformerConfig::from_dir(folder("path", R"({"pooling_mode_cls_token": true,
+      "pooling_mode_mean_tokens": false})")).pooling, roberta::Pooling::kCls);
+  EXPECT_EQ(SentenceTransformerConfig::from_dir(folder("defaults", R"({"word_embedding_dimension": 32})")).pooling,
+            roberta::Pooling::kMean);
+  EXPECT_EQ(SentenceTransformerConfig::from_dir(folder("string", R"({"pooling_mode": "MAX"})")).pooling,
+            roberta::Pooling::kMax);
+  const auto dropout = SentenceTransformerConfig::from_dir(
+      folder("dropout", "{}", R"(, {"idx": 2, "name": "2", "path": "2", "type": "sentence_transformers.models.Dropout"},
+        {"idx": 3, "name": "3", "path": "3", "type": "sentence_transformers.models.Normalize"})"));
+  EXPECT_TRUE(dropout.normalize);
+  roberta::test::expect_error([&] { SentenceTransformerConfig::from_dir(folder("two", R"({"pooling_mode_cls_token": true})")); },
+                              {"config.json", "several pooling modes (cls, mean)", "concatenates"});
+  roberta::test::expect_error(
+      [&] {
+        SentenceTransformerConfig::from_dir(
+            folder("sqrt", R"({"pooling_mode_mean_tokens": false, "pooling_mode_mean_sqrt_len_tokens": true})"));
+      },
+      {"config.json", "mean_sqrt_len_tokens", "not supported"});
+  roberta::test::expect_error([&] { SentenceTransformerConfig::from_dir(folder("bad", R"({"pooling_mode": "sum"})")); },
+                              {"pooling_mode \"sum\""});
+  roberta::test::expect_error(
+      [&] {
+        SentenceTransformerConfig::from_dir(folder(
+            "ln", "{}", R"(, {"idx": 2, "name": "2", "path": "2", "type": "sentence_transformers.models.LayerNorm"})"));
+      },
+      {"modules.json", "module 2", "sentence_transformers.models.LayerNorm", "not supported"});
+  roberta::test::expect_error(
+      [&] {
+        SentenceTransformerConfig::from_dir(folder(
+            "order", "{}", R"(, {"idx": 2, "name": "2", "path": "2", "type": "sentence_transformers.models.Normalize"},
+              {"idx": 3, "name": "3", "path": "3", "type": "sentence_transformers.models.Dense"})"));
+      },
+      {"modules.json", "module 3", "after a Normalize"});
+}
+
 // roberta::lowercase against Python's own str.lower() on every code point, and final sigma.
 TEST(Lowercase, EqualsPythonStrLower) {
   std::vector<std::string> inputs = {"ΟΔΟΣ", "ΣΑΣ.", "Σ", "AΣb", "AΣ'", "A'Σ", "Σ A", "İstanbul", "ẞ ǅ Ω K Å",

@@ -194,13 +194,39 @@ TEST(ZeroShot, EntailmentAndContradictionIds) {
   const ZeroShotClassifier b(tokenizer(), make_config({{"id2label", {"entailment", "neutral", "contradiction"}}}));
   EXPECT_EQ(b.entailment_id(), 0u);
   EXPECT_EQ(b.contradiction_id(), 2u);  // HF: -1, the last column
+  EXPECT_EQ(a.warning(), "");
   try {
-    ZeroShotClassifier(tokenizer(), make_config({{"id2label", {"negative", "positive"}}}));
+    ZeroShotClassifier(tokenizer(), make_config({{"id2label", {"entailment"}}}));
     ADD_FAILURE() << "expected an error";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kInvalidModel);
-    EXPECT_NE(std::string(e.what()).find("entail"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("at least 2 labels"), std::string::npos) << e.what();
   }
+}
+
+// Without an "entail..." label transformers warns and takes entailment_id = -1: entailment is the
+// last column and contradiction column 0 (zero_shot_classification.py, entailment_id and
+// postprocess). The expected scores are those formulas on the logits, computed here.
+TEST(ZeroShot, WithoutAnEntailmentLabelTheLastColumnIsEntailment) {
+  const ZeroShotClassifier zs(tokenizer(), make_config({{"id2label", {"LABEL_0", "LABEL_1", "LABEL_2"}}}));
+  EXPECT_EQ(zs.entailment_id(), 2u);
+  EXPECT_EQ(zs.contradiction_id(), 0u);
+  EXPECT_NE(zs.warning().find("no label starting with \"entail\""), std::string::npos) << zs.warning();
+  const std::vector<std::string> seq{"Some text"};
+  ZeroShotOptions o;
+  o.candidate_labels = {"a", "b"};
+  const auto p = zs.prepare(seq, o);
+  const Matrix logits = matrix({{0.5, -1.0, 2.0}, {1.5, 0.25, -0.5}});
+  const double ea = std::exp(2.0), eb = std::exp(-0.5);
+  ZeroShotResult r = zs.finish(p, logits, o).at(0);
+  ASSERT_EQ(r.labels, (std::vector<std::string>{"a", "b"}));
+  EXPECT_NEAR(r.scores[0], ea / (ea + eb), 1e-6);
+  EXPECT_NEAR(r.scores[1], eb / (ea + eb), 1e-6);
+  o.multi_label = true;
+  r = zs.finish(p, logits, o).at(0);
+  ASSERT_EQ(r.labels, (std::vector<std::string>{"a", "b"}));
+  EXPECT_NEAR(r.scores[0], ea / (ea + std::exp(0.5)), 1e-6);
+  EXPECT_NEAR(r.scores[1], eb / (eb + std::exp(1.5)), 1e-6);
 }
 
 TEST(ZeroShot, Errors) {
@@ -426,6 +452,21 @@ TEST(QuestionAnswerer, Errors) {
   test::expect_error([&] { qa.run(qa.prepare("Who?", "Me.", o)); }, {"no model"});
   const auto p = qa.prepare("Who?", "Me.", o);
   test::expect_error([&] { qa.finish(p, SpanLogits{}, o); }, {"0 start", "tokens"});
+}
+
+// transformers tokenizes an example that fits whole whatever max_seq_len says; a max_seq_len above
+// the model's is an error only where a window would need it.
+TEST(QuestionAnswerer, MaxSeqLenAboveTheModelsOnlyMattersForLongInputs) {
+  const QuestionAnswerer qa(tokenizer(), make_config({{"id2label", {"LABEL_0", "LABEL_1"}}, {"model_max_length", 16}}));
+  QuestionAnswerOptions o;
+  o.max_seq_len = 1024;
+  const auto p = qa.prepare("Who?", "Me.", o);
+  ASSERT_EQ(p.windows.size(), 1u);
+  EXPECT_EQ(p.windows[0].ids, tokenizer().encode_pair("Who?", "Me.").ids);
+  test::expect_error([&] { qa.prepare("Who?", "a b c d e f g h i j k l m n o p", o); },
+                     {"max_seq_len 1024", "the model's 16", "take 22 tokens"});
+  o.max_seq_len = 2000;
+  test::expect_error([&] { qa.prepare("Who?", std::string(3000, 'a') + " b", o); }, {"max_seq_len 2000", "the model's 16"});
 }
 
 }  // namespace

@@ -86,6 +86,39 @@ TEST(SafeTensors, HostileHeadersGiveClearErrors) {
   expect_error(open, {"too small"});
 }
 
+// The format's rule (safetensors' reader refuses otherwise): the tensors' data follow one another
+// from byte 0 to the end of the file. A byte slipped in after the header shifts every tensor, which
+// read anyway gave NaN weights and "<unk>" predictions.
+TEST(SafeTensors, DataMustBeCoveredExactlyByTheTensors) {
+  TempDir dir;
+  const auto open = [&] { roberta::WeightStore::open_file(dir / "bad.safetensors"); };
+  write_safetensors(dir / "bad.safetensors", {{"a", "F32", {2}, 0, 8}, {"b", "F32", {2}, 8, 16}}, std::string(17, '\0'));
+  expect_error(open, {"bad.safetensors", "1 bytes after the last tensor"});
+  write_safetensors(dir / "bad.safetensors", {{"a", "F32", {2}, 1, 9}, {"b", "F32", {2}, 9, 17}}, std::string(17, '\0'));
+  expect_error(open, {"bad.safetensors", "bytes 0 to 1", "\"a\"", "not contiguous"});
+  write_safetensors(dir / "bad.safetensors", {{"a", "F32", {2}, 0, 8}, {"b", "F32", {2}, 12, 20}}, std::string(20, '\0'));
+  expect_error(open, {"bytes 8 to 12", "\"b\""});
+  write_safetensors(dir / "bad.safetensors", {}, std::string(8, '\0'));
+  expect_error(open, {"8 bytes after the last tensor"});
+  write_safetensors(dir / "ok.safetensors", {{"b", "F32", {2}, 8, 16}, {"a", "F32", {2}, 0, 8}, {"e", "F32", {0}, 16, 16}},
+                    std::string(16, '\0'));
+  EXPECT_NO_THROW(roberta::WeightStore::open_file(dir / "ok.safetensors"));
+}
+
+// Every dtype of the format loads (a checkpoint may hold unused integer or fp8 tensors); only
+// reading one of them as weights is an error.
+TEST(SafeTensors, OtherDtypesLoadAndFailOnlyWhenRead) {
+  TempDir dir;
+  write_safetensors(dir / "m.safetensors",
+                    {{"w", "F32", {1}, 0, 4}, {"u16", "U16", {2}, 4, 8}, {"u32", "U32", {1}, 8, 12}, {"u64", "U64", {1}, 12, 20},
+                     {"f8", "F8_E4M3", {2}, 20, 22}, {"f8b", "F8_E5M2", {2}, 22, 24}},
+                    std::string(24, '\0'));
+  const auto store = roberta::WeightStore::open_file(dir / "m.safetensors");
+  EXPECT_EQ(store.to_float(*store.find("w")).size(), 1u);
+  for (const char* name : {"u16", "u32", "u64", "f8", "f8b"})
+    expect_error([&] { store.to_float(*store.find(name)); }, {"m.safetensors", std::string("\"") + name + "\"", "float"});
+}
+
 }  // namespace
 
 namespace {

@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "roberta/tokenizer.h"
@@ -263,6 +264,58 @@ namespace {
 
 // Byte offsets are the code-point offsets measured in UTF-8 bytes (HF's char offsets always fall
 // on character boundaries, so converting them must give ours exactly).
+// Variants of the roberta-base tokenizer.json that checkpoints use (add_prefix_space on, in the
+// pre-tokenizer only, a ByteLevel or no post-processor), against HF (gen_variant_goldens.js): the
+// prefix space's offsets, trimming after (left) truncation, word ids after the pre-cut, a pair's
+// type ids without RobertaProcessing; byte offsets are the code-point offsets in bytes.
+TEST(HfGoldens, TokenizerJsonVariants) {
+  const auto records = read_jsonl(kHfData + "variants.jsonl");
+  ASSERT_GE(records.size(), 500u);
+  std::ifstream in(kShared + "/assets/roberta-base-tokenizer/tokenizer.json");
+  const json base = json::parse(in);
+  std::map<std::string, roberta::Tokenizer> variants;
+  for (const json& r : records) {
+    const std::string name = r["variant"];
+    if (!variants.count(name)) {
+      json doc = base;
+      for (const json& p : r["patch"]) doc[json::json_pointer(p[0].get<std::string>())] = p[1];
+      variants.emplace(name, roberta::Tokenizer::from_tokenizer_json_text(doc.dump(), name));
+    }
+    const roberta::Tokenizer& tok = variants.at(name);
+    roberta::EncodeOptions options;
+    options.add_special_tokens = r["add_special_tokens"];
+    if (!r["truncation"].is_null()) {
+      options.max_length = r["truncation"]["max_length"];
+      options.truncation = r["truncation"]["strategy"] == "only_first" ? roberta::TruncationStrategy::kOnlyFirst
+                                                                        : roberta::TruncationStrategy::kLongestFirst;
+      options.truncation_side = r["truncation"]["direction"] == "left" ? roberta::Side::kLeft : roberta::Side::kRight;
+    }
+    const std::string a = r["a"];
+    const bool pair = !r["b"].is_null();
+    const std::string b = pair ? r["b"].get<std::string>() : "";
+    const std::string what = name + " " + r["a"].dump() + (pair ? " / " + r["b"].dump() : "") + " " +
+                             r["truncation"].dump() + (options.add_special_tokens ? " with specials" : "");
+    if (r["below_special_count"].get<bool>()) {  // HF keeps a token or more; we refuse, as in Truncation
+      EXPECT_THROW(pair ? tok.encode_pair(a, b, options) : tok.encode(a, options), roberta::Error) << what;
+      continue;
+    }
+    const roberta::Encoding e = pair ? tok.encode_pair(a, b, options) : tok.encode(a, options);
+    EXPECT_EQ(diff_encoding(r, e), "") << what;
+    EXPECT_EQ(json(e.word_ids), r["word_ids"]) << what;
+    for (size_t t = 0; t < e.size(); ++t) {
+      if (e.special_tokens_mask[t]) continue;
+      const std::string& text = e.sequence_ids[t] == 1 ? b : a;
+      std::vector<int64_t> byte_of_char;
+      for (size_t i = 0; i < text.size(); ++i)
+        if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) byte_of_char.push_back(static_cast<int64_t>(i));
+      byte_of_char.push_back(static_cast<int64_t>(text.size()));
+      EXPECT_EQ(e.byte_offsets[t], roberta::Offsets(byte_of_char.at(e.offsets[t].first),
+                                                    byte_of_char.at(e.offsets[t].second)))
+          << what << " token " << t;
+    }
+  }
+}
+
 TEST(Offsets, ByteOffsetsAreTheCodePointOffsetsInBytes) {
   for (const json& c : read_jsonl(kShared + "/assets/tokenizer-cases.expected.jsonl")) {
     const std::string text = c["text"];
@@ -320,6 +373,24 @@ TEST(Loaders, BadFilesGiveErrorsNamingFileAndPlace) {
   roberta::test::write_text(dir / "tokenizer.json", R"({"model": {"type": "WordPiece", "vocab": {}}})");
   roberta::test::expect_error([&] { roberta::Tokenizer::from_dir(dir.path()); }, {"tokenizer.json", "WordPiece"});
   roberta::test::expect_error([&] { roberta::Tokenizer::from_dir(dir / "nowhere"); }, {"nowhere", "model folder not found"});
+  // Options of HF's BPE that would change its tokens are refused; an empty normalizer is none.
+  std::ifstream in(kShared + "/assets/roberta-base-tokenizer/tokenizer.json");
+  const json base = json::parse(in);
+  json doc = base;
+  doc["model"]["ignore_merges"] = true;
+  roberta::test::expect_error([&] { roberta::Tokenizer::from_tokenizer_json_text(doc.dump(), "t.json"); },
+                              {"t.json", "ignore_merges"});
+  doc = base;
+  doc["model"]["dropout"] = 0.1;
+  roberta::test::expect_error([&] { roberta::Tokenizer::from_tokenizer_json_text(doc.dump(), "t.json"); },
+                              {"t.json", "dropout 0.1"});
+  doc = base;
+  doc["normalizer"] = {{"type", "Sequence"}, {"normalizers", json::array()}};
+  EXPECT_EQ(roberta::Tokenizer::from_tokenizer_json_text(doc.dump(), "t.json").encode("Hello world").ids,
+            tokenizer_json().encode("Hello world").ids);
+  doc["normalizer"]["normalizers"].push_back({{"type", "Lowercase"}});
+  roberta::test::expect_error([&] { roberta::Tokenizer::from_tokenizer_json_text(doc.dump(), "t.json"); },
+                              {"t.json", "normalizer", "not supported"});
 }
 
 // The kind of roberta::Error `fn` throws, by name ("no error" when it throws none).

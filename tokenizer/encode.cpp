@@ -52,7 +52,8 @@ std::string_view checked_text(std::string_view text, InvalidUtf8 mode, std::stri
 
 // Calls on_token(id, begin, end, leading_spaces, trailing_spaces, first_of_word) for the BPE tokens
 // of the plain text text[begin, end); begin/end are byte offsets into `text` widened to whole
-// characters.
+// characters. A prefix space (add_prefix_space) is aligned, as HF aligns it, with the text's first
+// character: a token of that space alone spans that character.
 template <class OnToken>
 void Tokenizer::Impl::tokenize_text(std::string_view text, size_t begin, size_t end, OnToken&& on_token) const {
   std::string prefixed;
@@ -77,6 +78,7 @@ void Tokenizer::Impl::tokenize_text(std::string_view text, size_t begin, size_t 
       // original byte span, widened to whole characters
       size_t ob = begin + (pb >= shift ? pb - shift : 0);
       size_t oe = begin + (pe >= shift ? pe - shift : 0);
+      if (pe <= shift && end > begin) oe = begin + 1;  // the prefix space alone: the first character
       while (ob > begin && ob < end && unicode::is_continuation_byte(text[ob])) --ob;
       while (oe < end && oe > ob && unicode::is_continuation_byte(text[oe])) ++oe;
       uint32_t lead = 0, trail = 0;
@@ -94,7 +96,8 @@ void Tokenizer::Impl::tokenize_text(std::string_view text, size_t begin, size_t 
 
 // Added tokens keep the matched text (with what lstrip/rstrip took) as their token string; BPE
 // tokens are the vocabulary's strings. Word ids count pre-tokens and added-token matches.
-void Tokenizer::Impl::tokenize(std::string_view text, int8_t sequence_id, Encoding& enc) const {
+void Tokenizer::Impl::tokenize(std::string_view text, int8_t sequence_id, Encoding& enc,
+                               std::vector<Trim>& trims) const {
   // Code point index of each byte offset (only needed when the text is not pure ASCII).
   std::vector<uint32_t> char_at;
   bool ascii = true;
@@ -113,29 +116,15 @@ void Tokenizer::Impl::tokenize(std::string_view text, int8_t sequence_id, Encodi
   const auto to_char = [&](size_t byte) -> int64_t { return ascii ? static_cast<int64_t>(byte) : char_at[byte]; };
   const size_t first_token = enc.ids.size();
   int32_t word = -1;  // index of the current word (pre-token or added-token match)
-  // HF's trim_offsets (ByteLevel process_offsets), applied per token in both units.
-  const auto push = [&](int32_t id, std::string token, size_t ob, size_t oe, uint32_t lead_chars, uint32_t lead_bytes,
-                        uint32_t trail_chars, uint32_t trail_bytes) {
-    int64_t cs = to_char(ob), ce = to_char(oe);
-    auto bs = static_cast<int64_t>(ob), be = static_cast<int64_t>(oe);
-    if (trim_offsets) {
-      if (lead_chars > 0) {
-        const bool is_first = enc.ids.size() == first_token || cs == 0;
-        if (!(is_first && trim_add_prefix_space && lead_chars == 1)) {
-          cs = std::min<int64_t>(cs + lead_chars, ce);
-          bs = std::min<int64_t>(bs + lead_bytes, be);
-        }
-      }
-      if (trail_chars > 0 && ce >= trail_chars) {
-        ce = std::max<int64_t>(ce - trail_chars, cs);
-        be = std::max<int64_t>(be - trail_bytes, bs);
-      }
-    }
+  // Offsets untrimmed; what HF's trim_offsets would take off each end goes to `trims`.
+  const auto push = [&](int32_t id, std::string token, size_t ob, size_t oe, uint32_t lead_chars,
+                        uint32_t trail_chars) {
     enc.ids.push_back(id);
     enc.tokens.push_back(std::move(token));
-    enc.offsets.emplace_back(cs, ce);
-    enc.byte_offsets.emplace_back(bs, be);
+    enc.offsets.emplace_back(to_char(ob), to_char(oe));
+    enc.byte_offsets.emplace_back(static_cast<int64_t>(ob), static_cast<int64_t>(oe));
     enc.word_ids.push_back(word);
+    trims.push_back({lead_chars, trail_chars});
   };
   std::vector<Segment> segments;
   added.split(text, segments);
@@ -143,12 +132,11 @@ void Tokenizer::Impl::tokenize(std::string_view text, int8_t sequence_id, Encodi
     if (seg.added >= 0) {
       // The token string is the matched text, stripped whitespace included (as HF shows it).
       const std::string_view matched = text.substr(seg.begin, seg.end - seg.begin);
-      uint32_t lead_c = 0, lead_b = 0, trail_c = 0, trail_b = 0;
+      uint32_t lead_c = 0, trail_c = 0;
       for (size_t i = 0; i < matched.size();) {
-        const size_t at = i;
         const char32_t cp = unicode::next_code_point(matched, i);
         if (!(unicode::is_whitespace(cp) || cp == 0x120)) break;
-        ++lead_c, lead_b += static_cast<uint32_t>(i - at);
+        ++lead_c;
       }
       for (size_t e = matched.size(); e > 0;) {
         size_t q = e - 1;
@@ -156,16 +144,16 @@ void Tokenizer::Impl::tokenize(std::string_view text, int8_t sequence_id, Encodi
         size_t i = q;
         const char32_t cp = unicode::next_code_point(matched, i);
         if (!(unicode::is_whitespace(cp) || cp == 0x120)) break;
-        ++trail_c, trail_b += static_cast<uint32_t>(e - q);
+        ++trail_c;
         e = q;
       }
       ++word;
-      push(added.tokens[seg.added].id, std::string(matched), seg.begin, seg.end, lead_c, lead_b, trail_c, trail_b);
+      push(added.tokens[seg.added].id, std::string(matched), seg.begin, seg.end, lead_c, trail_c);
     } else {
       tokenize_text(text, seg.begin, seg.end,
                     [&](int32_t id, size_t ob, size_t oe, uint32_t lead, uint32_t trail, bool first_of_word) {
                       if (first_of_word) ++word;
-                      push(id, tokens_by_id[id], ob, oe, lead, lead, trail, trail);
+                      push(id, tokens_by_id[id], ob, oe, lead, trail);
                     });
     }
   }
@@ -176,17 +164,59 @@ void Tokenizer::Impl::tokenize(std::string_view text, int8_t sequence_id, Encodi
   enc.sequence_ids.insert(enc.sequence_ids.end(), n, sequence_id);
 }
 
+// HF's trim_offsets (ByteLevel process_offsets) on the tokens of one text after truncation (as
+// HF's post-processor runs it): leading and trailing spaces leave the offsets, except the one
+// leading space of the text's first token with add_prefix_space. The byte offsets are then the
+// code-point offsets in bytes of `text`.
+void Tokenizer::Impl::trim(Encoding& e, const std::vector<Trim>& trims, std::string_view text) const {
+  if (!trim_offsets) return;
+  std::vector<int64_t> byte_of_char;  // only for text that is not pure ASCII
+  if (std::any_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; })) {
+    for (size_t i = 0; i < text.size(); ++i)
+      if (!unicode::is_continuation_byte(text[i])) byte_of_char.push_back(static_cast<int64_t>(i));
+    byte_of_char.push_back(static_cast<int64_t>(text.size()));
+  }
+  const auto to_byte = [&](int64_t c) { return byte_of_char.empty() ? c : byte_of_char[static_cast<size_t>(c)]; };
+  for (size_t i = 0; i < e.size(); ++i) {
+    const Trim& t = trims[i];
+    auto& [cs, ce] = e.offsets[i];
+    if (t.lead_chars > 0) {
+      const bool is_first = i == 0 || cs == 0;
+      if (!(is_first && trim_add_prefix_space && t.lead_chars == 1)) cs = std::min<int64_t>(cs + t.lead_chars, ce);
+    }
+    if (t.trail_chars > 0 && ce >= t.trail_chars) ce = std::max<int64_t>(ce - t.trail_chars, cs);
+    e.byte_offsets[i] = {to_byte(cs), to_byte(ce)};
+  }
+}
+
 // Checks and tokenizes A (then B), truncates them, then adds the special tokens.
 Encoding Tokenizer::Impl::encode(std::string_view a, const std::string_view* b, const EncodeOptions& options) const {
   std::string repaired_a, repaired_b;
   Encoding ea, eb;
-  tokenize(checked_text(a, options.invalid_utf8, repaired_a, b ? "text A" : "text"), 0, ea);
-  if (b) tokenize(checked_text(*b, options.invalid_utf8, repaired_b, "text B"), 1, eb);
+  const std::string_view ta = checked_text(a, options.invalid_utf8, repaired_a, b ? "text A" : "text");
+  const std::string_view tb = b ? checked_text(*b, options.invalid_utf8, repaired_b, "text B") : std::string_view();
+  std::vector<Trim> trims_a, trims_b;
+  tokenize(ta, 0, ea, trims_a);
+  if (b) tokenize(tb, 1, eb, trims_b);
   const bool specials = options.add_special_tokens && roberta_specials;
-  if (options.max_length > 0)
+  if (options.max_length > 0) {
     truncate_inputs(ea, b ? &eb : nullptr, options, specials ? (b ? 4 : 2) : 0, is_added_id);
+    const auto cut = [&](std::vector<Trim>& t, size_t n) {
+      if (options.truncation_side == Side::kRight)
+        t.resize(n);
+      else
+        t.erase(t.begin(), t.end() - static_cast<ptrdiff_t>(n));
+    };
+    cut(trims_a, ea.size());
+    if (b) cut(trims_b, eb.size());
+  }
+  trim(ea, trims_a, ta);
+  if (b) trim(eb, trims_b, tb);
   if (!specials) {
-    if (b) append_encoding(ea, eb);  // type ids stay 0: RoBERTa has one token type
+    // RobertaProcessing sets every type id to 0 (RoBERTa has one token type); without it, HF's
+    // encode gives the second text type id 1.
+    if (b && !roberta_specials) std::fill(eb.type_ids.begin(), eb.type_ids.end(), 1);
+    if (b) append_encoding(ea, eb);
     return ea;
   }
   Encoding out;

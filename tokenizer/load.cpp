@@ -196,6 +196,14 @@ Tokenizer Tokenizer::from_tokenizer_json_text(const std::string& text, const std
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
     if (!get_or<std::string>(model, key, "", name + ": model").empty())
       throw Error(name + ": model." + key + " is not supported (byte-level BPE has none)", kInvalidModel);
+  // Options of HF's BPE that change its output and that RoBERTa tokenizers leave off.
+  if (get_or<bool>(model, "ignore_merges", false, name + ": model"))
+    throw Error(name + ": model.ignore_merges true is not supported (RoBERTa's BPE applies every merge)", kInvalidModel);
+  if (model.contains("dropout") && !model["dropout"].is_null() &&
+      !(model["dropout"].is_number() && model["dropout"].get<double>() == 0.0))
+    throw Error(name + ": model.dropout " + model["dropout"].dump() +
+                    " is not supported (BPE dropout is for training; inference merges deterministically)",
+                kInvalidModel);
   const auto model_vocab = impl->load_vocab(field(model, "vocab", name + ": model"), name + ": model.vocab");
 
   const Merges merges = parse_merges_json(field(model, "merges", name + ": model"), name);
@@ -212,7 +220,12 @@ Tokenizer Tokenizer::from_tokenizer_json_text(const std::string& text, const std
   if (doc.contains("added_tokens") && !doc["added_tokens"].is_null())
     impl->added.tokens = parse_added_tokens(doc["added_tokens"], name);
 
-  if (doc.contains("normalizer") && !doc["normalizer"].is_null())
+  // A normalizer that does nothing (an empty Sequence, as some exports write) is none.
+  const bool no_normalizer = !doc.contains("normalizer") || doc["normalizer"].is_null() ||
+                             (get_or<std::string>(doc["normalizer"], "type", "", name + ": normalizer") == "Sequence" &&
+                              doc["normalizer"].contains("normalizers") && doc["normalizer"]["normalizers"].is_array() &&
+                              doc["normalizer"]["normalizers"].empty());
+  if (!no_normalizer)
     throw Error(name + ": normalizer \"" + get_or<std::string>(doc["normalizer"], "type", "?", name) +
                 "\" is not supported (RoBERTa tokenizers have none)", kInvalidModel);
 

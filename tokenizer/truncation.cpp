@@ -38,6 +38,16 @@ size_t word_precut_length(const Encoding& e, size_t limit, Side side, const std:
   return k;
 }
 
+// HF's pre-cut tokenizes only the words it keeps, so their word ids count from the first of them.
+void precut(Encoding& e, size_t limit, Side side, const std::vector<uint8_t>& is_added_id) {
+  truncate_encoding(e, word_precut_length(e, limit, side, is_added_id), side);
+  const auto first = std::find_if(e.word_ids.begin(), e.word_ids.end(), [](int32_t w) { return w >= 0; });
+  if (first == e.word_ids.end() || *first == 0) return;
+  const int32_t w0 = *first;
+  for (int32_t& w : e.word_ids)
+    if (w >= 0) w -= w0;
+}
+
 }  // namespace
 
 // The strategies of HF: longest_first takes tokens from the longer text (splitting max_length
@@ -50,9 +60,8 @@ void truncate_inputs(Encoding& a, Encoding* b, const EncodeOptions& options, siz
                 std::to_string(specials) + " special tokens it must hold");
   const size_t max_len = options.max_length - specials;
   const size_t limit = std::max<size_t>(options.max_length, 1);
-  if (options.truncation != TruncationStrategy::kOnlySecond)
-    truncate_encoding(a, word_precut_length(a, limit, side, is_added_id), side);
-  if (b) truncate_encoding(*b, word_precut_length(*b, limit, side, is_added_id), side);
+  if (options.truncation != TruncationStrategy::kOnlySecond) precut(a, limit, side, is_added_id);
+  if (b) precut(*b, limit, side, is_added_id);
   const size_t total = a.size() + (b ? b->size() : 0);
   if (max_len == 0) {  // as HF: nothing but the special tokens remains, whatever the strategy
     truncate_encoding(a, 0, side);

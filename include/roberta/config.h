@@ -20,7 +20,7 @@ struct ModelConfig {
   int64_t max_position_embeddings = 0;
   int64_t type_vocab_size = 1;
   int64_t pad_token_id = 1;
-  double layer_norm_eps = 1e-5;
+  double layer_norm_eps = 1e-12;  // RobertaConfig's default when config.json leaves it out
   std::string hidden_act = "gelu";  // validated: one of Hugging Face's ACT2FN names except prelu
   std::string model_type = "roberta";
   std::string position_embedding_type = "absolute";  // or relative_key, relative_key_query

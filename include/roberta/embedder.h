@@ -47,7 +47,7 @@ struct DenseLayer {
 
 // What a sentence-transformers folder configures; the defaults of an Embedder.
 struct SentenceTransformerConfig {
-  Pooling pooling = Pooling::kMean;  // 1_Pooling/config.json
+  Pooling pooling = Pooling::kMean;  // the Pooling module's config.json (its path in modules.json)
   bool normalize = false;            // a models.Normalize entry in modules.json
   size_t max_seq_length = 0;         // sentence_bert_config.json; 0: the model's maximum
   bool do_lower_case = false;        // sentence_bert_config.json: texts go through str.lower()

@@ -56,8 +56,9 @@ class ZeroShotClassifier {
     std::vector<Encoding> pairs;  // (sequence, hypothesis) for each sequence, then each label
   };
 
-  // Throws Error (kInvalidModel) when the model has no sequence-classification head or no label
-  // starting with "entail" (any case) in label2id.
+  // Throws Error (kInvalidModel) when the model has no sequence-classification head or fewer than
+  // 2 labels. Without a label starting with "entail" (any case) in label2id, the last label is
+  // taken as entailment, as transformers does, and warning() says so.
   ZeroShotClassifier(Model model, Tokenizer tokenizer);
   // Without weights (prepare and finish only; run throws).
   ZeroShotClassifier(Tokenizer tokenizer, ModelConfig config);
@@ -78,6 +79,8 @@ class ZeroShotClassifier {
   // labels), and 0 (or the last column when entailment is 0) for contradiction.
   size_t entailment_id() const { return entailment_; }
   size_t contradiction_id() const { return contradiction_; }
+  // Why the entailment column is a guess (no "entail" label), or "".
+  const std::string& warning() const { return warning_; }
   const ModelConfig& config() const { return config_; }
 
  private:
@@ -86,6 +89,7 @@ class ZeroShotClassifier {
   Tokenizer tokenizer_;
   ModelConfig config_;
   size_t entailment_ = 0, contradiction_ = 0;
+  std::string warning_{};
 };
 
 }  // namespace roberta

@@ -71,6 +71,9 @@ void register_tasks(py::module_& m) {
   py::class_<ZeroShotClassifier>(m, "ZeroShotClassifier", "transformers' zero-shot-classification pipeline in C++.")
       .def(py::init([](const Model& model, const Tokenizer& tok) { return ZeroShotClassifier(model, tok); }),
            py::arg("model"), py::arg("tokenizer"))
+      .def_property_readonly("warning", &ZeroShotClassifier::warning,
+                             "Why the entailment column is a guess (no \"entail\" label), or \"\".")
+      .def_property_readonly("entailment_id", &ZeroShotClassifier::entailment_id)
       .def(
           "__call__",
           [](const ZeroShotClassifier& c, const std::vector<std::string>& sequences,

@@ -220,7 +220,7 @@ class TextClassificationPipeline(Pipeline):
 
 class ZeroShotClassificationPipeline(Pipeline):
     """transformers' ZeroShotClassificationPipeline on an NLI checkpoint (a label starting with
-    "entail"). ``zs(sequences, candidate_labels, hypothesis_template="This example is {}.",
+    "entail"; without one the last label is taken as entailment, with a warning, as there). ``zs(sequences, candidate_labels, hypothesis_template="This example is {}.",
     multi_label=False)`` gives {"sequence", "labels", "scores"} per sequence, best label first;
     candidate_labels may be one comma-separated string."""
 
@@ -230,6 +230,8 @@ class ZeroShotClassificationPipeline(Pipeline):
     def __init__(self, model: Model, tokenizer: Tokenizer, task: str = "", **kwargs: Any):
         super().__init__(model, tokenizer, task, **kwargs)
         self._zero_shot = _core.ZeroShotClassifier(model._model, tokenizer)
+        if self._zero_shot.warning:  # transformers logs it as a warning too
+            logger.warning(self._zero_shot.warning)
 
     def __call__(self, sequences: Union[str, Sequence[str]], *args: Any, **kwargs: Any) -> Any:
         if len(args) == 1 and "candidate_labels" not in kwargs:
@@ -312,7 +314,7 @@ class QuestionAnsweringPipeline(Pipeline):
                            max_question_len=_check_count(params.get("max_question_len", 64), "max_question_len"),
                            handle_impossible_answer=bool(params.get("handle_impossible_answer", False)),
                            align_to_words=bool(params.get("align_to_words", True)))
-        shaped = [r[0] if top_k == 1 and len(r) == 1 else r for r in results]
+        shaped = [r[0] if len(r) == 1 else r for r in results]  # transformers: one answer is a dict, whatever top_k
         return shaped[0] if single else shaped
 
 

@@ -175,6 +175,10 @@ def test_question_answering_format(work):
     # transformers' QuestionAnsweringPipeline: exactly one example, however given, gives its answer
     assert qa(question=["Where do I live?"], context=[context]) == a
     assert qa(question="Where do I live?", context=context, batch_size=4, num_workers=0) == a
+    # transformers' postprocess returns answers[0] whenever one answer is left, whatever top_k: here
+    # the only two one-token spans are both "the", merged into one answer.
+    one = qa(question="Which?", context="the the", top_k=2, max_answer_len=1, align_to_words=False)
+    assert isinstance(one, dict) and one["answer"] == "the"
     with pytest.raises(ValueError, match="top_k must be at least 1"):
         qa(question="Where do I live?", context=context, top_k=0)
     with pytest.raises(TypeError, match="context is NoneType"):

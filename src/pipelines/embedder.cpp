@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include "kernels/activations.h"
 #include "lowercase.h"
@@ -97,39 +98,116 @@ std::vector<float> dense_forward(const DenseLayer& d, const std::vector<float>& 
 
 }  // namespace
 
+namespace {
+
+// A Pooling module's config.json, read as sentence-transformers' Pooling(**config) takes it: the
+// pooling_mode string, else the pooling_mode_* flags with their defaults (mean on, the others off).
+// Its modes other than cls, mean and max, and several modes at once (which it concatenates), are
+// refused rather than computed differently.
+void read_pooling(const std::filesystem::path& file, SentenceTransformerConfig& c) {
+  const std::string where = file.string();
+  const auto cfg = util::read_json_file(file);
+  if (!cfg.is_object()) throw Error(where + ": expected a JSON object", ErrorKind::kInvalidModel);
+  static const std::pair<const char*, const char*> kModes[] = {
+      {"cls", "pooling_mode_cls_token"},
+      {"mean", "pooling_mode_mean_tokens"},
+      {"max", "pooling_mode_max_tokens"},
+      {"mean_sqrt_len_tokens", "pooling_mode_mean_sqrt_len_tokens"},
+      {"weightedmean", "pooling_mode_weightedmean_tokens"},
+      {"lasttoken", "pooling_mode_lasttoken"}};
+  std::vector<std::string> on;
+  if (cfg.contains("pooling_mode") && !cfg["pooling_mode"].is_null()) {
+    if (!cfg["pooling_mode"].is_string())
+      throw Error(where + ": field \"pooling_mode\" must be a string", ErrorKind::kInvalidModel);
+    std::string mode = cfg["pooling_mode"];
+    for (char& ch : mode) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (std::none_of(std::begin(kModes), std::end(kModes), [&](const auto& m) { return mode == m.first; }))
+      throw Error(where + ": pooling_mode \"" + cfg["pooling_mode"].get<std::string>() +
+                      "\" is not one of cls, lasttoken, max, mean, mean_sqrt_len_tokens, weightedmean",
+                  ErrorKind::kInvalidModel);
+    on.push_back(mode);
+  } else {
+    for (const auto& [mode, key] : kModes) {
+      bool value = std::string_view(key) == "pooling_mode_mean_tokens";
+      if (cfg.contains(key) && !cfg[key].is_null()) {
+        if (!cfg[key].is_boolean())
+          throw Error(where + ": field \"" + key + "\" must be true or false", ErrorKind::kInvalidModel);
+        value = cfg[key].get<bool>();
+      }
+      if (value) on.push_back(mode);
+    }
+  }
+  if (on.empty()) throw Error(where + ": no pooling mode is set", ErrorKind::kInvalidModel);
+  if (on.size() > 1) {
+    std::string list;
+    for (const auto& m : on) list += (list.empty() ? "" : ", ") + m;
+    throw Error(where + ": several pooling modes (" + list +
+                    ") are set, whose vectors sentence-transformers concatenates: not supported (one of cls, mean, "
+                    "max)",
+                ErrorKind::kInvalidModel);
+  }
+  if (on[0] == "cls")
+    c.pooling = Pooling::kCls;
+  else if (on[0] == "mean")
+    c.pooling = Pooling::kMean;
+  else if (on[0] == "max")
+    c.pooling = Pooling::kMax;
+  else
+    throw Error(where + ": pooling mode " + on[0] + " is not supported (cls, mean, max)", ErrorKind::kInvalidModel);
+  if (cfg.contains("include_prompt") && cfg["include_prompt"].is_boolean()) c.include_prompt = cfg["include_prompt"];
+}
+
+}  // namespace
+
 SentenceTransformerConfig SentenceTransformerConfig::from_dir(const std::filesystem::path& dir) {
   SentenceTransformerConfig c;
+  // modules.json lists the modules sentence-transformers runs, in order: Transformer, then Pooling
+  // (its config in the module's folder), then Dense and Normalize modules. Others are refused: a
+  // model that needs them would give other embeddings than sentence-transformers does.
   std::error_code ec;
-  const auto pooling_file = dir / "1_Pooling" / "config.json";
-  if (std::filesystem::exists(pooling_file, ec)) {
-    const auto cfg = util::read_json_file(pooling_file);
-    const auto on = [&](const char* key) { return cfg.contains(key) && cfg[key].is_boolean() && cfg[key].get<bool>(); };
-    if (cfg.contains("include_prompt") && cfg["include_prompt"].is_boolean()) c.include_prompt = cfg["include_prompt"];
-    if (on("pooling_mode_cls_token"))
-      c.pooling = Pooling::kCls;
-    else if (on("pooling_mode_max_tokens"))
-      c.pooling = Pooling::kMax;
-    else if (on("pooling_mode_mean_tokens"))
-      c.pooling = Pooling::kMean;
-    else
-      throw Error(pooling_file.string() + ": no supported pooling mode set (pooling_mode_cls_token, _mean_tokens or "
-                                          "_max_tokens)",
-                  ErrorKind::kInvalidModel);
-  }
-  if (std::filesystem::exists(dir / "modules.json", ec)) {
-    const auto modules = util::read_json_file(dir / "modules.json");
-    if (modules.is_array())
-      for (const auto& m : modules) {
-        if (!m.is_object() || !m.contains("type") || !m["type"].is_string()) continue;
-        const std::string type = m["type"];
-        if (type.ends_with("models.Normalize")) c.normalize = true;
-        if (type.ends_with("models.Dense")) {
-          if (!m.contains("path") || !m["path"].is_string())
-            throw Error((dir / "modules.json").string() + ": a Dense module without a \"path\"", ErrorKind::kInvalidModel);
-          c.dense.push_back(read_dense(dir / m["path"].get<std::string>()));
-        }
+  const auto modules_file = dir / "modules.json";
+  std::optional<std::filesystem::path> pooling_file;
+  if (std::filesystem::exists(modules_file, ec)) {
+    const std::string where = modules_file.string();
+    const auto modules = util::read_json_file(modules_file);
+    if (!modules.is_array()) throw Error(where + ": expected a JSON array of modules", ErrorKind::kInvalidModel);
+    for (size_t i = 0; i < modules.size(); ++i) {
+      const auto& m = modules[i];
+      const std::string at = where + ": module " + std::to_string(i);
+      if (!m.is_object() || !m.contains("type") || !m["type"].is_string())
+        throw Error(at + " has no \"type\"", ErrorKind::kInvalidModel);
+      const std::string type = m["type"];
+      if (m.contains("path") && !m["path"].is_string())
+        throw Error(at + " (" + type + "): \"path\" must be a string", ErrorKind::kInvalidModel);
+      const std::string path = m.value("path", std::string());
+      const std::string name = type.starts_with("sentence_transformers.models.") ? type.substr(29) : type;
+      const auto out_of_order = [&](const char* what) {
+        return Error(at + " (" + type + ") " + what, ErrorKind::kInvalidModel);
+      };
+      if (name == "Transformer") {
+        if (i != 0) throw out_of_order("must come first");
+      } else if (name == "Pooling") {
+        if (pooling_file) throw out_of_order("is a second Pooling module");
+        pooling_file = dir / path / "config.json";
+      } else if (name == "Dense") {
+        if (!pooling_file) throw out_of_order("comes before the Pooling module: not supported");
+        if (c.normalize) throw out_of_order("comes after a Normalize module: not supported");
+        if (path.empty()) throw Error(at + ": a Dense module without a \"path\"", ErrorKind::kInvalidModel);
+        c.dense.push_back(read_dense(dir / path));
+      } else if (name == "Normalize") {
+        if (!pooling_file) throw out_of_order("comes before the Pooling module: not supported");
+        c.normalize = true;
+      } else if (name != "Dropout") {  // Dropout does nothing at inference
+        throw Error(at + ": module type \"" + type +
+                        "\" is not supported (sentence_transformers.models Transformer, Pooling, Dense, Normalize, "
+                        "Dropout)",
+                    ErrorKind::kInvalidModel);
       }
+    }
+  } else if (std::filesystem::exists(dir / "1_Pooling" / "config.json", ec)) {
+    pooling_file = dir / "1_Pooling" / "config.json";
   }
+  if (pooling_file) read_pooling(*pooling_file, c);
   const auto st_file = dir / "config_sentence_transformers.json";
   if (std::filesystem::exists(st_file, ec)) {
     const auto cfg = util::read_json_file(st_file);

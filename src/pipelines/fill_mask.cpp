@@ -148,6 +148,8 @@ std::vector<std::vector<FillMaskCandidate>> FillMask::finish(const Prepared& tex
       c.token_str = clean_up_tokenization_spaces(tokenizer_.decode(one));
       std::vector<int32_t> filled = enc.ids;
       filled[mask_rows[m]] = c.token;
+      // As transformers: <pad> tokens (written in the text, or the prediction) are left out.
+      std::erase(filled, tokenizer_.pad_id());
       c.sequence = clean_up_tokenization_spaces(tokenizer_.decode(filled, single_mask));
       list.push_back(std::move(c));
     }

@@ -34,8 +34,6 @@ QuestionAnswerer::Prepared QuestionAnswerer::prepare(const std::string& question
   if (options.max_answer_len < 1) throw Error("max_answer_len must be at least 1");
   const size_t model_max = pipeline::model_max_length(config_);
   const size_t max_seq_len = options.max_seq_len.value_or(std::min<size_t>(model_max, 384));
-  if (max_seq_len > model_max)
-    throw Error("max_seq_len " + std::to_string(max_seq_len) + " is more than the model's " + std::to_string(model_max));
   const size_t doc_stride = options.doc_stride.value_or(std::min<size_t>(max_seq_len / 2, 128));
   if (doc_stride > max_seq_len)
     throw Error("doc_stride (" + std::to_string(doc_stride) + ") is larger than max_seq_len (" +
@@ -57,10 +55,19 @@ QuestionAnswerer::Prepared QuestionAnswerer::prepare(const std::string& question
   const size_t specials = tokenizer_.num_special_tokens_to_add(true);
   if (max_seq_len <= specials) throw Error("max_seq_len " + std::to_string(max_seq_len) + " leaves no room for text");
   const size_t budget = max_seq_len - specials;
+  // A max_seq_len above the model's is only an error when a window would need it (transformers
+  // tokenizes a short example whole, whatever max_seq_len says).
+  const auto too_long = [&](size_t tokens) {
+    return Error("max_seq_len " + std::to_string(max_seq_len) + " is more than the model's " +
+                 std::to_string(model_max) + ", and the question and context take " + std::to_string(tokens) +
+                 " tokens");
+  };
   if (q_len + c_len <= budget) {
+    if (full.size() > model_max) throw too_long(full.size());
     p.windows.push_back(full);
     return p;
   }
+  if (max_seq_len > model_max) throw too_long(full.size());
   const size_t to_remove = q_len + c_len - budget;
   if (c_len <= to_remove)
     throw Error("the question has " + std::to_string(q_len) + " tokens: with max_seq_len " +

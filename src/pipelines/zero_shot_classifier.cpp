@@ -89,16 +89,16 @@ void ZeroShotClassifier::init() {
     }
   }
   const int64_t n = config_.num_labels();
-  if (!entail || *entail < 0 || *entail >= n)
-    throw Error("the model's label2id has no label starting with \"entail\" (found: " +
-                    [&] {
-                      std::string s;
-                      for (const auto& [label, id] : config_.label2id) s += (s.empty() ? "" : ", ") + label;
-                      return s;
-                    }() +
-                    "), so it is not an NLI model zero-shot classification can use",
-                ErrorKind::kInvalidModel);
   if (n < 2) throw Error("an NLI model needs at least 2 labels", ErrorKind::kInvalidModel);
+  if (!entail || *entail < 0 || *entail >= n) {
+    // transformers warns and takes entailment_id -1: the last column (and contradiction 0).
+    std::string found;
+    for (const auto& [label, id] : config_.label2id) found += (found.empty() ? "" : ", ") + label;
+    warning_ = "the model's label2id has no label starting with \"entail\" (found: " + found +
+               "): as transformers does, the last label is taken as entailment and the first as contradiction; " +
+               "give config.json a descriptive label2id for correct outputs";
+    entail = n - 1;
+  }
   entailment_ = static_cast<size_t>(*entail);
   contradiction_ = entailment_ == 0 ? static_cast<size_t>(n - 1) : 0;  // HF: -1 if entailment is 0, else 0
 }

@@ -129,12 +129,13 @@ int run_zero_shot(const Args& args) {
   const ZeroShotClassifier classifier = [&] {
     try {
       return ZeroShotClassifier::load(dir, load_options(args, "auto"));
-    } catch (const Error& e) {  // the entailment-label check does not name the folder
-      if (e.kind() == ErrorKind::kInvalidModel && std::string_view(e.what()).starts_with("the model's label2id"))
+    } catch (const Error& e) {  // the label-count check does not name the folder
+      if (e.kind() == ErrorKind::kInvalidModel && std::string_view(e.what()).starts_with("an NLI model"))
         throw Error(dir + ": " + e.what(), e.kind());
       throw;
     }
   }();
+  if (!classifier.warning().empty()) std::cerr << "warning: " << dir << ": " << classifier.warning() << "\n";
   LineReader lines = input_lines(args);
   return answer_lines(lines, as_json, kChunkInputs, [&](const std::vector<std::string>& chunk) {
     std::vector<Answer> answers(chunk.size());

@@ -14,7 +14,8 @@
 
 namespace roberta {
 
-enum class DType { kF64, kF32, kF16, kBF16, kI64, kI32, kI16, kI8, kU8, kBool };
+// Every dtype of the safetensors format; only the float ones can be read as weights.
+enum class DType { kF64, kF32, kF16, kBF16, kI64, kI32, kI16, kI8, kU64, kU32, kU16, kU8, kBool, kF8E4M3, kF8E5M2 };
 const char* dtype_name(DType d);
 size_t dtype_size(DType d);
 

@@ -1,0 +1,90 @@
+// Golden encodings of HF's Rust tokenizer (npm `tokenizers`) for variants of the roberta-base
+// tokenizer.json that real checkpoints use: add_prefix_space on (RobertaTokenizerFast(
+// add_prefix_space=True), as NER models save it), in the pre-tokenizer only, a ByteLevel or no
+// post-processor; with and without truncation (left and right). Each record carries the edits that
+// make its variant (`patch`: JSON pointers and values), so a test applies the same edits.
+//
+//   source tools/hf_goldens/hf_tokenizers_env.sh
+//   node tools/hf_goldens/gen_variant_goldens.js tests/data/hf ../shared/assets
+//
+// Deterministic; writes OUTDIR/variants.jsonl.
+'use strict';
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const { Tokenizer } = require('tokenizers');
+
+const [outDir, assets] = process.argv.slice(2);
+if (!outDir || !assets) {
+  console.error('usage: node gen_variant_goldens.js OUTDIR ASSETS');
+  process.exit(2);
+}
+const base = JSON.parse(fs.readFileSync(path.join(assets, 'roberta-base-tokenizer', 'tokenizer.json'), 'utf8'));
+
+const VARIANTS = {
+  aps: [['/pre_tokenizer/add_prefix_space', true], ['/post_processor/add_prefix_space', true]],
+  aps_pre_only: [['/pre_tokenizer/add_prefix_space', true]],
+  pp_bytelevel: [['/post_processor', { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true }]],
+  pp_none: [['/post_processor', null]],
+  plain: [],
+};
+
+function patched(patch) {
+  const doc = JSON.parse(JSON.stringify(base));
+  for (const [pointer, value] of patch) {
+    const keys = pointer.split('/').slice(1);
+    let o = doc;
+    for (const k of keys.slice(0, -1)) o = o[k];
+    o[keys[keys.length - 1]] = value;
+  }
+  return doc;
+}
+
+const TEXTS = ['hello world foo', 'hi<mask>\nyo', '<s>!!!', '\n', 'a b c d e f', 'é café  naïve', ' lead', '\u3000x y',
+  'x <mask> y  ', 'don\'t  stop', '日本語 text', 'end '];
+const PAIRS = [['hello world foo', 'bar baz'], ['a b c', '\n d e'], ['<s>x', 'y</s> z'], ['é é é', ' q']];
+const TRUNC = [null, { max_length: 3, direction: 'left' }, { max_length: 5, direction: 'left' },
+  { max_length: 6, direction: 'left', strategy: 'only_first' }, { max_length: 4, direction: 'right' }];
+const STRATEGY = { longest_first: 'LongestFirst', only_first: 'OnlyFirst', only_second: 'OnlySecond' };
+
+async function main() {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'roberta-variants-'));
+  const lines = [];
+  for (const [name, patch] of Object.entries(VARIANTS)) {
+    const file = path.join(tmp, name + '.json');
+    fs.writeFileSync(file, JSON.stringify(patched(patch)));
+    const tok = Tokenizer.fromFile(file);
+    const inputs = [...TEXTS.map((t) => [t, null]), ...PAIRS];
+    for (const [a, b] of inputs)
+      for (const special of [true, false])
+        for (const trunc of TRUNC) {
+          if (trunc) {
+            tok.setTruncation(trunc.max_length, { strategy: STRATEGY[trunc.strategy || 'longest_first'],
+              direction: trunc.direction });
+          } else {
+            tok.disableTruncation();
+          }
+          let fields;
+          try {
+            const e = await tok.encode(a, b, { addSpecialTokens: special });
+            fields = {
+              ids: e.getIds(), tokens: e.getTokens(), offsets: e.getOffsets(), type_ids: e.getTypeIds(),
+              special_tokens_mask: e.getSpecialTokensMask(),
+              sequence_ids: e.getSequenceIds().map((s) => (s === null || s === undefined ? -1 : s)),
+              word_ids: e.getWordIds().map((w) => (w === null || w === undefined ? -1 : w)),
+            };
+          } catch (err) {
+            continue;  // max_length below the special tokens: HF 0.23 and we differ by design (README)
+          }
+          // HF 0.23 keeps tokens when max_length cannot hold RobertaProcessing's specials; we refuse.
+          const below = special && name.startsWith('aps') || special && name === 'plain' ?
+            trunc !== null && trunc.max_length < (b === null ? 2 : 4) : false;
+          lines.push(JSON.stringify({ variant: name, patch, a, b, add_special_tokens: special,
+            truncation: trunc && { strategy: 'longest_first', ...trunc }, below_special_count: below, ...fields }));
+        }
+  }
+  fs.rmSync(tmp, { recursive: true });
+  fs.writeFileSync(path.join(outDir, 'variants.jsonl'), lines.join('\n') + '\n');
+  console.log(`variants.jsonl: ${lines.length} records`);
+}
+main();
