@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 #include <sstream>
 
 #include "roberta/error.h"
@@ -34,18 +35,29 @@ const char* dtype_name(DType d) {
     case DType::kBool: return "BOOL";
     case DType::kF8E4M3: return "F8_E4M3";
     case DType::kF8E5M2: return "F8_E5M2";
+    case DType::kF8E4M3FNUZ: return "F8_E4M3FNUZ";
+    case DType::kF8E5M2FNUZ: return "F8_E5M2FNUZ";
+    case DType::kF8E8M0: return "F8_E8M0";
+    case DType::kF6E2M3: return "F6_E2M3";
+    case DType::kF6E3M2: return "F6_E3M2";
+    case DType::kF4: return "F4";
+    case DType::kC64: return "C64";
   }
   return "?";
 }
 
-size_t dtype_size(DType d) {
+size_t dtype_bits(DType d) {
   switch (d) {
-    case DType::kF64: case DType::kI64: case DType::kU64: return 8;
-    case DType::kF32: case DType::kI32: case DType::kU32: return 4;
-    case DType::kF16: case DType::kBF16: case DType::kI16: case DType::kU16: return 2;
-    default: return 1;
+    case DType::kF64: case DType::kI64: case DType::kU64: case DType::kC64: return 64;
+    case DType::kF32: case DType::kI32: case DType::kU32: return 32;
+    case DType::kF16: case DType::kBF16: case DType::kI16: case DType::kU16: return 16;
+    case DType::kF6E2M3: case DType::kF6E3M2: return 6;
+    case DType::kF4: return 4;
+    default: return 8;
   }
 }
+
+size_t dtype_size(DType d) { return (dtype_bits(d) + 7) / 8; }
 
 int64_t TensorInfo::numel() const {
   int64_t n = 1;
@@ -112,7 +124,9 @@ DType parse_dtype(const std::string& s, const std::string& where) {
       {"F64", DType::kF64}, {"F32", DType::kF32}, {"F16", DType::kF16}, {"BF16", DType::kBF16},
       {"I64", DType::kI64}, {"I32", DType::kI32}, {"I16", DType::kI16}, {"I8", DType::kI8},
       {"U64", DType::kU64}, {"U32", DType::kU32}, {"U16", DType::kU16}, {"U8", DType::kU8},
-      {"BOOL", DType::kBool}, {"F8_E4M3", DType::kF8E4M3}, {"F8_E5M2", DType::kF8E5M2}};
+      {"BOOL", DType::kBool}, {"F8_E4M3", DType::kF8E4M3}, {"F8_E5M2", DType::kF8E5M2},
+      {"F8_E4M3FNUZ", DType::kF8E4M3FNUZ}, {"F8_E5M2FNUZ", DType::kF8E5M2FNUZ}, {"F8_E8M0", DType::kF8E8M0},
+      {"F6_E2M3", DType::kF6E2M3}, {"F6_E3M2", DType::kF6E3M2}, {"F4", DType::kF4}, {"C64", DType::kC64}};
   for (const auto& [name, d] : kNames)
     if (s == name) return d;
   throw ModelError(where + ": dtype \"" + s + "\" is not supported");
@@ -215,16 +229,22 @@ void WeightStore::add_file(std::shared_ptr<MappedFile> file) {
     if (end > data_size)
       throw ModelError(where + ": data_offsets end " + std::to_string(end) + " is past the end of the data (" +
                   std::to_string(data_size) + " bytes)");
-    if (end - begin != numel * dtype_size(t.dtype))
+    const uint64_t bits = numel * dtype_bits(t.dtype);  // F4 and F6 pack several values a byte
+    if (bits % 8 != 0)
+      throw ModelError(where + ": dtype " + std::string(dtype_name(t.dtype)) + " and shape " + shape.dump() +
+                       " do not fill whole bytes");
+    if (end - begin != bits / 8)
       throw ModelError(where + ": " + std::to_string(end - begin) + " bytes of data but dtype " + dtype_name(t.dtype) +
-                  " and shape " + shape.dump() + " need " + std::to_string(numel * dtype_size(t.dtype)));
+                  " and shape " + shape.dump() + " need " + std::to_string(bits / 8));
     t.data = file->data() + data_begin + begin;
     t.nbytes = end - begin;
     spans.push_back({begin, end, key});
     if (tensors_.count(key)) throw ModelError(where + ": also defined in " + tensors_[key].file);
     tensors_.emplace(key, std::move(t));
   }
-  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
+  // By (begin, end), as safetensors sorts them: an empty tensor [x, x) comes before one starting at x.
+  std::sort(spans.begin(), spans.end(),
+            [](const Span& a, const Span& b) { return std::tie(a.begin, a.end) < std::tie(b.begin, b.end); });
   // As the format requires (and safetensors' own reader checks): the tensors cover the data exactly,
   // one after another. A gap or trailing bytes mean offsets written wrongly, e.g. every tensor shifted.
   size_t covered = 0;
@@ -345,7 +365,8 @@ std::vector<float> WeightStore::to_float(const TensorInfo& t) const {
       }
       break;
     default:
-      throw ModelError(t.file + ": tensor \"" + t.name + "\" has dtype " + dtype_name(t.dtype) + ", expected a float type");
+      throw ModelError(t.file + ": tensor \"" + t.name + "\" has dtype " + dtype_name(t.dtype) +
+                       ", expected F32, F16, BF16 or F64");
   }
   return out;
 }

@@ -54,6 +54,13 @@ TEST(Embedder, SentenceBertConfigSetsMaxSeqLengthAndLowercasing) {
   roberta::test::expect_error(
       [&] { roberta::Embedder::load(sentence_model(dir, "bad", R"({"max_seq_length": "long"})")); },
       {"sentence_bert_config.json", "max_seq_length"});
+  // Without max_seq_length, sentence-transformers' Transformer takes min(max_position_embeddings,
+  // tokenizer.model_max_length), the latter from tokenizer_config.json.
+  const auto capped = sentence_model(dir, "capped", "");
+  roberta::test::write_text(capped / "tokenizer_config.json", R"({"model_max_length": 20})");
+  EXPECT_EQ(roberta::Embedder::load(capped).max_seq_length(), 20u);
+  roberta::test::write_text(capped / "sentence_bert_config.json", R"({"max_seq_length": 40})");
+  EXPECT_EQ(roberta::Embedder::load(capped).max_seq_length(), 40u);
 }
 
 // modules.json and the Pooling module's config as sentence-transformers reads them

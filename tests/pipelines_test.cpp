@@ -195,6 +195,9 @@ TEST(ZeroShot, EntailmentAndContradictionIds) {
   EXPECT_EQ(b.entailment_id(), 0u);
   EXPECT_EQ(b.contradiction_id(), 2u);  // HF: -1, the last column
   EXPECT_EQ(a.warning(), "");
+  ModelConfig bad = make_config({{"id2label", {"contradiction", "neutral", "entailment"}}});
+  bad.label2id["entailment"] = 7;
+  test::expect_error([&] { ZeroShotClassifier(tokenizer(), bad); }, {"entailment label id 7", "3 labels"});
   try {
     ZeroShotClassifier(tokenizer(), make_config({{"id2label", {"entailment"}}}));
     ADD_FAILURE() << "expected an error";
@@ -452,6 +455,78 @@ TEST(QuestionAnswerer, Errors) {
   test::expect_error([&] { qa.run(qa.prepare("Who?", "Me.", o)); }, {"no model"});
   const auto p = qa.prepare("Who?", "Me.", o);
   test::expect_error([&] { qa.finish(p, SpanLogits{}, o); }, {"0 start", "tokens"});
+}
+
+// tokenizer_config.json's model_max_length is transformers' tokenizer.model_max_length: truncation
+// stops there (text classification with truncation, QA's default max_seq_len = min(it, 384)),
+// while an untruncated text may still use every position; unset (1e30) it is ignored.
+TEST(ModelMaxLength, FromTokenizerConfigJson) {
+  test::TempDir dir;
+  std::filesystem::copy_file(kTokenizerDir + "/tokenizer.json", dir / "tokenizer.json");
+  EXPECT_EQ(Tokenizer::from_dir(dir.path()).model_max_length(), std::nullopt);
+  test::write_text(dir / "tokenizer_config.json", R"({"model_max_length": 1000000000000000019884624838656})");
+  EXPECT_EQ(Tokenizer::from_dir(dir.path()).model_max_length(), std::nullopt);
+  test::write_text(dir / "tokenizer_config.json", R"({"model_max_length": -3})");
+  test::expect_error([&] { Tokenizer::from_dir(dir.path()); }, {"tokenizer_config.json", "model_max_length -3"});
+  test::write_text(dir / "tokenizer_config.json", R"({"model_max_length": 16, "add_prefix_space": false})");
+  const Tokenizer tok = Tokenizer::from_dir(dir.path());
+  ASSERT_EQ(tok.model_max_length(), std::optional<size_t>(16));
+  const TextClassifier tc(tok, make_config({{"id2label", {"a", "b"}}}));
+  const std::string long_text = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+                                "fifteen sixteen seventeen eighteen nineteen twenty";
+  TextClassifyOptions o;
+  o.truncation = true;
+  EXPECT_EQ(tc.prepare(std::vector<TextInput>{{long_text, std::nullopt}}, o).encodings.at(0).size(), 16u);
+  o.truncation = false;
+  EXPECT_EQ(tc.prepare(std::vector<TextInput>{{long_text, std::nullopt}}, o).encodings.at(0).size(),
+            tok.encode(long_text).size());
+  const QuestionAnswerer qa(tok, make_config({{"id2label", {"LABEL_0", "LABEL_1"}}}));
+  for (const Encoding& w : qa.prepare("Which?", long_text).windows) EXPECT_LE(w.size(), 16u);
+}
+
+// Windows of a long text (token classification's stride) and of a long context (QA's doc_stride)
+// against HF's overflowing windows (tools/hf_goldens/gen_variant_goldens.js), each post-processed on
+// its own there: with add_prefix_space, a window's first text token keeps its leading space.
+TEST(Windows, EqualHfOverflowingWindowsWithAndWithoutAddPrefixSpace) {
+  std::ifstream in(std::string(ROBERTA_TEST_DATA) + "/hf/variants.jsonl");
+  const json base = json::parse(std::ifstream(kTokenizerDir + "/tokenizer.json"));
+  size_t compared = 0;
+  for (std::string line; std::getline(in, line);) {
+    const json r = json::parse(line);
+    if (!r.contains("windows_of")) continue;
+    json doc = base;
+    for (const json& p : r["patch"]) doc[json::json_pointer(p[0].get<std::string>())] = p[1];
+    const Tokenizer tok = Tokenizer::from_tokenizer_json_text(doc.dump(), r["variant"]);
+    const json& c = r["windows_of"];
+    std::vector<Encoding> windows;
+    if (c["b"].is_null()) {
+      const TokenClassifier tc(tok, make_config({{"id2label", {"O", "B-X"}}}));
+      TokenClassifyOptions o;
+      o.aggregation = Aggregation::kSimple;
+      o.max_length = c["max_length"];
+      o.stride = c["stride"].get<size_t>();
+      windows = tc.prepare(c["a"].get<std::string>(), o).windows;
+    } else {
+      const QuestionAnswerer qa(tok, make_config({{"id2label", {"LABEL_0", "LABEL_1"}}}));
+      QuestionAnswerOptions o;
+      o.max_seq_len = c["max_length"].get<size_t>();
+      o.doc_stride = c["stride"].get<size_t>();
+      windows = qa.prepare(c["a"].get<std::string>(), c["b"].get<std::string>(), o).windows;
+    }
+    const std::string what = r["variant"].get<std::string>() + " " + c.dump();
+    ASSERT_EQ(windows.size(), r["windows"].size()) << what;
+    for (size_t w = 0; w < windows.size(); ++w) {
+      const json& want = r["windows"][w];
+      EXPECT_EQ(json(windows[w].ids), want["ids"]) << what << " window " << w;
+      json offsets = json::array();
+      for (const auto& [b, e] : windows[w].offsets) offsets.push_back({b, e});
+      EXPECT_EQ(offsets, want["offsets"]) << what << " window " << w;
+      std::vector<int> seq(windows[w].sequence_ids.begin(), windows[w].sequence_ids.end());
+      EXPECT_EQ(json(seq), want["sequence_ids"]) << what << " window " << w;
+      ++compared;
+    }
+  }
+  EXPECT_GE(compared, 8u);
 }
 
 // transformers tokenizes an example that fits whole whatever max_seq_len says; a max_seq_len above

@@ -100,7 +100,10 @@ TEST(SafeTensors, DataMustBeCoveredExactlyByTheTensors) {
   expect_error(open, {"bytes 8 to 12", "\"b\""});
   write_safetensors(dir / "bad.safetensors", {}, std::string(8, '\0'));
   expect_error(open, {"8 bytes after the last tensor"});
-  write_safetensors(dir / "ok.safetensors", {{"b", "F32", {2}, 8, 16}, {"a", "F32", {2}, 0, 8}, {"e", "F32", {0}, 16, 16}},
+  // An empty tensor takes no bytes where it is, also between two others (safetensors sorts by
+  // begin, then end).
+  write_safetensors(dir / "ok.safetensors",
+                    {{"b", "F32", {2}, 8, 16}, {"a", "F32", {2}, 0, 8}, {"e", "F32", {0}, 16, 16}, {"m", "F32", {0}, 8, 8}},
                     std::string(16, '\0'));
   EXPECT_NO_THROW(roberta::WeightStore::open_file(dir / "ok.safetensors"));
 }
@@ -111,12 +114,16 @@ TEST(SafeTensors, OtherDtypesLoadAndFailOnlyWhenRead) {
   TempDir dir;
   write_safetensors(dir / "m.safetensors",
                     {{"w", "F32", {1}, 0, 4}, {"u16", "U16", {2}, 4, 8}, {"u32", "U32", {1}, 8, 12}, {"u64", "U64", {1}, 12, 20},
-                     {"f8", "F8_E4M3", {2}, 20, 22}, {"f8b", "F8_E5M2", {2}, 22, 24}},
-                    std::string(24, '\0'));
+                     {"f8", "F8_E4M3", {2}, 20, 22}, {"f8b", "F8_E5M2", {2}, 22, 24}, {"f8c", "F8_E8M0", {1}, 24, 25},
+                     {"f4", "F4", {2}, 25, 26}, {"f6", "F6_E2M3", {4}, 26, 29}, {"c64", "C64", {1}, 29, 37}},
+                    std::string(37, '\0'));
   const auto store = roberta::WeightStore::open_file(dir / "m.safetensors");
   EXPECT_EQ(store.to_float(*store.find("w")).size(), 1u);
-  for (const char* name : {"u16", "u32", "u64", "f8", "f8b"})
-    expect_error([&] { store.to_float(*store.find(name)); }, {"m.safetensors", std::string("\"") + name + "\"", "float"});
+  for (const char* name : {"u16", "u32", "u64", "f8", "f8b", "f8c", "f4", "f6", "c64"})
+    expect_error([&] { store.to_float(*store.find(name)); }, {"m.safetensors", std::string("\"") + name + "\"", "F32"});
+  // F6 packs four values in three bytes: three values do not fill whole bytes.
+  write_safetensors(dir / "bad.safetensors", {{"f6", "F6_E3M2", {3}, 0, 3}}, std::string(3, '\0'));
+  expect_error([&] { roberta::WeightStore::open_file(dir / "bad.safetensors"); }, {"\"f6\"", "whole bytes"});
 }
 
 }  // namespace

@@ -275,6 +275,7 @@ TEST(HfGoldens, TokenizerJsonVariants) {
   const json base = json::parse(in);
   std::map<std::string, roberta::Tokenizer> variants;
   for (const json& r : records) {
+    if (r.contains("windows_of")) continue;  // windows: tests/pipelines_test.cpp
     const std::string name = r["variant"];
     if (!variants.count(name)) {
       json doc = base;

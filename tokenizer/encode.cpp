@@ -189,6 +189,34 @@ void Tokenizer::Impl::trim(Encoding& e, const std::vector<Trim>& trims, std::str
   }
 }
 
+void Tokenizer::as_first_token(Encoding& e, size_t i) const {
+  if (!impl_->trim_offsets || !impl_->trim_add_prefix_space || i >= e.size() || e.special_tokens_mask[i]) return;
+  // HF counts a token's spaces on its string: U+0120 (a space byte) or white space.
+  const std::string& token = e.tokens[i];
+  size_t pos = 0, chars = 0, lead = 0, lead_bytes = 0;
+  bool leading = true;
+  while (pos < token.size()) {
+    const size_t at = pos;
+    const char32_t cp = unicode::next_code_point(token, pos);
+    ++chars;
+    if (leading && (cp == 0x120 || unicode::is_whitespace(cp))) {
+      ++lead;
+      lead_bytes = cp == 0x120 ? 1 : pos - at;  // (only the count of one matters below)
+    } else {
+      leading = false;
+    }
+  }
+  if (lead != 1 || e.offsets[i].first == 0) return;
+  // Trimmed, the space left the start; kept, the start moves back over it. A token that is the
+  // space alone was [s+1, s+1] (its trailing space trimmed too) and becomes [s, s].
+  e.offsets[i].first -= 1;
+  e.byte_offsets[i].first -= static_cast<int64_t>(lead_bytes);
+  if (chars == 1) {
+    e.offsets[i].second -= 1;
+    e.byte_offsets[i].second -= static_cast<int64_t>(lead_bytes);
+  }
+}
+
 // Checks and tokenizes A (then B), truncates them, then adds the special tokens.
 Encoding Tokenizer::Impl::encode(std::string_view a, const std::string_view* b, const EncodeOptions& options) const {
   std::string repaired_a, repaired_b;

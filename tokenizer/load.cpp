@@ -1,6 +1,7 @@
 // Loading a Tokenizer: tokenizer.json (HF's format; only what RoBERTa's byte-level BPE uses is
 // accepted), or vocab.json + merges.txt with RobertaTokenizer's defaults. Errors about the files'
 // content are ErrorKind::kInvalidModel, files or folders that cannot be read kIo.
+#include <cmath>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -295,11 +296,27 @@ Tokenizer Tokenizer::from_dir(const std::filesystem::path& dir) {
   if (!std::filesystem::is_directory(dir, ec))
     throw Error(dir.string() + (std::filesystem::exists(dir, ec) ? ": is a file, not a model folder" : ": model folder not found"),
                 kIo);
-  if (std::filesystem::exists(dir / "tokenizer.json", ec)) return from_tokenizer_json(dir / "tokenizer.json");
-  if (std::filesystem::exists(dir / "vocab.json", ec) && std::filesystem::exists(dir / "merges.txt", ec))
-    return from_vocab_merges(dir / "vocab.json", dir / "merges.txt");
-  throw Error(dir.string() + ": no tokenizer found (expected tokenizer.json, or vocab.json and merges.txt)",
-              kIo);
+  std::optional<Tokenizer> tok;
+  if (std::filesystem::exists(dir / "tokenizer.json", ec))
+    tok.emplace(from_tokenizer_json(dir / "tokenizer.json"));
+  else if (std::filesystem::exists(dir / "vocab.json", ec) && std::filesystem::exists(dir / "merges.txt", ec))
+    tok.emplace(from_vocab_merges(dir / "vocab.json", dir / "merges.txt"));
+  else
+    throw Error(dir.string() + ": no tokenizer found (expected tokenizer.json, or vocab.json and merges.txt)", kIo);
+  const auto config_file = dir / "tokenizer_config.json";
+  if (std::filesystem::exists(config_file, ec)) {
+    const json config = util::read_json_file(config_file);
+    if (!config.is_object()) throw Error(config_file.string() + ": expected a JSON object", kInvalidModel);
+    if (config.contains("model_max_length") && config["model_max_length"].is_number()) {
+      const double n = config["model_max_length"].get<double>();
+      if (n < 1 || n != std::floor(n))
+        throw Error(config_file.string() + ": model_max_length " + config["model_max_length"].dump() +
+                        " is not a positive integer",
+                    kInvalidModel);
+      if (n < 1e9) tok->model_max_length_ = static_cast<size_t>(n);
+    }
+  }
+  return std::move(*tok);
 }
 
 }  // namespace roberta

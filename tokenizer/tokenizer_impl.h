@@ -61,8 +61,8 @@ struct Tokenizer::Impl {
   void finish_added_tokens(const std::string& source);
 
   // ---- encoding (encode.cpp)
-  // Calls on_token(id, begin, end, leading_spaces, leading_bytes, trailing_spaces, first_of_word)
-  // for the BPE tokens of the plain text text[begin, end).
+  // Calls on_token(id, begin, end, leading_spaces, trailing_spaces, first_of_word) for the BPE
+  // tokens of the plain text text[begin, end).
   template <class OnToken>
   void tokenize_text(std::string_view text, size_t begin, size_t end, OnToken&& on_token) const;
   // What HF's trim_offsets may take off a token's offsets: its leading and trailing spaces.

@@ -127,6 +127,9 @@ class CrossEncoder {
   // The configured activation, else sigmoid for one label and identity for several.
   CrossEncoderActivation default_activation() const;
   const ModelConfig& model_config() const { return model_config_; }
+  // sentence-transformers' max_length: the positions' limit, or the tokenizer's model_max_length
+  // (tokenizer_config.json) when smaller; where pairs are truncated unless options say otherwise.
+  size_t max_length() const;
   const CrossEncoderConfig& config() const { return config_; }
 
  private:

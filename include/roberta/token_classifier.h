@@ -79,6 +79,7 @@ class TokenClassifier {
   std::vector<TokenEntity> operator()(std::string_view text, const TokenClassifyOptions& options = {}) const;
 
   const ModelConfig& config() const { return config_; }
+  const Tokenizer& tokenizer() const { return tokenizer_; }
 
  private:
   std::optional<Model> model_;

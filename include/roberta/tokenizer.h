@@ -118,11 +118,22 @@ class Tokenizer {
   int32_t pad_id() const;   // <pad>
   std::optional<int32_t> mask_id() const;  // <mask>
   size_t num_special_tokens_to_add(bool pair) const;
+  // transformers' tokenizer.model_max_length: tokenizer_config.json's "model_max_length" when
+  // from_dir found one below 10^9 (unset ones are written as 1e30), else nullopt. The pipelines
+  // truncate at the smaller of it and the model's position limit, as transformers and
+  // sentence-transformers do.
+  std::optional<size_t> model_max_length() const { return model_max_length_; }
+  // Gives token i of `e` the offsets it would have as the first token of its text: HF post-processes
+  // each overflowing window on its own, and with add_prefix_space its trim_offsets keeps the one
+  // leading space of a text's first token. For windows cut out of one encoding (QA, token
+  // classification with a stride); `i` must not already be the first token of its text.
+  void as_first_token(Encoding& e, size_t i) const;
 
  private:
   struct Impl;  // the loaded vocabulary and settings (tokenizer/tokenizer_impl.h in the source tree)
   explicit Tokenizer(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<const Impl> impl_;
+  std::optional<size_t> model_max_length_{};
 };
 
 }  // namespace roberta

@@ -25,9 +25,9 @@ EmbedOptions embed_options(std::optional<std::string> prompt, std::optional<std:
 // Last hidden states of texts, one (tokens, hidden) array each, in batches of `batch_size` texts.
 std::vector<Matrix> token_states(const Model& model, const Tokenizer& tok, const std::vector<std::string>& texts,
                                  bool truncation, size_t batch_size) {
-  const auto max_len = static_cast<size_t>(model.config().max_sequence_length());
-  EncodeOptions eo;
-  if (truncation) eo.max_length = max_len;
+  const auto positions = static_cast<size_t>(model.config().max_sequence_length());
+  EncodeOptions eo;  // truncation as transformers' tokenizer: at model_max_length when it is smaller
+  if (truncation) eo.max_length = std::min(positions, tok.model_max_length().value_or(positions));
   std::vector<Matrix> result;
   const size_t H = static_cast<size_t>(model.config().hidden_size);
   for (size_t start = 0; start < texts.size(); start += batch_size) {
@@ -36,9 +36,9 @@ std::vector<Matrix> token_states(const Model& model, const Tokenizer& tok, const
     for (size_t i = start; i < end; ++i) {
       const Encoding e = for_input(i, texts.size(), [&] {
         Encoding enc = tok.encode(texts[i], eo);
-        if (enc.size() > max_len)
+        if (enc.size() > positions)
           throw Error("the text has " + std::to_string(enc.size()) + " tokens; the model allows at most " +
-                      std::to_string(max_len) + " (pass truncation=True to cut it)");
+                      std::to_string(positions) + " (pass truncation=True to cut it)");
         return enc;
       });
       batch.add_sequence(e.ids);

@@ -206,8 +206,7 @@ void register_tasks(py::module_& m) {
           "(pairs, num_labels) float32 scores: the activation, then the optional softmax.")
       .def_property_readonly("num_labels", [](const CrossEncoder& ce) { return ce.model_config().num_labels(); })
       .def_property_readonly("id2label", [](const CrossEncoder& ce) { return ce.model_config().id2label; })
-      .def_property_readonly("max_length",
-                             [](const CrossEncoder& ce) { return ce.model_config().max_sequence_length(); })
+      .def_property_readonly("max_length", &CrossEncoder::max_length)
       .def_property_readonly("default_activation", [](const CrossEncoder& ce) {
         return std::string(cross_encoder_activation_name(ce.default_activation()));
       });

@@ -91,9 +91,12 @@ CrossEncoderActivation CrossEncoder::default_activation() const {
   return model_config_.num_labels() == 1 ? CrossEncoderActivation::kSigmoid : CrossEncoderActivation::kIdentity;
 }
 
+size_t CrossEncoder::max_length() const { return pipeline::truncation_length(model_config_, tokenizer_); }
+
 CrossEncoder::Prepared CrossEncoder::prepare(std::span<const TextPair> pairs, const CrossEncoderOptions& options) const {
-  const size_t model_max = pipeline::model_max_length(model_config_);
-  const size_t max_len = options.max_length ? std::min(options.max_length, model_max) : model_max;
+  // A max_length given replaces the tokenizer's (sentence-transformers sets model_max_length to it).
+  const size_t max_len =
+      options.max_length ? std::min(options.max_length, pipeline::model_max_length(model_config_)) : max_length();
   Prepared p;
   for (size_t i = 0; i < pairs.size(); ++i) {
     const std::string what = "pair " + std::to_string(i + 1);

@@ -267,8 +267,11 @@ Embedder Embedder::load(const std::filesystem::path& dir, const LoadOptions& opt
 }
 
 size_t Embedder::max_seq_length() const {
+  // sentence-transformers: sentence_bert_config.json's max_seq_length, else the smaller of the
+  // positions and the tokenizer's model_max_length.
   const auto model_max = static_cast<size_t>(model_.config().max_sequence_length());
-  return config_.max_seq_length ? std::min(config_.max_seq_length, model_max) : model_max;
+  return config_.max_seq_length ? std::min(config_.max_seq_length, model_max)
+                                : pipeline::truncation_length(model_.config(), tokenizer_);
 }
 
 std::string Embedder::prompt_for(const EmbedOptions& options) const {

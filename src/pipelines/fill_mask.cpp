@@ -66,7 +66,7 @@ FillMask::Prepared FillMask::prepare(std::string_view text, const FillMaskOption
   const int64_t max_len = model_.config().max_sequence_length();
   EncodeOptions eo;
   if (options.truncation) {
-    eo.max_length = static_cast<size_t>(max_len);
+    eo.max_length = pipeline::truncation_length(model_.config(), tokenizer_);
     eo.truncation = TruncationStrategy::kLongestFirst;
   }
   Prepared p;
@@ -75,8 +75,8 @@ FillMask::Prepared FillMask::prepare(std::string_view text, const FillMaskOption
   for (size_t i = 0; i < p.encoding.ids.size(); ++i)
     if (p.encoding.ids[i] == mask) p.mask_positions.push_back(i);
   if (p.mask_positions.empty())
-    throw Error(options.truncation && p.encoding.size() == static_cast<size_t>(max_len)
-                    ? "no <mask> in the text's first " + std::to_string(max_len) + " tokens (the rest is truncated)"
+    throw Error(options.truncation && p.encoding.size() == eo.max_length
+                    ? "no <mask> in the text's first " + std::to_string(eo.max_length) + " tokens (the rest is truncated)"
                     : "no <mask> in the text");
   if (static_cast<int64_t>(p.encoding.size()) > max_len)
     throw Error("the text has " + std::to_string(p.encoding.size()) + " tokens; the model allows at most " +

@@ -85,6 +85,11 @@ size_t model_max_length(const ModelConfig& config) {
   return static_cast<size_t>(std::max<int64_t>(0, config.max_sequence_length()));
 }
 
+size_t truncation_length(const ModelConfig& config, const Tokenizer& tokenizer) {
+  const size_t positions = model_max_length(config);
+  return std::min(positions, tokenizer.model_max_length().value_or(positions));
+}
+
 void in_passes(std::span<const Encoding> encodings, const std::function<void(const Batch&, size_t first)>& run) {
   for (size_t i = 0; i < encodings.size();) {
     const size_t first = i;

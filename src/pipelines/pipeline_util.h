@@ -62,6 +62,9 @@ inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
 // The longest sequence the model's positions allow (config.max_sequence_length()).
 size_t model_max_length(const ModelConfig& config);
+// Where the pipelines truncate: the tokenizer's model_max_length when it is smaller than the
+// position limit (transformers' tokenizer truncates there), else that limit.
+size_t truncation_length(const ModelConfig& config, const Tokenizer& tokenizer);
 
 // Every encoding through the model as one Batch; the classifier's logits (encodings, num_labels).
 // Passes of at most kTokensPerPass tokens (the server's default pass; one encoding a pass at least),

@@ -33,7 +33,9 @@ QuestionAnswerer::Prepared QuestionAnswerer::prepare(const std::string& question
   if (options.top_k < 1) throw Error("top_k must be at least 1");
   if (options.max_answer_len < 1) throw Error("max_answer_len must be at least 1");
   const size_t model_max = pipeline::model_max_length(config_);
-  const size_t max_seq_len = options.max_seq_len.value_or(std::min<size_t>(model_max, 384));
+  // HF's default: min(tokenizer.model_max_length, 384).
+  const size_t max_seq_len =
+      options.max_seq_len.value_or(std::min<size_t>(pipeline::truncation_length(config_, tokenizer_), 384));
   const size_t doc_stride = options.doc_stride.value_or(std::min<size_t>(max_seq_len / 2, 128));
   if (doc_stride > max_seq_len)
     throw Error("doc_stride (" + std::to_string(doc_stride) + ") is larger than max_seq_len (" +
@@ -89,6 +91,7 @@ QuestionAnswerer::Prepared QuestionAnswerer::prepare(const std::string& question
     take(w.offsets, full.offsets), take(w.byte_offsets, full.byte_offsets);
     take(w.special_tokens_mask, full.special_tokens_mask), take(w.attention_mask, full.attention_mask);
     take(w.sequence_ids, full.sequence_ids), take(w.word_ids, full.word_ids);
+    if (start > 0) tokenizer_.as_first_token(w, c_begin);  // as HF trims each window's context
     p.windows.push_back(std::move(w));
     if (stop == c_len) break;
   }

@@ -43,6 +43,7 @@ ClassificationFunction TextClassifier::default_function() const {
 TextClassifier::Prepared TextClassifier::prepare(std::span<const TextInput> inputs,
                                                  const TextClassifyOptions& options) const {
   const size_t max_len = pipeline::model_max_length(config_);
+  const size_t truncate_at = pipeline::truncation_length(config_, tokenizer_);
   Prepared p;
   p.encodings.reserve(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -51,7 +52,7 @@ TextClassifier::Prepared TextClassifier::prepare(std::span<const TextInput> inpu
     if (inputs[i].text_pair) pipeline::require_utf8(*inputs[i].text_pair, what + " (text_pair)");
     EncodeOptions eo;
     if (options.truncation) {
-      eo.max_length = max_len;
+      eo.max_length = truncate_at;
       eo.truncation = TruncationStrategy::kLongestFirst;
       eo.truncation_side = options.truncation_side;
     }

@@ -110,8 +110,9 @@ std::vector<TokenEntity> group_entities(const std::vector<TokenEntity>& entities
 
 TokenClassifier::Prepared TokenClassifier::prepare(std::string_view text, const TokenClassifyOptions& options) const {
   pipeline::require_utf8(text, "text");
-  const size_t model_max = pipeline::model_max_length(config_);
-  const size_t max_len = options.max_length ? std::min(options.max_length, model_max) : model_max;
+  // HF truncates at the tokenizer's model_max_length, and cuts windows of it with a stride.
+  const size_t max_len = options.max_length ? std::min(options.max_length, pipeline::model_max_length(config_))
+                                            : pipeline::truncation_length(config_, tokenizer_);
   if (max_len < 3) throw Error("max_length " + std::to_string(max_len) + " leaves no room for a token");
   const size_t budget = max_len - 2;
   Prepared p;
@@ -144,6 +145,7 @@ TokenClassifier::Prepared TokenClassifier::prepare(std::string_view text, const 
   for (size_t start = 0;; start += budget - stride) {
     const size_t stop = std::min(start + budget, n);
     p.windows.push_back(window_of(full, 1 + start, 1 + stop));
+    if (start > 0) tokenizer_.as_first_token(p.windows.back(), 1);  // as HF trims each window
     if (stop == n) break;
   }
   return p;

@@ -90,7 +90,11 @@ void ZeroShotClassifier::init() {
   }
   const int64_t n = config_.num_labels();
   if (n < 2) throw Error("an NLI model needs at least 2 labels", ErrorKind::kInvalidModel);
-  if (!entail || *entail < 0 || *entail >= n) {
+  if (entail && (*entail < 0 || *entail >= n))
+    throw Error("the model's label2id gives the entailment label id " + std::to_string(*entail) + ", not one of its " +
+                    std::to_string(n) + " labels",
+                ErrorKind::kInvalidModel);
+  if (!entail) {
     // transformers warns and takes entailment_id -1: the last column (and contradiction 0).
     std::string found;
     for (const auto& [label, id] : config_.label2id) found += (found.empty() ? "" : ", ") + label;
@@ -129,7 +133,7 @@ ZeroShotClassifier::Prepared ZeroShotClassifier::prepare(std::span<const std::st
     for (const std::string& label : options.candidate_labels) {
       const std::string hypothesis = format_hypothesis(options.hypothesis_template, label);
       EncodeOptions eo;
-      eo.max_length = max_len;
+      eo.max_length = pipeline::truncation_length(config_, tokenizer_);
       eo.truncation = TruncationStrategy::kOnlyFirst;
       Encoding e;
       try {

@@ -130,7 +130,8 @@ int run_zero_shot(const Args& args) {
     try {
       return ZeroShotClassifier::load(dir, load_options(args, "auto"));
     } catch (const Error& e) {  // the label-count check does not name the folder
-      if (e.kind() == ErrorKind::kInvalidModel && std::string_view(e.what()).starts_with("an NLI model"))
+      if (e.kind() == ErrorKind::kInvalidModel && (std::string_view(e.what()).starts_with("an NLI model") ||
+                                                   std::string_view(e.what()).starts_with("the model's label2id")))
         throw Error(dir + ": " + e.what(), e.kind());
       throw;
     }

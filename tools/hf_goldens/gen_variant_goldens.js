@@ -83,6 +83,34 @@ async function main() {
             truncation: trunc && { strategy: 'longest_first', ...trunc }, below_special_count: below, ...fields }));
         }
   }
+  // Windows of a long text (token classification's stride) and of a long context (QA's doc_stride),
+  // as transformers asks for them: return_overflowing_tokens, each window post-processed on its own
+  // (tokenizers >= 0.23.1 drop overflowing windows of a truncating encode, huggingface/tokenizers
+  // #2091, so the text is tokenized whole without post-processor, cut by Encoding.truncate and
+  // post-processed, as pipeline_tokenizer.js does).
+  for (const name of ['aps', 'plain']) {
+    const patch = VARIANTS[name];
+    const spec = patched(patch);
+    const tok = Tokenizer.fromString(JSON.stringify(spec));
+    const raw = Tokenizer.fromString(JSON.stringify({ ...spec, post_processor: null }));
+    const cases = [
+      { a: 'The quick brown fox jumps over the lazy dog near the river bank today', b: null, max_length: 8, stride: 2 },
+      { a: 'Where does he live?', b: 'He lives in Berlin and works in Paris most days of the week', max_length: 14, stride: 3 },
+    ];
+    for (const c of cases) {
+      const A = await raw.encode(c.a, null, { addSpecialTokens: false });
+      const B = c.b === null ? null : await raw.encode(c.b, null, { addSpecialTokens: false });
+      const target = B === null ? A : B;
+      const keep = c.max_length - (B === null ? 2 : 4) - (B === null ? 0 : A.getLength());
+      target.truncate(keep, c.stride, 'right');
+      const merged = tok.postProcess(A, B, true);
+      const windows = [merged, ...merged.getOverflowing()].map((e) => ({
+        ids: e.getIds(), tokens: e.getTokens(), offsets: e.getOffsets(),
+        sequence_ids: e.getSequenceIds().map((x) => (x === null || x === undefined ? -1 : x)),
+      }));
+      lines.push(JSON.stringify({ variant: name, patch, windows_of: c, windows }));
+    }
+  }
   fs.rmSync(tmp, { recursive: true });
   fs.writeFileSync(path.join(outDir, 'variants.jsonl'), lines.join('\n') + '\n');
   console.log(`variants.jsonl: ${lines.length} records`);

@@ -14,10 +14,14 @@
 
 namespace roberta {
 
-// Every dtype of the safetensors format; only the float ones can be read as weights.
-enum class DType { kF64, kF32, kF16, kBF16, kI64, kI32, kI16, kI8, kU64, kU32, kU16, kU8, kBool, kF8E4M3, kF8E5M2 };
+// Every dtype of the safetensors format; only F64, F32, F16 and BF16 can be read as weights.
+enum class DType {
+  kF64, kF32, kF16, kBF16, kI64, kI32, kI16, kI8, kU64, kU32, kU16, kU8, kBool,
+  kF8E4M3, kF8E5M2, kF8E4M3FNUZ, kF8E5M2FNUZ, kF8E8M0, kF6E2M3, kF6E3M2, kF4, kC64
+};
 const char* dtype_name(DType d);
-size_t dtype_size(DType d);
+size_t dtype_bits(DType d);
+size_t dtype_size(DType d);  // bytes a value, rounded up (F4, F6: 1)
 
 struct TensorInfo {
   std::string name;
