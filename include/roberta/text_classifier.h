@@ -59,6 +59,10 @@ struct TextClassifyOptions {
   // As the tokenizer's truncation=True: cut over-long texts (longest_first) to the model's length.
   // false (HF's default): an over-long text is an error.
   bool truncation = false;
+  // With truncation, the tokenizer's strategy (truncation="only_first" / "only_second") and its
+  // max_length (0: the tokenizer's model_max_length, or the model's length when smaller).
+  TruncationStrategy truncation_strategy = TruncationStrategy::kLongestFirst;
+  size_t max_length = 0;
   // Which end truncation cuts: kRight keeps the start (HF's default), kLeft the end (the
   // tokenizer's truncation_side="left", TEI's "truncation_direction": "Left").
   Side truncation_side = Side::kRight;

@@ -38,12 +38,16 @@ void register_tasks(py::module_& m) {
           "__call__",
           [](const TextClassifier& c, const std::vector<std::pair<std::string, std::optional<std::string>>>& inputs,
              std::optional<size_t> top_k, bool return_all_scores, const std::string& function_to_apply,
-             bool truncation) {
+             bool truncation, const std::string& strategy, size_t max_length) {
             TextClassifyOptions o;
             o.top_k = top_k;
             o.return_all_scores = return_all_scores;
             o.function_to_apply = parse_classification_function(function_to_apply);
             o.truncation = truncation;
+            o.truncation_strategy = strategy == "only_first"    ? TruncationStrategy::kOnlyFirst
+                                    : strategy == "only_second" ? TruncationStrategy::kOnlySecond
+                                                                : TruncationStrategy::kLongestFirst;
+            o.max_length = max_length;
             std::vector<TextInput> in;
             for (const auto& [text, pair] : inputs) in.push_back({text, pair});
             std::vector<std::vector<LabelScore>> results;
@@ -66,6 +70,7 @@ void register_tasks(py::module_& m) {
           },
           py::arg("inputs"), py::arg("top_k") = 1, py::arg("return_all_scores") = false,
           py::arg("function_to_apply") = "default", py::arg("truncation") = false,
+          py::arg("truncation_strategy") = "longest_first", py::arg("max_length") = 0,
           "For each (text, text_pair or None): a list of {label, score} dicts.");
 
   py::class_<ZeroShotClassifier>(m, "ZeroShotClassifier", "transformers' zero-shot-classification pipeline in C++.")

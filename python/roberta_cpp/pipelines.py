@@ -166,11 +166,13 @@ class TextClassificationPipeline(Pipeline):
     list of it, as transformers does); with top_k=k a list of the k best, with top_k=None every
     label, best first. function_to_apply: "default" (regression: none; one label or
     multi-label: sigmoid; else softmax), "softmax", "sigmoid", "none". return_all_scores (deprecated
-    in transformers): every label in label order. truncation=True cuts over-long texts.
+    in transformers): every label in label order. truncation=True (or "longest_first", "only_first",
+    "only_second", the tokenizer's strategies) cuts over-long texts, at max_length when given;
+    padding is accepted (it does not change results).
     """
 
     task = "text-classification"
-    _parameters = ("top_k", "function_to_apply", "return_all_scores", "truncation")
+    _parameters = ("top_k", "function_to_apply", "return_all_scores", "truncation", "max_length", "padding")
 
     def __init__(self, model: Model, tokenizer: Tokenizer, task: str = "", **kwargs: Any):
         super().__init__(model, tokenizer, task, **kwargs)
@@ -209,9 +211,20 @@ class TextClassificationPipeline(Pipeline):
             all_scores = False
             top_k = params["top_k"]
         function = params.get("function_to_apply") or "default"
+        truncation = params.get("truncation", False)
+        strategies = {True: "longest_first", "longest_first": "longest_first", "only_first": "only_first",
+                      "only_second": "only_second", False: None, None: None, "do_not_truncate": None}
+        if isinstance(truncation, (bool, str, type(None))) and truncation in strategies:
+            strategy = strategies[truncation]
+        else:
+            raise ValueError(f"truncation={truncation!r}: not one of True, False, 'longest_first', 'only_first', "
+                             f"'only_second', 'do_not_truncate'")
+        max_length = params.get("max_length")
+        max_length = 0 if max_length is None else _check_count(max_length, "max_length")
         results = self._classify(pairs, top_k=top_k if top_k is None else _check_count(top_k, "top_k"),
                                  return_all_scores=bool(legacy and all_scores), function_to_apply=str(function),
-                                 truncation=bool(params.get("truncation", False)))
+                                 truncation=strategy is not None, truncation_strategy=strategy or "longest_first",
+                                 max_length=max_length)
         shaped = [r[0] if (legacy and top_k == 1) else r for r in results]
         if single:
             return [shaped[0]] if isinstance(inputs, str) and "top_k" not in kwargs else shaped[0]

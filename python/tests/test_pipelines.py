@@ -185,6 +185,27 @@ def test_question_answering_format(work):
         qa(question="Where do I live?", context=[None])
 
 
+def test_text_classification_truncation_strategies_match_pytorch(work, seq_model):
+    """truncation="only_first" / "only_second" / True and max_length go to the tokenizer, as
+    transformers' text-classification passes them: the scores are PyTorch's on the ids the tokenizer
+    (HF's results, tests/tokenizer_test.cpp) cuts that way."""
+    a, b = "one two three four five " * 60, "six seven eight nine ten " * 60
+    tok = roberta_cpp.Tokenizer.from_pretrained(seq_model)
+    clf = roberta_cpp.pipeline("text-classification", model=seq_model)
+    cases = [("only_first", None), ("only_second", None), (True, None), ("only_second", 400)]
+    limit = tok.model_max_length
+    ids = [tok(a, b, truncation=t, max_length=m or limit)["input_ids"] for t, m in cases]
+    assert len({tuple(i) for i in ids}) == 4  # four different cuts
+    ref = dump_reference(seq_model, work / "dump-tc-trunc", ids=ids)
+    probs = softmax(ref["sequence_logits"].astype(np.float64))
+    for (t, m), p in zip(cases, probs):
+        kwargs = {"truncation": t, **({"max_length": m} if m else {}), "padding": True}
+        got = clf({"text": a, "text_pair": b}, top_k=None, **kwargs)
+        assert {d["label"]: d["score"] for d in got} == pytest.approx({"NEGATIVE": p[0], "POSITIVE": p[1]}, abs=1e-5)
+    with pytest.raises(ValueError, match="truncation='middle'"):
+        clf("x", truncation="middle")
+
+
 def test_fill_mask_truncation_matches_pytorch(work, mlm_model):
     """tokenizer_kwargs={"truncation": True}, as transformers' fill-mask: the text cut to the
     model's 512 tokens (<s>, the first 510 tokens, </s>) and filled as PyTorch fills those ids."""

@@ -52,8 +52,8 @@ TextClassifier::Prepared TextClassifier::prepare(std::span<const TextInput> inpu
     if (inputs[i].text_pair) pipeline::require_utf8(*inputs[i].text_pair, what + " (text_pair)");
     EncodeOptions eo;
     if (options.truncation) {
-      eo.max_length = truncate_at;
-      eo.truncation = TruncationStrategy::kLongestFirst;
+      eo.max_length = options.max_length ? std::min(options.max_length, max_len) : truncate_at;
+      eo.truncation = options.truncation_strategy;
       eo.truncation_side = options.truncation_side;
     }
     Encoding e = inputs[i].text_pair ? tokenizer_.encode_pair(inputs[i].text, *inputs[i].text_pair, eo)
