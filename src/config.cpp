@@ -115,7 +115,8 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   // A field the file leaves out takes the default of transformers' config class for the model type
   // (RobertaConfig's are BertConfig's but for the vocabulary; XLM-R, CamemBERT and data2vec-text
   // keep BertConfig's 30522).
-  const bool bert_vocab = c.model_type == "xlm-roberta" || c.model_type == "camembert" || c.model_type == "data2vec-text";
+  const bool bert_vocab =
+      c.model_type == "xlm-roberta" || c.model_type == "camembert" || c.model_type == "data2vec-text";
   c.vocab_size = read_int(doc, "vocab_size", source, 1, 10'000'000, bert_vocab ? 30522 : 50265);
   c.hidden_size = read_int(doc, "hidden_size", source, 1, 65536, 768);
   c.num_hidden_layers = read_int(doc, "num_hidden_layers", source, 1, 1000, 12);

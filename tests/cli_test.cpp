@@ -213,7 +213,8 @@ TEST(FillMask, SeveralMasksGiveOneListPerMask) {
     EXPECT_NE(list[0]["sequence"].get<std::string>().find("<mask>"), std::string::npos);
   }
   // transformers' postprocess drops <pad> ids before decoding the sequence (not token_str).
-  const Result pad = run({"fill-mask", "--model", kTiny, "--json", "--top-k", "2", "Hello <pad> there <mask> and <mask>!"});
+  const Result pad =
+      run({"fill-mask", "--model", kTiny, "--json", "--top-k", "2", "Hello <pad> there <mask> and <mask>!"});
   ASSERT_EQ(pad.status, 0) << pad.err;
   for (const auto& list : json::parse(lines_of(pad.out).at(0)))
     for (const auto& c : list) {
@@ -989,7 +990,8 @@ TEST(CliTasks, UsageErrorsExitWithTwo) {
   const Result r = run({"rerank", "--model", kReranker, "--query", "q", "--max-length", "3"});
   EXPECT_NE(r.err.find("--max-length"), std::string::npos) << r.err;
   // A --max-seq-len above the model's is no error for an example that fits it (HF reads it whole).
-  const Result qa = run({"qa", "--model", kQa, "--max-seq-len", "100000", "--json", "--question", "q", "--context", "c"});
+  const Result qa =
+      run({"qa", "--model", kQa, "--max-seq-len", "100000", "--json", "--question", "q", "--context", "c"});
   EXPECT_EQ(qa.status, 0) << qa.err;
   EXPECT_NE(qa.out.find("\"answer\""), std::string::npos) << qa.out;
   EXPECT_NE(run({"zero-shot", "--model", kNli, "--labels", "a\xff"}).err.find("--labels: invalid UTF-8 at byte 1"),

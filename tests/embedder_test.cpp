@@ -72,7 +72,8 @@ TEST(Embedder, SentenceTransformersModulesAsSentenceTransformersReadsThem) {
   using roberta::SentenceTransformerConfig;
   using roberta::test::write_text;
   roberta::test::TempDir dir;
-  const std::string transformer = R"({"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"})";
+  const std::string transformer =
+      R"({"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"})";
   const auto folder = [&](const std::string& name, const std::string& pooling_config,
                           const std::string& more_modules = "", const std::string& pooling_path = "pool") {
     const auto out = dir / name;
@@ -92,8 +93,9 @@ TEST(Embedder, SentenceTransformersModulesAsSentenceTransformersReadsThem) {
       folder("dropout", "{}", R"(, {"idx": 2, "name": "2", "path": "2", "type": "sentence_transformers.models.Dropout"},
         {"idx": 3, "name": "3", "path": "3", "type": "sentence_transformers.models.Normalize"})"));
   EXPECT_TRUE(dropout.normalize);
-  roberta::test::expect_error([&] { SentenceTransformerConfig::from_dir(folder("two", R"({"pooling_mode_cls_token": true})")); },
-                              {"config.json", "several pooling modes (cls, mean)", "concatenates"});
+  roberta::test::expect_error(
+      [&] { SentenceTransformerConfig::from_dir(folder("two", R"({"pooling_mode_cls_token": true})")); },
+      {"config.json", "several pooling modes (cls, mean)", "concatenates"});
   roberta::test::expect_error(
       [&] {
         SentenceTransformerConfig::from_dir(

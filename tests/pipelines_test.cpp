@@ -541,7 +541,8 @@ TEST(QuestionAnswerer, MaxSeqLenAboveTheModelsOnlyMattersForLongInputs) {
   test::expect_error([&] { qa.prepare("Who?", "a b c d e f g h i j k l m n o p", o); },
                      {"max_seq_len 1024", "the model's 16", "take 22 tokens"});
   o.max_seq_len = 2000;
-  test::expect_error([&] { qa.prepare("Who?", std::string(3000, 'a') + " b", o); }, {"max_seq_len 2000", "the model's 16"});
+  test::expect_error([&] { qa.prepare("Who?", std::string(3000, 'a') + " b", o); },
+                     {"max_seq_len 2000", "the model's 16"});
 }
 
 }  // namespace

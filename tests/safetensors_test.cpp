@@ -92,19 +92,23 @@ TEST(SafeTensors, HostileHeadersGiveClearErrors) {
 TEST(SafeTensors, DataMustBeCoveredExactlyByTheTensors) {
   TempDir dir;
   const auto open = [&] { roberta::WeightStore::open_file(dir / "bad.safetensors"); };
-  write_safetensors(dir / "bad.safetensors", {{"a", "F32", {2}, 0, 8}, {"b", "F32", {2}, 8, 16}}, std::string(17, '\0'));
+  write_safetensors(dir / "bad.safetensors", {{"a", "F32", {2}, 0, 8}, {"b", "F32", {2}, 8, 16}},
+                    std::string(17, '\0'));
   expect_error(open, {"bad.safetensors", "1 bytes after the last tensor"});
-  write_safetensors(dir / "bad.safetensors", {{"a", "F32", {2}, 1, 9}, {"b", "F32", {2}, 9, 17}}, std::string(17, '\0'));
+  write_safetensors(dir / "bad.safetensors", {{"a", "F32", {2}, 1, 9}, {"b", "F32", {2}, 9, 17}},
+                    std::string(17, '\0'));
   expect_error(open, {"bad.safetensors", "bytes 0 to 1", "\"a\"", "not contiguous"});
-  write_safetensors(dir / "bad.safetensors", {{"a", "F32", {2}, 0, 8}, {"b", "F32", {2}, 12, 20}}, std::string(20, '\0'));
+  write_safetensors(dir / "bad.safetensors", {{"a", "F32", {2}, 0, 8}, {"b", "F32", {2}, 12, 20}},
+                    std::string(20, '\0'));
   expect_error(open, {"bytes 8 to 12", "\"b\""});
   write_safetensors(dir / "bad.safetensors", {}, std::string(8, '\0'));
   expect_error(open, {"8 bytes after the last tensor"});
   // An empty tensor takes no bytes where it is, also between two others (safetensors sorts by
   // begin, then end).
-  write_safetensors(dir / "ok.safetensors",
-                    {{"b", "F32", {2}, 8, 16}, {"a", "F32", {2}, 0, 8}, {"e", "F32", {0}, 16, 16}, {"m", "F32", {0}, 8, 8}},
-                    std::string(16, '\0'));
+  write_safetensors(
+      dir / "ok.safetensors",
+      {{"b", "F32", {2}, 8, 16}, {"a", "F32", {2}, 0, 8}, {"e", "F32", {0}, 16, 16}, {"m", "F32", {0}, 8, 8}},
+      std::string(16, '\0'));
   EXPECT_NO_THROW(roberta::WeightStore::open_file(dir / "ok.safetensors"));
 }
 
@@ -113,9 +117,16 @@ TEST(SafeTensors, DataMustBeCoveredExactlyByTheTensors) {
 TEST(SafeTensors, OtherDtypesLoadAndFailOnlyWhenRead) {
   TempDir dir;
   write_safetensors(dir / "m.safetensors",
-                    {{"w", "F32", {1}, 0, 4}, {"u16", "U16", {2}, 4, 8}, {"u32", "U32", {1}, 8, 12}, {"u64", "U64", {1}, 12, 20},
-                     {"f8", "F8_E4M3", {2}, 20, 22}, {"f8b", "F8_E5M2", {2}, 22, 24}, {"f8c", "F8_E8M0", {1}, 24, 25},
-                     {"f4", "F4", {2}, 25, 26}, {"f6", "F6_E2M3", {4}, 26, 29}, {"c64", "C64", {1}, 29, 37}},
+                    {{"w", "F32", {1}, 0, 4},
+                     {"u16", "U16", {2}, 4, 8},
+                     {"u32", "U32", {1}, 8, 12},
+                     {"u64", "U64", {1}, 12, 20},
+                     {"f8", "F8_E4M3", {2}, 20, 22},
+                     {"f8b", "F8_E5M2", {2}, 22, 24},
+                     {"f8c", "F8_E8M0", {1}, 24, 25},
+                     {"f4", "F4", {2}, 25, 26},
+                     {"f6", "F6_E2M3", {4}, 26, 29},
+                     {"c64", "C64", {1}, 29, 37}},
                     std::string(37, '\0'));
   const auto store = roberta::WeightStore::open_file(dir / "m.safetensors");
   EXPECT_EQ(store.to_float(*store.find("w")).size(), 1u);

@@ -273,6 +273,27 @@ TEST(HfGoldens, TokenizerJsonVariants) {
   ASSERT_GE(records.size(), 500u);
   std::ifstream in(kShared + "/assets/roberta-base-tokenizer/tokenizer.json");
   const json base = json::parse(in);
+  // Model folders that transformers reads as the same tokenizer: tokenizer_config.json's
+  // add_prefix_space over a tokenizer.json or vocab.json + merges.txt, added_tokens.json beside them.
+  roberta::test::TempDir dir;
+  const std::string assets = kShared + "/assets/roberta-base-tokenizer/";
+  const auto folder = [&](const std::string& name, std::vector<std::string> files,
+                          std::map<std::string, std::string> texts) {
+    std::filesystem::create_directories(dir / name);
+    for (const auto& f : files) std::filesystem::copy_file(assets + f, dir / name / f);
+    for (const auto& [f, text] : texts) roberta::test::write_text(dir / name / f, text);
+    return roberta::Tokenizer::from_dir(dir / name);
+  };
+  std::multimap<std::string, std::pair<std::string, roberta::Tokenizer>> folders;
+  folders.emplace("aps", std::pair("vocab.json + merges.txt + tokenizer_config.json",
+                                   folder("vm", {"vocab.json", "merges.txt"},
+                                          {{"tokenizer_config.json", R"({"add_prefix_space": true})"}})));
+  folders.emplace("aps", std::pair("tokenizer.json + tokenizer_config.json",
+                                   folder("tj", {"tokenizer.json"},
+                                          {{"tokenizer_config.json", R"({"add_prefix_space": true})"}})));
+  folders.emplace("added_new", std::pair("vocab.json + merges.txt + added_tokens.json",
+                                         folder("added", {"vocab.json", "merges.txt"},
+                                                {{"added_tokens.json", R"({"<new_tok>": 50265})"}})));
   std::map<std::string, roberta::Tokenizer> variants;
   for (const json& r : records) {
     if (r.contains("windows_of")) continue;  // windows: tests/pipelines_test.cpp
@@ -282,37 +303,43 @@ TEST(HfGoldens, TokenizerJsonVariants) {
       for (const json& p : r["patch"]) doc[json::json_pointer(p[0].get<std::string>())] = p[1];
       variants.emplace(name, roberta::Tokenizer::from_tokenizer_json_text(doc.dump(), name));
     }
-    const roberta::Tokenizer& tok = variants.at(name);
-    roberta::EncodeOptions options;
-    options.add_special_tokens = r["add_special_tokens"];
-    if (!r["truncation"].is_null()) {
-      options.max_length = r["truncation"]["max_length"];
-      options.truncation = r["truncation"]["strategy"] == "only_first" ? roberta::TruncationStrategy::kOnlyFirst
-                                                                        : roberta::TruncationStrategy::kLongestFirst;
-      options.truncation_side = r["truncation"]["direction"] == "left" ? roberta::Side::kLeft : roberta::Side::kRight;
-    }
-    const std::string a = r["a"];
-    const bool pair = !r["b"].is_null();
-    const std::string b = pair ? r["b"].get<std::string>() : "";
-    const std::string what = name + " " + r["a"].dump() + (pair ? " / " + r["b"].dump() : "") + " " +
-                             r["truncation"].dump() + (options.add_special_tokens ? " with specials" : "");
-    if (r["below_special_count"].get<bool>()) {  // HF keeps a token or more; we refuse, as in Truncation
-      EXPECT_THROW(pair ? tok.encode_pair(a, b, options) : tok.encode(a, options), roberta::Error) << what;
-      continue;
-    }
-    const roberta::Encoding e = pair ? tok.encode_pair(a, b, options) : tok.encode(a, options);
-    EXPECT_EQ(diff_encoding(r, e), "") << what;
-    EXPECT_EQ(json(e.word_ids), r["word_ids"]) << what;
-    for (size_t t = 0; t < e.size(); ++t) {
-      if (e.special_tokens_mask[t]) continue;
-      const std::string& text = e.sequence_ids[t] == 1 ? b : a;
-      std::vector<int64_t> byte_of_char;
-      for (size_t i = 0; i < text.size(); ++i)
-        if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) byte_of_char.push_back(static_cast<int64_t>(i));
-      byte_of_char.push_back(static_cast<int64_t>(text.size()));
-      EXPECT_EQ(e.byte_offsets[t], roberta::Offsets(byte_of_char.at(e.offsets[t].first),
-                                                    byte_of_char.at(e.offsets[t].second)))
-          << what << " token " << t;
+    std::vector<std::pair<std::string, const roberta::Tokenizer*>> tokenizers{
+        {"patched tokenizer.json", &variants.at(name)}};
+    for (auto [it, end] = folders.equal_range(name); it != end; ++it)
+      tokenizers.emplace_back(it->second.first, &it->second.second);
+    for (const auto& [source, tok_ptr] : tokenizers) {
+      const roberta::Tokenizer& tok = *tok_ptr;
+      roberta::EncodeOptions options;
+      options.add_special_tokens = r["add_special_tokens"];
+      if (!r["truncation"].is_null()) {
+        options.max_length = r["truncation"]["max_length"];
+        options.truncation = r["truncation"]["strategy"] == "only_first" ? roberta::TruncationStrategy::kOnlyFirst
+                                                                          : roberta::TruncationStrategy::kLongestFirst;
+        options.truncation_side = r["truncation"]["direction"] == "left" ? roberta::Side::kLeft : roberta::Side::kRight;
+      }
+      const std::string a = r["a"];
+      const bool pair = !r["b"].is_null();
+      const std::string b = pair ? r["b"].get<std::string>() : "";
+      const std::string what = name + " (" + source + ") " + r["a"].dump() + (pair ? " / " + r["b"].dump() : "") + " " +
+                               r["truncation"].dump() + (options.add_special_tokens ? " with specials" : "");
+      if (r["below_special_count"].get<bool>()) {  // HF keeps a token or more; we refuse, as in Truncation
+        EXPECT_THROW(pair ? tok.encode_pair(a, b, options) : tok.encode(a, options), roberta::Error) << what;
+        continue;
+      }
+      const roberta::Encoding e = pair ? tok.encode_pair(a, b, options) : tok.encode(a, options);
+      EXPECT_EQ(diff_encoding(r, e), "") << what;
+      EXPECT_EQ(json(e.word_ids), r["word_ids"]) << what;
+      for (size_t t = 0; t < e.size(); ++t) {
+        if (e.special_tokens_mask[t]) continue;
+        const std::string& text = e.sequence_ids[t] == 1 ? b : a;
+        std::vector<int64_t> byte_of_char;
+        for (size_t i = 0; i < text.size(); ++i)
+          if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) byte_of_char.push_back(static_cast<int64_t>(i));
+        byte_of_char.push_back(static_cast<int64_t>(text.size()));
+        EXPECT_EQ(e.byte_offsets[t], roberta::Offsets(byte_of_char.at(e.offsets[t].first),
+                                                      byte_of_char.at(e.offsets[t].second)))
+            << what << " token " << t;
+      }
     }
   }
 }

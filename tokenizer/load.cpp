@@ -153,6 +153,14 @@ Tokenizer Tokenizer::from_vocab_merges(const std::filesystem::path& vocab_json, 
 // As transformers' RobertaTokenizer: no prefix space, <s> A </s> with trimmed offsets.
 Tokenizer Tokenizer::from_vocab_merges_text(const std::string& vocab_text, const std::string& merges_text,
                                             const std::string& vocab_name, const std::string& merges_name) {
+  return Tokenizer(Impl::from_vocab_merges(vocab_text, merges_text, vocab_name, merges_name, {}));
+}
+
+std::shared_ptr<Tokenizer::Impl> Tokenizer::Impl::from_vocab_merges(const std::string& vocab_text,
+                                                                    const std::string& merges_text,
+                                                                    const std::string& vocab_name,
+                                                                    const std::string& merges_name,
+                                                                    const FolderSettings& settings) {
   auto impl = std::make_shared<Impl>();
   const json vocab = util::parse_json(vocab_text, vocab_name);
   const auto model_vocab = impl->load_vocab(vocab, vocab_name);
@@ -174,8 +182,13 @@ Tokenizer Tokenizer::from_vocab_merges_text(const std::string& vocab_text, const
   }
   impl->cls_id = require("<s>");
   impl->sep_id = require("</s>");
+  impl->added.tokens.insert(impl->added.tokens.end(), settings.added_tokens.begin(), settings.added_tokens.end());
+  // As RobertaTokenizerFast builds it: add_prefix_space for the pre-tokenizer and the
+  // post-processor, trim_offsets (default true) for the post-processor.
+  impl->add_prefix_space = impl->trim_add_prefix_space = settings.add_prefix_space.value_or(false);
+  impl->trim_offsets = settings.trim_offsets.value_or(true);
   impl->finish_added_tokens(vocab_name);
-  return Tokenizer(std::move(impl));
+  return impl;
 }
 
 // Reads the file (kIo when it cannot be read) and loads its contents.
@@ -186,6 +199,11 @@ Tokenizer Tokenizer::from_tokenizer_json(const std::filesystem::path& path) {
 // Accepts model BPE, no normalizer, a ByteLevel pre-tokenizer (alone or in a Sequence of one),
 // post-processor RobertaProcessing, ByteLevel or none, decoder ByteLevel or none.
 Tokenizer Tokenizer::from_tokenizer_json_text(const std::string& text, const std::string& name) {
+  return Tokenizer(Impl::from_tokenizer_json(text, name, {}));
+}
+
+std::shared_ptr<Tokenizer::Impl> Tokenizer::Impl::from_tokenizer_json(const std::string& text, const std::string& name,
+                                                                      const FolderSettings& settings) {
   auto impl = std::make_shared<Impl>();
   const json doc = util::parse_json(text, name);
   if (!doc.is_object()) throw Error(name + ": expected a JSON object", kInvalidModel);
@@ -199,7 +217,8 @@ Tokenizer Tokenizer::from_tokenizer_json_text(const std::string& text, const std
       throw Error(name + ": model." + key + " is not supported (byte-level BPE has none)", kInvalidModel);
   // Options of HF's BPE that change its output and that RoBERTa tokenizers leave off.
   if (get_or<bool>(model, "ignore_merges", false, name + ": model"))
-    throw Error(name + ": model.ignore_merges true is not supported (RoBERTa's BPE applies every merge)", kInvalidModel);
+    throw Error(name + ": model.ignore_merges true is not supported (RoBERTa's BPE applies every merge)",
+                kInvalidModel);
   if (model.contains("dropout") && !model["dropout"].is_null() &&
       !(model["dropout"].is_number() && model["dropout"].get<double>() == 0.0))
     throw Error(name + ": model.dropout " + model["dropout"].dump() +
@@ -224,8 +243,8 @@ Tokenizer Tokenizer::from_tokenizer_json_text(const std::string& text, const std
   // A normalizer that does nothing (an empty Sequence, as some exports write) is none.
   const bool no_normalizer = !doc.contains("normalizer") || doc["normalizer"].is_null() ||
                              (get_or<std::string>(doc["normalizer"], "type", "", name + ": normalizer") == "Sequence" &&
-                              doc["normalizer"].contains("normalizers") && doc["normalizer"]["normalizers"].is_array() &&
-                              doc["normalizer"]["normalizers"].empty());
+                              doc["normalizer"].contains("normalizers") &&
+                              doc["normalizer"]["normalizers"].is_array() && doc["normalizer"]["normalizers"].empty());
   if (!no_normalizer)
     throw Error(name + ": normalizer \"" + get_or<std::string>(doc["normalizer"], "type", "?", name) +
                 "\" is not supported (RoBERTa tokenizers have none)", kInvalidModel);
@@ -252,7 +271,8 @@ Tokenizer Tokenizer::from_tokenizer_json_text(const std::string& text, const std
 
   impl->roberta_specials = false;
   impl->trim_offsets = false;
-  if (doc.contains("post_processor") && !doc["post_processor"].is_null()) {
+  const bool has_post_processor = doc.contains("post_processor") && !doc["post_processor"].is_null();
+  if (has_post_processor) {
     const json& pp = doc["post_processor"];
     const std::string where = name + ": post_processor";
     const std::string type = get_or<std::string>(pp, "type", "", where);
@@ -287,7 +307,13 @@ Tokenizer Tokenizer::from_tokenizer_json_text(const std::string& text, const std
     if (id < 0 || static_cast<size_t>(id) >= impl->has_id.size() || !impl->has_id[id])
       throw Error(name + ": post_processor special token id " + std::to_string(id) + " is not in the vocabulary",
                   kInvalidModel);
-  return Tokenizer(std::move(impl));
+  // tokenizer_config.json's add_prefix_space / trim_offsets, where it gives them, replace the
+  // file's, as transformers' RobertaTokenizerFast replaces them in its pre-tokenizer and
+  // post-processor.
+  if (settings.add_prefix_space) impl->add_prefix_space = *settings.add_prefix_space;
+  if (settings.add_prefix_space && has_post_processor) impl->trim_add_prefix_space = *settings.add_prefix_space;
+  if (settings.trim_offsets && has_post_processor) impl->trim_offsets = *settings.trim_offsets;
+  return impl;
 }
 
 // A missing folder or missing tokenizer files are kIo, as a missing config.json is.
@@ -296,27 +322,59 @@ Tokenizer Tokenizer::from_dir(const std::filesystem::path& dir) {
   if (!std::filesystem::is_directory(dir, ec))
     throw Error(dir.string() + (std::filesystem::exists(dir, ec) ? ": is a file, not a model folder" : ": model folder not found"),
                 kIo);
-  std::optional<Tokenizer> tok;
-  if (std::filesystem::exists(dir / "tokenizer.json", ec))
-    tok.emplace(from_tokenizer_json(dir / "tokenizer.json"));
-  else if (std::filesystem::exists(dir / "vocab.json", ec) && std::filesystem::exists(dir / "merges.txt", ec))
-    tok.emplace(from_vocab_merges(dir / "vocab.json", dir / "merges.txt"));
-  else
-    throw Error(dir.string() + ": no tokenizer found (expected tokenizer.json, or vocab.json and merges.txt)", kIo);
+  // tokenizer_config.json: model_max_length, add_prefix_space and trim_offsets as transformers reads
+  // them; added_tokens.json: the tokens added to a vocab.json + merges.txt tokenizer.
+  Impl::FolderSettings settings;
+  std::optional<size_t> model_max_length;
   const auto config_file = dir / "tokenizer_config.json";
   if (std::filesystem::exists(config_file, ec)) {
+    const std::string where = config_file.string();
     const json config = util::read_json_file(config_file);
-    if (!config.is_object()) throw Error(config_file.string() + ": expected a JSON object", kInvalidModel);
+    if (!config.is_object()) throw Error(where + ": expected a JSON object", kInvalidModel);
     if (config.contains("model_max_length") && config["model_max_length"].is_number()) {
       const double n = config["model_max_length"].get<double>();
       if (n < 1 || n != std::floor(n))
-        throw Error(config_file.string() + ": model_max_length " + config["model_max_length"].dump() +
-                        " is not a positive integer",
+        throw Error(where + ": model_max_length " + config["model_max_length"].dump() + " is not a positive integer",
                     kInvalidModel);
-      if (n < 1e9) tok->model_max_length_ = static_cast<size_t>(n);
+      if (n < 1e9) model_max_length = static_cast<size_t>(n);
+    }
+    for (auto [key, value] : {std::pair{"add_prefix_space", &settings.add_prefix_space},
+                              std::pair{"trim_offsets", &settings.trim_offsets}}) {
+      if (!config.contains(key) || config[key].is_null()) continue;
+      if (!config[key].is_boolean())
+        throw Error(where + ": field \"" + key + "\" must be true or false", kInvalidModel);
+      *value = config[key].get<bool>();
     }
   }
-  return std::move(*tok);
+  std::shared_ptr<Impl> impl;
+  if (std::filesystem::exists(dir / "tokenizer.json", ec)) {
+    impl =
+        Impl::from_tokenizer_json(util::read_file(dir / "tokenizer.json"), (dir / "tokenizer.json").string(), settings);
+  } else if (std::filesystem::exists(dir / "vocab.json", ec) && std::filesystem::exists(dir / "merges.txt", ec)) {
+    const auto added_file = dir / "added_tokens.json";
+    if (std::filesystem::exists(added_file, ec)) {
+      const json added = util::read_json_file(added_file);
+      if (!added.is_object())
+        throw Error(added_file.string() + ": expected an object of tokens and their ids", kInvalidModel);
+      for (const auto& [content, id] : added.items()) {
+        if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
+          throw Error(added_file.string() + ": the id of \"" + content + "\" must be a non-negative integer",
+                      kInvalidModel);
+        AddedToken t;  // as transformers adds them: not special, normalized
+        t.content = content;
+        t.id = id.get<int32_t>();
+        t.special = false;
+        settings.added_tokens.push_back(t);
+      }
+    }
+    impl = Impl::from_vocab_merges(util::read_file(dir / "vocab.json"), util::read_file(dir / "merges.txt"),
+                                   (dir / "vocab.json").string(), (dir / "merges.txt").string(), settings);
+  } else {
+    throw Error(dir.string() + ": no tokenizer found (expected tokenizer.json, or vocab.json and merges.txt)", kIo);
+  }
+  Tokenizer tok(std::move(impl));
+  tok.model_max_length_ = model_max_length;
+  return tok;
 }
 
 }  // namespace roberta

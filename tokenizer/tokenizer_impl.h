@@ -60,6 +60,18 @@ struct Tokenizer::Impl {
   // for matching and looks up <pad> and <mask>. The last step of loading; errors name `source`.
   void finish_added_tokens(const std::string& source);
 
+  // ---- loading (load.cpp)
+  // What a model folder's other files (tokenizer_config.json, added_tokens.json) change.
+  struct FolderSettings {
+    std::optional<bool> add_prefix_space{}, trim_offsets{};
+    std::vector<AddedToken> added_tokens{};  // added_tokens.json (vocab.json + merges.txt only)
+  };
+  static std::shared_ptr<Impl> from_tokenizer_json(const std::string& text, const std::string& name,
+                                                   const FolderSettings& settings);
+  static std::shared_ptr<Impl> from_vocab_merges(const std::string& vocab_text, const std::string& merges_text,
+                                                 const std::string& vocab_name, const std::string& merges_name,
+                                                 const FolderSettings& settings);
+
   // ---- encoding (encode.cpp)
   // Calls on_token(id, begin, end, leading_spaces, trailing_spaces, first_of_word) for the BPE
   // tokens of the plain text text[begin, end).

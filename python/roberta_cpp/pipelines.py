@@ -233,8 +233,8 @@ class TextClassificationPipeline(Pipeline):
 
 class ZeroShotClassificationPipeline(Pipeline):
     """transformers' ZeroShotClassificationPipeline on an NLI checkpoint (a label starting with
-    "entail"; without one the last label is taken as entailment, with a warning, as there). ``zs(sequences, candidate_labels, hypothesis_template="This example is {}.",
-    multi_label=False)`` gives {"sequence", "labels", "scores"} per sequence, best label first;
+    "entail"; without one the last label is taken as entailment, with a warning, as there).
+    ``zs(sequences, candidate_labels, hypothesis_template="This example is {}.", multi_label=False)`` gives {"sequence", "labels", "scores"} per sequence, best label first;
     candidate_labels may be one comma-separated string."""
 
     task = "zero-shot-classification"

@@ -76,7 +76,8 @@ FillMask::Prepared FillMask::prepare(std::string_view text, const FillMaskOption
     if (p.encoding.ids[i] == mask) p.mask_positions.push_back(i);
   if (p.mask_positions.empty())
     throw Error(options.truncation && p.encoding.size() == eo.max_length
-                    ? "no <mask> in the text's first " + std::to_string(eo.max_length) + " tokens (the rest is truncated)"
+                    ? "no <mask> in the text's first " + std::to_string(eo.max_length) +
+                          " tokens (the rest is truncated)"
                     : "no <mask> in the text");
   if (static_cast<int64_t>(p.encoding.size()) > max_len)
     throw Error("the text has " + std::to_string(p.encoding.size()) + " tokens; the model allows at most " +

@@ -24,9 +24,13 @@ const base = JSON.parse(fs.readFileSync(path.join(assets, 'roberta-base-tokenize
 const VARIANTS = {
   aps: [['/pre_tokenizer/add_prefix_space', true], ['/post_processor/add_prefix_space', true]],
   aps_pre_only: [['/pre_tokenizer/add_prefix_space', true]],
-  pp_bytelevel: [['/post_processor', { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true }]],
+  pp_bytelevel: [['/post_processor',
+    { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true }]],
   pp_none: [['/post_processor', null]],
   plain: [],
+  // a token added as transformers adds the entries of added_tokens.json (not special, normalized)
+  added_new: [['/added_tokens/-', { id: 50265, content: '<new_tok>', single_word: false, lstrip: false, rstrip: false,
+    normalized: true, special: false }]],
 };
 
 function patched(patch) {
@@ -35,13 +39,15 @@ function patched(patch) {
     const keys = pointer.split('/').slice(1);
     let o = doc;
     for (const k of keys.slice(0, -1)) o = o[k];
-    o[keys[keys.length - 1]] = value;
+    const last = keys[keys.length - 1];
+    if (last === '-') o.push(value);  // JSON pointer's "append"
+    else o[last] = value;
   }
   return doc;
 }
 
 const TEXTS = ['hello world foo', 'hi<mask>\nyo', '<s>!!!', '\n', 'a b c d e f', 'é café  naïve', ' lead', '\u3000x y',
-  'x <mask> y  ', 'don\'t  stop', '日本語 text', 'end '];
+  'x <mask> y  ', 'don\'t  stop', '日本語 text', 'end ', 'a<new_tok>b <new_tok> c'];
 const PAIRS = [['hello world foo', 'bar baz'], ['a b c', '\n d e'], ['<s>x', 'y</s> z'], ['é é é', ' q']];
 const TRUNC = [null, { max_length: 3, direction: 'left' }, { max_length: 5, direction: 'left' },
   { max_length: 6, direction: 'left', strategy: 'only_first' }, { max_length: 4, direction: 'right' }];
@@ -77,7 +83,7 @@ async function main() {
             continue;  // max_length below the special tokens: HF 0.23 and we differ by design (README)
           }
           // HF 0.23 keeps tokens when max_length cannot hold RobertaProcessing's specials; we refuse.
-          const below = special && name.startsWith('aps') || special && name === 'plain' ?
+          const below = special && (name.startsWith('aps') || name === 'plain' || name === 'added_new') ?
             trunc !== null && trunc.max_length < (b === null ? 2 : 4) : false;
           lines.push(JSON.stringify({ variant: name, patch, a, b, add_special_tokens: special,
             truncation: trunc && { strategy: 'longest_first', ...trunc }, below_special_count: below, ...fields }));
@@ -95,7 +101,8 @@ async function main() {
     const raw = Tokenizer.fromString(JSON.stringify({ ...spec, post_processor: null }));
     const cases = [
       { a: 'The quick brown fox jumps over the lazy dog near the river bank today', b: null, max_length: 8, stride: 2 },
-      { a: 'Where does he live?', b: 'He lives in Berlin and works in Paris most days of the week', max_length: 14, stride: 3 },
+      { a: 'Where does he live?', b: 'He lives in Berlin and works in Paris most days of the week',
+        max_length: 14, stride: 3 },
     ];
     for (const c of cases) {
       const A = await raw.encode(c.a, null, { addSpecialTokens: false });
