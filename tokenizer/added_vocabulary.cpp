@@ -47,9 +47,8 @@ void AddedVocabulary::match(std::string_view text, size_t from, size_t to, int p
     p = stop;
     if (start < start_offset) continue;  // overlaps what the previous match's rstrip took
     if (tok.single_word) {
-      const auto is_word_char = [](char32_t cp) {
-        return cp == '_' || (unicode::char_class(cp) & (unicode::kLetter | unicode::kNumber | unicode::kMark));
-      };
+      // HF tests ^\w / \w$ with Rust's regex crate
+      const auto is_word_char = [](char32_t cp) { return (unicode::char_class(cp) & unicode::kWord) != 0; };
       bool word_before = false, word_after = false;
       if (start > from) {
         size_t q = start - 1;

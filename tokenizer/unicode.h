@@ -8,7 +8,8 @@
 
 namespace roberta::unicode {
 
-enum CharClass : uint8_t { kLetter = 1, kNumber = 2, kWhitespace = 4, kMark = 8 };
+// kWord: Rust regex's \w (Alphabetic, marks, decimal digits, connector punctuation, ZWNJ / ZWJ).
+enum CharClass : uint8_t { kLetter = 1, kNumber = 2, kWhitespace = 4, kMark = 8, kWord = 16 };
 
 uint8_t char_class(char32_t cp);
 const char* unicode_version();

@@ -5,7 +5,8 @@ Usage: /usr/bin/python3 tools/gen_unicode_tables.py > tokenizer/unicode_tables.i
 
 Classes are bit flags per code point: kLetter (general category L*), kNumber (N*),
 kWhitespace (the Unicode White_Space property, which is what Oniguruma's \\s and Rust's
-char::is_whitespace use), kMark (M*, part of regex \\w). Source: Python's unicodedata.
+char::is_whitespace use), kMark (M*), kWord (Rust regex's \\w: Alphabetic, M*, Nd, Pc, Join_Control).
+Source: Python's unicodedata.
 The table is two-level: kBlockIndex[cp >> 8] picks a 256-entry block in kBlocks.
 """
 import sys
@@ -14,7 +15,11 @@ import unicodedata
 # PropList.txt, White_Space (unchanged since Unicode 6.3).
 WHITE_SPACE = [*range(0x09, 0x0E), 0x20, 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B),
                0x2028, 0x2029, 0x202F, 0x205F, 0x3000]
-LETTER, NUMBER, WHITESPACE, MARK = 1, 2, 4, 8
+LETTER, NUMBER, WHITESPACE, MARK, WORD = 1, 2, 4, 8, 16
+# Other_Alphabetic characters outside L* and M* (PropList.txt: the circled and squared Latin letters,
+# general category So); with them, Alphabetic = L* + Nl + Other_Alphabetic.
+OTHER_ALPHABETIC_SO = [*range(0x24B6, 0x24EA), *range(0x1F130, 0x1F14A), *range(0x1F150, 0x1F16A),
+                       *range(0x1F170, 0x1F18A)]
 
 
 def flags(cp):
@@ -28,6 +33,9 @@ def flags(cp):
         f |= MARK
     if cp in WHITE_SPACE:
         f |= WHITESPACE
+    # Rust regex's \w (what HF's single_word added tokens test): Alphabetic, M*, Nd, Pc, Join_Control.
+    if cat[0] in "LM" or cat in ("Nd", "Nl", "Pc") or cp in (0x200C, 0x200D) or cp in OTHER_ALPHABETIC_SO:
+        f |= WORD
     return f
 
 
