@@ -253,10 +253,12 @@ std::shared_ptr<Tokenizer::Impl> Tokenizer::Impl::from_tokenizer_json(const std:
     impl->add_prefix_space = get_or<bool>(pt, "add_prefix_space", false, where);
     impl->use_regex = get_or<bool>(pt, "use_regex", true, where);
   };
+  bool plain_byte_level = false;  // (not in a Sequence: transformers rewrites only that one)
   if (doc.contains("pre_tokenizer") && !doc["pre_tokenizer"].is_null()) {
     const json& pt = doc["pre_tokenizer"];
     const std::string type = get_or<std::string>(pt, "type", "", name + ": pre_tokenizer");
     if (type == "ByteLevel") {
+      plain_byte_level = true;
       read_byte_level(pt, name + ": pre_tokenizer");
     } else if (type == "Sequence" && pt.contains("pretokenizers") && pt["pretokenizers"].is_array() &&
                pt["pretokenizers"].size() == 1 &&
@@ -308,9 +310,10 @@ std::shared_ptr<Tokenizer::Impl> Tokenizer::Impl::from_tokenizer_json(const std:
       throw Error(name + ": post_processor special token id " + std::to_string(id) + " is not in the vocabulary",
                   kInvalidModel);
   // tokenizer_config.json's add_prefix_space / trim_offsets, where it gives them, replace the
-  // file's, as transformers' RobertaTokenizerFast replaces them in its pre-tokenizer and
-  // post-processor.
-  if (settings.add_prefix_space) impl->add_prefix_space = *settings.add_prefix_space;
+  // file's, as transformers' RobertaTokenizerFast replaces them in a ByteLevel pre-tokenizer and in
+  // the post-processor. (transformers 4.x also resets them to false / true when the config does not
+  // give them; only a folder whose two files disagree sees the difference.)
+  if (settings.add_prefix_space && plain_byte_level) impl->add_prefix_space = *settings.add_prefix_space;
   if (settings.add_prefix_space && has_post_processor) impl->trim_add_prefix_space = *settings.add_prefix_space;
   if (settings.trim_offsets && has_post_processor) impl->trim_offsets = *settings.trim_offsets;
   return impl;

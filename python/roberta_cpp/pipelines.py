@@ -211,7 +211,10 @@ class TextClassificationPipeline(Pipeline):
             all_scores = False
             top_k = params["top_k"]
         function = params.get("function_to_apply") or "default"
-        truncation = params.get("truncation", False)
+        # transformers' tokenizer: max_length without truncation (and without padding) truncates longest_first
+        truncation = params.get("truncation")
+        if truncation is None:
+            truncation = params.get("max_length") is not None and not params.get("padding", False)
         strategies = {True: "longest_first", "longest_first": "longest_first", "only_first": "only_first",
                       "only_second": "only_second", False: None, None: None, "do_not_truncate": None}
         if isinstance(truncation, (bool, str, type(None))) and truncation in strategies:

@@ -192,14 +192,15 @@ def test_text_classification_truncation_strategies_match_pytorch(work, seq_model
     a, b = "one two three four five " * 60, "six seven eight nine ten " * 60
     tok = roberta_cpp.Tokenizer.from_pretrained(seq_model)
     clf = roberta_cpp.pipeline("text-classification", model=seq_model)
-    cases = [("only_first", None), ("only_second", None), (True, None), ("only_second", 400)]
+    # (truncation given, max_length given); max_length alone truncates longest_first, as the tokenizer does
+    cases = [("only_first", None), ("only_second", None), (True, None), ("only_second", 400), (None, 300)]
     limit = tok.model_max_length
-    ids = [tok(a, b, truncation=t, max_length=m or limit)["input_ids"] for t, m in cases]
-    assert len({tuple(i) for i in ids}) == 4  # four different cuts
+    ids = [tok(a, b, truncation=t if t is not None else True, max_length=m or limit)["input_ids"] for t, m in cases]
+    assert len({tuple(i) for i in ids}) == 5  # five different cuts
     ref = dump_reference(seq_model, work / "dump-tc-trunc", ids=ids)
     probs = softmax(ref["sequence_logits"].astype(np.float64))
     for (t, m), p in zip(cases, probs):
-        kwargs = {"truncation": t, **({"max_length": m} if m else {}), "padding": True}
+        kwargs = {**({"truncation": t, "padding": True} if t is not None else {}), **({"max_length": m} if m else {})}
         got = clf({"text": a, "text_pair": b}, top_k=None, **kwargs)
         assert {d["label"]: d["score"] for d in got} == pytest.approx({"NEGATIVE": p[0], "POSITIVE": p[1]}, abs=1e-5)
     with pytest.raises(ValueError, match="truncation='middle'"):

@@ -160,6 +160,11 @@ Reply predict(State& s, const Call& call) {
     } catch (const Error& e) {
       throw input_error(e, batch, i);
     }
+    // Untruncated, an input may be as long as /info's max_input_length says (as TEI checks it).
+    if (const size_t n = prepared.encodings.back().size(); !o.truncation && n > s.embedder->max_seq_length())
+      throw input_error(Error("input 1 has " + std::to_string(n) + " tokens; the model allows at most " +
+                              std::to_string(s.embedder->max_seq_length()) + " (set truncation to cut it)"),
+                        batch, i);
   }
   try {
     for (const TextInput& in : inputs) q.chars += code_points(in.text) + (in.text_pair ? code_points(*in.text_pair) : 0);
@@ -206,7 +211,7 @@ Reply rerank(State& s, const Call& call) {
   o.scoring.truncation_side = get_truncation_side(body);
   const auto t0 = Clock::now();
   if (!get_bool(body, "truncate", s.options.auto_truncate)) {
-    const size_t max_len = static_cast<size_t>(ce.model_config().max_sequence_length());
+    const size_t max_len = ce.max_length();  // where prepare would cut them
     for (size_t i = 0; i < documents.size(); ++i) {
       const size_t n = s.embedder->tokenizer().encode_pair(*query, documents[i]).size();
       if (n > max_len)

@@ -270,6 +270,33 @@ try:
 finally:
     c.check(server.stop() == 0, "exit 0")
 
+# ---- tokenizer_config.json's model_max_length is /info's max_input_length; with "truncate": false
+# /predict and /rerank refuse longer inputs (as /embed does), with truncation they cut there
+import shutil
+import tempfile
+short = tempfile.mkdtemp()
+try:
+    for name in ("reranker", "sentiment"):
+        shutil.copytree(os.path.join(fixtures, name), os.path.join(short, name))
+        with open(os.path.join(short, name, "tokenizer_config.json"), "w") as f:
+            json.dump({"model_max_length": 8}, f)
+    long_text = "one two three four five six seven eight nine ten"
+    for name, route, body in (("reranker", "/rerank", {"query": "q", "texts": [long_text]}),
+                              ("sentiment", "/predict", {"inputs": long_text})):
+        server = Server(binary, ["--model", os.path.join(short, name), "--quiet"])
+        try:
+            info = json.loads(request(server, "GET", "/info")[2])
+            c.check(info["max_input_length"] == 8, f"{name}: /info max_input_length 8 ({info['max_input_length']})")
+            status, _, out = post_json(server, route, {**body, "truncate": False})
+            c.check(status == 422 and ("more than the 8 allowed" in json.dumps(out) or "at most 8" in json.dumps(out)),
+                    f"{route} truncate false over model_max_length: 422 ({status} {out})")
+            status, _, out = post_json(server, route, {**body, "truncate": True})
+            c.check(status == 200, f"{route} truncate true: 200 ({status} {out})")
+        finally:
+            c.check(server.stop() == 0, "exit 0")
+finally:
+    shutil.rmtree(short)
+
 # ---- --api-key: 401 without or with a wrong token; /health stays public
 server = Server(binary, ["--model", model, "--api-key", "s3cret", "--quiet"])
 try:
