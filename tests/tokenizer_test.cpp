@@ -421,6 +421,24 @@ TEST(Loaders, BadFilesGiveErrorsNamingFileAndPlace) {
                               {"t.json", "normalizer", "not supported"});
 }
 
+// transformers' RobertaTokenizerFast rewrites add_prefix_space in a ByteLevel pre-tokenizer (from
+// tokenizer_config.json), not in one inside a Sequence, whose state has no such key.
+TEST(Loaders, TokenizerConfigAddPrefixSpaceRewritesAPlainByteLevelPreTokenizerOnly) {
+  roberta::test::TempDir dir;
+  std::ifstream in(kShared + "/assets/roberta-base-tokenizer/tokenizer.json");
+  json doc = json::parse(in);
+  std::filesystem::create_directories(dir / "plain");
+  roberta::test::write_text(dir / "plain" / "tokenizer.json", doc.dump());
+  roberta::test::write_text(dir / "plain" / "tokenizer_config.json", R"({"add_prefix_space": true})");
+  doc["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", json::array({doc["pre_tokenizer"]})}};
+  std::filesystem::create_directories(dir / "seq");
+  roberta::test::write_text(dir / "seq" / "tokenizer.json", doc.dump());
+  roberta::test::write_text(dir / "seq" / "tokenizer_config.json", R"({"add_prefix_space": true})");
+  const auto& base = tokenizer_json();
+  EXPECT_EQ(roberta::Tokenizer::from_dir(dir / "plain").encode("Hello").ids.at(1), *base.token_to_id("\u0120Hello"));
+  EXPECT_EQ(roberta::Tokenizer::from_dir(dir / "seq").encode("Hello").ids.at(1), *base.token_to_id("Hello"));
+}
+
 // The kind of roberta::Error `fn` throws, by name ("no error" when it throws none).
 template <class Fn>
 std::string error_kind_of(Fn&& fn) {
