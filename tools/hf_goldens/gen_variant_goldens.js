@@ -52,7 +52,9 @@ function patched(patch) {
 }
 
 const TEXTS = ['hello world foo', 'hi<mask>\nyo', '<s>!!!', '\n', 'a b c d e f', 'é café  naïve', ' lead', '\u3000x y',
-  'x <mask> y  ', 'don\'t  stop', '日本語 text', 'end ', 'a<new_tok>b <new_tok> c'];
+  'x <mask> y  ', 'don\'t  stop', '日本語 text', 'end ', 'a<new_tok>b <new_tok> c',
+  // letters and digits of Unicode 15 and 16 (HF's tables are 16.0): one word, as the pre-tokenizer sees them
+  'x\u{1E030}y abc \u{10D4A}\u{10D4B} \u{11F04}z \u{10D40}\u{10D41}'];
 const PAIRS = [['hello world foo', 'bar baz'], ['a b c', '\n d e'], ['<s>x', 'y</s> z'], ['é é é', ' q']];
 const TRUNC = [null, { max_length: 3, direction: 'left' }, { max_length: 5, direction: 'left' },
   { max_length: 6, direction: 'left', strategy: 'only_first' }, { max_length: 4, direction: 'right' }];
