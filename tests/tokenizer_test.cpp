@@ -296,7 +296,8 @@ TEST(HfGoldens, TokenizerJsonVariants) {
                                                 {{"added_tokens.json", R"({"<new_tok>": 50265})"}})));
   std::map<std::string, roberta::Tokenizer> variants;
   for (const json& r : records) {
-    if (r.contains("windows_of")) continue;  // windows: tests/pipelines_test.cpp
+    // windows: tests/pipelines_test.cpp; the file's truncation / padding: python/tests/test_tokenizer.py
+    if (r.contains("windows_of") || r.contains("file_settings")) continue;
     const std::string name = r["variant"];
     if (!variants.count(name)) {
       json doc = base;

@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _core
-from ._checks import check_ids, check_text, check_texts
+from ._checks import check_count, check_ids, check_text, check_texts
 
 TextInput = Union[str, Tuple[str, str]]
 
@@ -64,8 +64,80 @@ class Tokenizer(_core.Tokenizer):
 
     @classmethod
     def from_file(cls, path: Union[str, os.PathLike]) -> "Tokenizer":
-        """Loads a tokenizer.json file."""
-        return cls(_core.Tokenizer.from_file(os.fspath(path)))
+        """Loads a tokenizer.json file, with its "truncation" and "padding" settings, which encode and
+        encode_batch then apply, as the ``tokenizers`` package does."""
+        import json
+
+        tok = cls(_core.Tokenizer.from_file(os.fspath(path)))
+        with open(os.fspath(path), encoding="utf-8") as f:
+            spec = json.load(f)
+        where = os.fspath(path)
+        trunc, pad = spec.get("truncation"), spec.get("padding")
+        try:
+            if trunc is not None:
+                tok.enable_truncation(int(trunc["max_length"]), int(trunc.get("stride", 0)),
+                                      _snake(trunc.get("strategy", "LongestFirst")),
+                                      str(trunc.get("direction", "Right")).lower())
+            if pad is not None:
+                strategy = pad.get("strategy", "BatchLongest")
+                length = int(strategy["Fixed"]) if isinstance(strategy, dict) else None
+                tok.enable_padding(str(pad.get("direction", "Right")).lower(), int(pad.get("pad_id", tok.pad_token_id)),
+                                   int(pad.get("pad_type_id", 0)), str(pad.get("pad_token", "<pad>")), length,
+                                   pad.get("pad_to_multiple_of"))
+        except (KeyError, TypeError, ValueError) as e:
+            raise _core.ModelError(f"{where}: truncation / padding: {e}") from None
+        return tok
+
+    # The tokenizers package's truncation and padding settings, applied by encode and encode_batch
+    # (not by calling the tokenizer, which takes transformers' arguments).
+    def enable_truncation(self, max_length: int, stride: int = 0, strategy: str = "longest_first",
+                          direction: str = "right") -> None:
+        if strategy not in ("longest_first", "only_first", "only_second"):
+            raise ValueError(f"strategy {strategy!r}: not one of longest_first, only_first, only_second")
+        if direction not in ("left", "right"):
+            raise ValueError(f"direction {direction!r}: not left or right")
+        self._truncation = {"max_length": check_count(max_length, "max_length"),
+                            "stride": check_count(stride, "stride", 0), "strategy": strategy, "direction": direction}
+
+    def no_truncation(self) -> None:
+        self._truncation = None
+
+    @property
+    def truncation(self) -> Optional[Dict[str, Any]]:
+        return dict(self._truncation) if getattr(self, "_truncation", None) else None
+
+    def enable_padding(self, direction: str = "right", pad_id: int = 1, pad_type_id: int = 0, pad_token: str = "<pad>",
+                       length: Optional[int] = None, pad_to_multiple_of: Optional[int] = None) -> None:
+        """As tokenizers' enable_padding; the padding token is always the tokenizer's <pad>."""
+        if direction not in ("left", "right"):
+            raise ValueError(f"direction {direction!r}: not left or right")
+        if pad_id != self.pad_token_id or pad_token != self.id_to_token(self.pad_token_id) or pad_type_id != 0:
+            raise ValueError(f"padding with {pad_token!r} (id {pad_id}, type {pad_type_id}): only the tokenizer's "
+                             f"{self.id_to_token(self.pad_token_id)!r} (id {self.pad_token_id}, type 0) is supported")
+        self._padding = {"length": None if length is None else check_count(length, "length"),
+                         "pad_to_multiple_of": None if pad_to_multiple_of is None
+                         else check_count(pad_to_multiple_of, "pad_to_multiple_of"),
+                         "pad_id": pad_id, "pad_type_id": pad_type_id, "pad_token": pad_token, "direction": direction}
+
+    def no_padding(self) -> None:
+        self._padding = None
+
+    @property
+    def padding(self) -> Optional[Dict[str, Any]]:
+        return dict(self._padding) if getattr(self, "_padding", None) else None
+
+    def _with_truncation(self, kwargs: Dict[str, Any], positional: int) -> Dict[str, Any]:
+        t = getattr(self, "_truncation", None)
+        if t and positional < 2 and "max_length" not in kwargs:
+            kwargs = {**kwargs, "max_length": t["max_length"], "truncation_strategy": t["strategy"],
+                      "truncation_side": t["direction"]}
+        return kwargs
+
+    def _padded(self, encodings: List[_core.Encoding]) -> List[_core.Encoding]:
+        p = getattr(self, "_padding", None)
+        if not p or not encodings:
+            return encodings
+        return self.pad(encodings, p["length"], p["pad_to_multiple_of"], p["direction"])
 
     # The C++ methods behind argument checks that name the argument (TypeError, InvalidInputError
     # for a lone surrogate, OverflowError for an id tokenizers' u32 cannot hold).
@@ -73,12 +145,13 @@ class Tokenizer(_core.Tokenizer):
         check_text(sequence, "sequence")
         if pair is not None:
             check_text(pair, "pair")
-        return super().encode(sequence, pair, *args, **kwargs)
+        e = super().encode(sequence, pair, *args, **self._with_truncation(kwargs, len(args)))
+        return self._padded([e])[0]
 
     def encode_batch(self, inputs: Sequence[Any], *args: Any, **kwargs: Any) -> List[_core.Encoding]:
         inputs = list(inputs)
         _check_inputs(inputs, "inputs")
-        return super().encode_batch(inputs, *args, **kwargs)
+        return self._padded(super().encode_batch(inputs, *args, **self._with_truncation(kwargs, len(args))))
 
     def decode(self, ids: Any, skip_special_tokens: bool = True) -> str:
         return super().decode(check_ids(ids, "ids"), skip_special_tokens)
@@ -138,8 +211,10 @@ class Tokenizer(_core.Tokenizer):
             limit = max_length if max_length is not None else self.model_max_length
             if limit is None:
                 raise ValueError("truncation needs max_length (the tokenizer does not know the model's maximum)")
-        encodings = self.encode_batch(inputs, add_special_tokens=add_special_tokens, max_length=limit,
-                                      truncation_strategy=strategy)
+        # (checked above; transformers' call ignores the tokenizers-style settings of enable_truncation /
+        # enable_padding and the file's, as it does)
+        encodings = _core.Tokenizer.encode_batch(self, inputs, add_special_tokens=add_special_tokens, max_length=limit,
+                                                 truncation_strategy=strategy)
         if padding in (True, "longest", "max_length"):
             length = max_length if padding == "max_length" else None
             if padding == "max_length" and length is None:
@@ -164,6 +239,11 @@ class Tokenizer(_core.Tokenizer):
         elif single:
             data = {k: v[0] for k, v in data.items()}
         return BatchEncoding(data, encodings)
+
+
+def _snake(name: str) -> str:
+    """tokenizer.json's "LongestFirst" as the Python API's "longest_first"."""
+    return "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
 
 
 def _check_inputs(inputs: List[Any], what: str) -> None:

@@ -149,3 +149,38 @@ def test_invalid_input_is_value_error(tok):
         tok.encode("x", truncation_strategy="sideways")
     with pytest.raises(roberta_cpp.NotFoundError):
         roberta_cpp.Tokenizer.from_pretrained("/nonexistent/folder")
+
+
+def test_from_file_applies_the_files_truncation_and_padding(tmp_path, tokenizer_dir):
+    """tokenizer.json's "truncation" and "padding" sections, as HF's Tokenizer.from_file applies them
+    to encode and encode_batch (gen_variant_goldens.js: HF's own encodings); transformers-style calls
+    ignore them, as transformers does; enable_/no_truncation and _padding change them."""
+    spec = json.loads((tokenizer_dir / "tokenizer.json").read_text(encoding="utf-8"))
+    cases = [r for r in records("variants.jsonl") if "file_settings" in r]
+    assert {r["variant"] for r in cases} == {"file_fixed", "file_batch"}
+    for r in cases:
+        doc = json.loads(json.dumps(spec))
+        for pointer, value in r["patch"]:
+            doc[pointer.strip("/")] = value
+        path = tmp_path / f"{r['variant']}.json"
+        path.write_text(json.dumps(doc), encoding="utf-8")
+        tok = roberta_cpp.Tokenizer.from_file(path)
+        texts = [a for a, _ in r["file_settings"]]
+        for got, want in zip([tok.encode(t) for t in texts], r["encode"]):
+            assert (got.ids, got.attention_mask, [list(o) for o in got.offsets]) == \
+                (want["ids"], want["attention_mask"], want["offsets"]), r["variant"]
+        for got, want in zip(tok.encode_batch(texts), r["encode_batch"]):
+            assert (got.ids, got.attention_mask) == (want["ids"], want["attention_mask"]), r["variant"]
+        assert tok.truncation["max_length"] == doc["truncation"]["max_length"]
+        plain = roberta_cpp.Tokenizer.from_file(tokenizer_dir / "tokenizer.json")
+        assert plain.truncation is None and plain.padding is None
+        assert tok("a b c d e f g h")["input_ids"] == plain("a b c d e f g h")["input_ids"]
+        tok.no_truncation()
+        tok.no_padding()
+        assert tok.encode(texts[4]).ids == plain.encode(texts[4]).ids
+    with pytest.raises(ValueError, match="strategy 'middle'"):
+        tok.enable_truncation(4, strategy="middle")
+    bad = dict(spec, truncation={"max_length": "x"})
+    (tmp_path / "bad.json").write_text(json.dumps(bad), encoding="utf-8")
+    with pytest.raises(roberta_cpp.ModelError, match="bad.json: truncation"):
+        roberta_cpp.Tokenizer.from_file(tmp_path / "bad.json")

@@ -126,6 +126,27 @@ async function main() {
       lines.push(JSON.stringify({ variant: name, patch, windows_of: c, windows }));
     }
   }
+  // tokenizer.json's own truncation and padding sections, which Tokenizer.fromFile applies to encode
+  // and encodeBatch (for the Python Tokenizer.from_file, python/tests/test_tokenizer.py).
+  const FILE_SETTINGS = {
+    file_fixed: [['/truncation', { direction: 'Right', max_length: 6, strategy: 'LongestFirst', stride: 0 }],
+      ['/padding', { strategy: { Fixed: 9 }, direction: 'Left', pad_to_multiple_of: null, pad_id: 1, pad_type_id: 0,
+        pad_token: '<pad>' }]],
+    file_batch: [['/truncation', { direction: 'Left', max_length: 5, strategy: 'LongestFirst', stride: 0 }],
+      ['/padding', { strategy: 'BatchLongest', direction: 'Right', pad_to_multiple_of: 4, pad_id: 1, pad_type_id: 0,
+        pad_token: '<pad>' }]],
+  };
+  for (const [name, patch] of Object.entries(FILE_SETTINGS)) {
+    const tok = Tokenizer.fromString(JSON.stringify(patched(patch)));
+    // (the node binding's encodeBatch takes single texts only)
+    const inputs = TEXTS.slice(0, 8).map((t) => [t, null]);
+    const fields = (e) => ({ ids: e.getIds(), tokens: e.getTokens(), offsets: e.getOffsets(),
+      attention_mask: e.getAttentionMask(), special_tokens_mask: e.getSpecialTokensMask() });
+    const single = [];
+    for (const [a, b] of inputs) single.push(fields(await tok.encode(a, b)));
+    const batch = (await tok.encodeBatch(inputs.map(([a]) => a))).map(fields);
+    lines.push(JSON.stringify({ variant: name, patch, file_settings: inputs, encode: single, encode_batch: batch }));
+  }
   fs.rmSync(tmp, { recursive: true });
   fs.writeFileSync(path.join(outDir, 'variants.jsonl'), lines.join('\n') + '\n');
   console.log(`variants.jsonl: ${lines.length} records`);
