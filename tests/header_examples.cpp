@@ -12,7 +12,8 @@ namespace roberta::examples {
   roberta::TextClassifier classify = roberta::TextClassifier::load("my-sentiment-model");
   roberta::TextClassifyOptions all;
   all.top_k = std::nullopt;
-  for (const auto& s : classify({{"I love this!"}}, all)[0]) std::printf("%s %.3f\n", s.label.c_str(), s.score);
+  const auto labels = classify({{"I love this!"}}, all);
+  for (const auto& s : labels[0]) std::printf("%s %.3f\n", s.label.c_str(), s.score);
   auto pair = classify({{"A man plays.", "Someone makes music."}}, all);
 
   roberta::ZeroShotClassifier zs = roberta::ZeroShotClassifier::load("models/roberta-large-mnli");
@@ -64,7 +65,8 @@ namespace roberta::examples {
 
 [[maybe_unused]] void library_section() {
   roberta::FillMask fill = roberta::FillMask::load("models/demo");
-  for (const auto& c : fill("She opened the <mask> and looked out into the garden.")[0])
+  const auto predictions = fill("She opened the <mask> and looked out into the garden.");
+  for (const auto& c : predictions[0])
     std::printf("%.3f %s\n", c.score, c.token_str.c_str());
   roberta::Embedder embed = roberta::Embedder::load("models/demo");
   roberta::Matrix e = embed(std::vector<std::string>{"first text", "second text"},

@@ -2,7 +2,8 @@
 // Hugging Face's fill-mask pipeline. Load once, call from any thread.
 //
 //   roberta::FillMask fill = roberta::FillMask::load("models/demo");
-//   for (const auto& c : fill("She opened the <mask> and looked out.")[0])
+//   const auto predictions = fill("She opened the <mask> and looked out.");  // one list per <mask>
+//   for (const auto& c : predictions[0])  // (a loop over fill(...)[0] would outlive the result)
 //     std::cout << c.token_str << " " << c.score << "\n";   // " door" 0.1758 ...
 //
 // The same in steps, so that a caller (a server) can run the texts of several requests in one
