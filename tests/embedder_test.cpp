@@ -66,8 +66,9 @@ TEST(Embedder, SentenceBertConfigSetsMaxSeqLengthAndLowercasing) {
 // modules.json and the Pooling module's config as sentence-transformers reads them
 // (SentenceTransformer._load_sbert_model, models/Pooling.py): the Pooling config comes from its
 // module's path; absent pooling_mode_* keys take Pooling's defaults (mean on); pooling_mode, a
-// string, sets one mode. What it would compute otherwise (several modes concatenated, the other
-// modes, modules we do not run, Normalize before Dense) is refused, never silently skipped.
+// string, sets one mode; several modes concatenate. What it would compute otherwise (modules we do
+// not run, Normalize before Dense) is refused, never silently skipped. (The embeddings of every mode
+// against PyTorch: tests/parity/run_st_parity.sh.)
 TEST(Embedder, SentenceTransformersModulesAsSentenceTransformersReadsThem) {
   using roberta::SentenceTransformerConfig;
   using roberta::test::write_text;
@@ -93,15 +94,18 @@ TEST(Embedder, SentenceTransformersModulesAsSentenceTransformersReadsThem) {
       folder("dropout", "{}", R"(, {"idx": 2, "name": "2", "path": "2", "type": "sentence_transformers.models.Dropout"},
         {"idx": 3, "name": "3", "path": "3", "type": "sentence_transformers.models.Normalize"})"));
   EXPECT_TRUE(dropout.normalize);
+  // Several modes: their vectors one after another, in Pooling.forward's order (cls, max, mean, ...).
+  const auto two = SentenceTransformerConfig::from_dir(folder("two", R"({"pooling_mode_cls_token": true})"));
+  EXPECT_EQ(two.pooling_modes, (std::vector<roberta::Pooling>{roberta::Pooling::kCls, roberta::Pooling::kMean}));
+  const auto sqrt_len = SentenceTransformerConfig::from_dir(folder(
+      "sqrt", R"({"pooling_mode_mean_tokens": false, "pooling_mode_mean_sqrt_len_tokens": true,
+                  "pooling_mode_lasttoken": true, "pooling_mode_max_tokens": true})"));
+  EXPECT_EQ(sqrt_len.pooling_modes,
+            (std::vector<roberta::Pooling>{roberta::Pooling::kMax, roberta::Pooling::kMeanSqrtLen,
+                                           roberta::Pooling::kLastToken}));
   roberta::test::expect_error(
-      [&] { SentenceTransformerConfig::from_dir(folder("two", R"({"pooling_mode_cls_token": true})")); },
-      {"config.json", "several pooling modes (cls, mean)", "concatenates"});
-  roberta::test::expect_error(
-      [&] {
-        SentenceTransformerConfig::from_dir(
-            folder("sqrt", R"({"pooling_mode_mean_tokens": false, "pooling_mode_mean_sqrt_len_tokens": true})"));
-      },
-      {"config.json", "mean_sqrt_len_tokens", "not supported"});
+      [&] { SentenceTransformerConfig::from_dir(folder("none", R"({"pooling_mode_mean_tokens": false})")); },
+      {"config.json", "no pooling mode"});
   roberta::test::expect_error([&] { SentenceTransformerConfig::from_dir(folder("bad", R"({"pooling_mode": "sum"})")); },
                               {"pooling_mode \"sum\""});
   roberta::test::expect_error(

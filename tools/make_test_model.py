@@ -33,7 +33,8 @@ Heads and model kinds, named as transformers stores them:
                         attention.self.distance_embedding.weight (2*max_position_embeddings-1, head size))
 sentence-transformers layout (modules.json, sentence_bert_config.json, 1_Pooling/config.json,
 config_sentence_transformers.json), written when any --st-* option is given:
-  --st-pooling mean|cls|max (default mean), --st-dense OUT_DIM[:tanh|identity|relu|gelu|sigmoid]
+  --st-pooling MODE[,MODE...] (mean, cls, max, mean_sqrt_len_tokens, weightedmean, lasttoken; default mean),
+  --st-dense OUT_DIM[:tanh|identity|relu|gelu|sigmoid]
   (2_Dense/config.json + 2_Dense/model.safetensors with linear.weight/linear.bias; tanh by default),
   --st-normalize (a Normalize module), --st-prompts JSON (e.g. '{"query": "query: "}'),
   --st-default-prompt NAME (default_prompt_name, null by default).
@@ -227,22 +228,26 @@ def write_sentence_transformers(out, p, args, gen):
                {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]
     with open(os.path.join(out, "sentence_bert_config.json"), "w") as f:
         json.dump({"max_seq_length": p["positions"] - 2, "do_lower_case": False}, f, indent=4)
-    mode = args.st_pooling or "mean"
+    modes = (args.st_pooling or "mean").split(",")
+    known = ("mean", "cls", "max", "mean_sqrt_len_tokens", "weightedmean", "lasttoken")
+    if any(m not in known for m in modes):
+        sys.exit(f"error: --st-pooling {args.st_pooling}: modes are {', '.join(known)}")
     os.makedirs(os.path.join(out, "1_Pooling"), exist_ok=True)
     with open(os.path.join(out, "1_Pooling", "config.json"), "w") as f:
-        json.dump({"word_embedding_dimension": H, "pooling_mode_cls_token": mode == "cls",
-                   "pooling_mode_mean_tokens": mode == "mean", "pooling_mode_max_tokens": mode == "max",
-                   "pooling_mode_mean_sqrt_len_tokens": False, "pooling_mode_weightedmean_tokens": False,
-                   "pooling_mode_lasttoken": False, "include_prompt": True}, f, indent=4)
+        json.dump({"word_embedding_dimension": H, "pooling_mode_cls_token": "cls" in modes,
+                   "pooling_mode_mean_tokens": "mean" in modes, "pooling_mode_max_tokens": "max" in modes,
+                   "pooling_mode_mean_sqrt_len_tokens": "mean_sqrt_len_tokens" in modes,
+                   "pooling_mode_weightedmean_tokens": "weightedmean" in modes,
+                   "pooling_mode_lasttoken": "lasttoken" in modes, "include_prompt": True}, f, indent=4)
     if args.st_dense:
         dim, act = st_dense_spec(args.st_dense)
         idx = len(modules)
         folder = f"{idx}_Dense"
         os.makedirs(os.path.join(out, folder), exist_ok=True)
         with open(os.path.join(out, folder, "config.json"), "w") as f:
-            json.dump({"in_features": H, "out_features": dim, "bias": True,
+            json.dump({"in_features": H * len(modes), "out_features": dim, "bias": True,
                        "activation_function": ST_ACTIVATIONS[act]}, f, indent=4)
-        weights = {"linear.weight": torch.randn(dim, H, generator=gen) / H ** 0.5,
+        weights = {"linear.weight": torch.randn(dim, H * len(modes), generator=gen) / (H * len(modes)) ** 0.5,
                    "linear.bias": torch.randn(dim, generator=gen) * 0.1}
         write_safetensors(os.path.join(out, folder, "model.safetensors"), weights, metadata={"format": "pt"},
                           overwrite=True)
@@ -277,7 +282,8 @@ def main():
     ap.add_argument("--num-labels", type=int)
     ap.add_argument("--problem-type", choices=["single_label_classification", "multi_label_classification",
                                                "regression"])
-    ap.add_argument("--st-pooling", choices=["mean", "cls", "max"])
+    ap.add_argument("--st-pooling", help="a mode or several, comma-separated: mean, cls, max, "
+                    "mean_sqrt_len_tokens, weightedmean, lasttoken")
     ap.add_argument("--st-dense", metavar="OUT_DIM[:ACTIVATION]")
     ap.add_argument("--st-prompts", metavar="JSON")
     ap.add_argument("--st-default-prompt")

@@ -17,8 +17,11 @@
 
 namespace roberta {
 
-enum class Pooling { kMean, kCls, kMax, kPooler };
-Pooling parse_pooling(const std::string& name);  // "mean", "cls", "max", "pooler"
+// sentence-transformers' pooling modes (mean_sqrt_len: the sum over sqrt(tokens); weightedmean:
+// tokens weighted by their position 1, 2, ...; lasttoken: the last token, </s>) and the pooler.
+enum class Pooling { kMean, kCls, kMax, kPooler, kMeanSqrtLen, kWeightedMean, kLastToken };
+// "mean", "cls", "max", "pooler", "mean_sqrt_len", "weightedmean", "lasttoken"
+Pooling parse_pooling(const std::string& name);
 const char* pooling_name(Pooling p);
 
 struct EmbedOptions {
@@ -48,6 +51,9 @@ struct DenseLayer {
 // What a sentence-transformers folder configures; the defaults of an Embedder.
 struct SentenceTransformerConfig {
   Pooling pooling = Pooling::kMean;  // the Pooling module's config.json (its path in modules.json)
+  // Every mode that config sets, in the order sentence-transformers concatenates their vectors
+  // (cls, max, mean, mean_sqrt_len, weightedmean, lasttoken); empty: `pooling` alone.
+  std::vector<Pooling> pooling_modes{};
   bool normalize = false;            // a models.Normalize entry in modules.json
   size_t max_seq_length = 0;         // sentence_bert_config.json; 0: the model's maximum
   bool do_lower_case = false;        // sentence_bert_config.json: texts go through str.lower()
@@ -97,6 +103,8 @@ class Embedder {
 
   // Floats per embedding: the last Dense module's output size, else the hidden size.
   size_t dimension() const;
+  // The dimension with options.pooling (one mode instead of the folder's) taken into account.
+  size_t dimension(const EmbedOptions& options) const;
   Pooling default_pooling() const { return config_.pooling; }
   bool default_normalize() const { return config_.normalize; }
   // Tokens per text (incl. <s> </s>) when EmbedOptions::max_length is 0: sentence-transformers'

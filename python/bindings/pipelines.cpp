@@ -165,7 +165,7 @@ void register_pipelines(py::module_& m) {
           py::arg("texts"), py::arg("prompt") = py::none(), py::arg("prompt_name") = py::none(),
           py::arg("batch_size") = 32, py::arg("max_length") = 0,
           "One (tokens, hidden) float32 array of last hidden states per text (prompt included).")
-      .def_property_readonly("dimension", &Embedder::dimension)
+      .def_property_readonly("dimension", [](const Embedder& e) { return e.dimension(); })
       .def_property_readonly("max_seq_length", &Embedder::max_seq_length)
       .def_property_readonly("model_max_length",
                              [](const Embedder& e) { return e.model().config().max_sequence_length(); })

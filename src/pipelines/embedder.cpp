@@ -19,7 +19,10 @@ Pooling parse_pooling(const std::string& name) {
   if (name == "cls") return Pooling::kCls;
   if (name == "max") return Pooling::kMax;
   if (name == "pooler") return Pooling::kPooler;
-  throw Error("pooling \"" + name + "\" is not one of mean, cls, max, pooler");
+  if (name == "mean_sqrt_len" || name == "mean_sqrt_len_tokens") return Pooling::kMeanSqrtLen;
+  if (name == "weightedmean") return Pooling::kWeightedMean;
+  if (name == "lasttoken") return Pooling::kLastToken;
+  throw Error("pooling \"" + name + "\" is not one of mean, cls, max, pooler, mean_sqrt_len, weightedmean, lasttoken");
 }
 
 const char* pooling_name(Pooling p) {
@@ -28,6 +31,9 @@ const char* pooling_name(Pooling p) {
     case Pooling::kCls: return "cls";
     case Pooling::kMax: return "max";
     case Pooling::kPooler: return "pooler";
+    case Pooling::kMeanSqrtLen: return "mean_sqrt_len";
+    case Pooling::kWeightedMean: return "weightedmean";
+    case Pooling::kLastToken: return "lasttoken";
   }
   return "?";
 }
@@ -102,58 +108,48 @@ namespace {
 
 // A Pooling module's config.json, read as sentence-transformers' Pooling(**config) takes it: the
 // pooling_mode string, else the pooling_mode_* flags with their defaults (mean on, the others off).
-// Its modes other than cls, mean and max, and several modes at once (which it concatenates), are
-// refused rather than computed differently.
+// Several modes give their vectors one after another, in the order sentence-transformers uses.
 void read_pooling(const std::filesystem::path& file, SentenceTransformerConfig& c) {
   const std::string where = file.string();
   const auto cfg = util::read_json_file(file);
   if (!cfg.is_object()) throw Error(where + ": expected a JSON object", ErrorKind::kInvalidModel);
-  static const std::pair<const char*, const char*> kModes[] = {
-      {"cls", "pooling_mode_cls_token"},
-      {"mean", "pooling_mode_mean_tokens"},
-      {"max", "pooling_mode_max_tokens"},
-      {"mean_sqrt_len_tokens", "pooling_mode_mean_sqrt_len_tokens"},
-      {"weightedmean", "pooling_mode_weightedmean_tokens"},
-      {"lasttoken", "pooling_mode_lasttoken"}};
-  std::vector<std::string> on;
+  struct Mode {
+    const char* name;  // Pooling's POOLING_MODES
+    const char* key;
+    Pooling pooling;
+  };
+  static const Mode kModes[] = {  // in the order Pooling.forward concatenates them
+      {"cls", "pooling_mode_cls_token", Pooling::kCls},
+      {"max", "pooling_mode_max_tokens", Pooling::kMax},
+      {"mean", "pooling_mode_mean_tokens", Pooling::kMean},
+      {"mean_sqrt_len_tokens", "pooling_mode_mean_sqrt_len_tokens", Pooling::kMeanSqrtLen},
+      {"weightedmean", "pooling_mode_weightedmean_tokens", Pooling::kWeightedMean},
+      {"lasttoken", "pooling_mode_lasttoken", Pooling::kLastToken}};
+  c.pooling_modes.clear();
   if (cfg.contains("pooling_mode") && !cfg["pooling_mode"].is_null()) {
     if (!cfg["pooling_mode"].is_string())
       throw Error(where + ": field \"pooling_mode\" must be a string", ErrorKind::kInvalidModel);
     std::string mode = cfg["pooling_mode"];
     for (char& ch : mode) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    if (std::none_of(std::begin(kModes), std::end(kModes), [&](const auto& m) { return mode == m.first; }))
+    const auto it = std::find_if(std::begin(kModes), std::end(kModes), [&](const Mode& m) { return mode == m.name; });
+    if (it == std::end(kModes))
       throw Error(where + ": pooling_mode \"" + cfg["pooling_mode"].get<std::string>() +
                       "\" is not one of cls, lasttoken, max, mean, mean_sqrt_len_tokens, weightedmean",
                   ErrorKind::kInvalidModel);
-    on.push_back(mode);
+    c.pooling_modes.push_back(it->pooling);
   } else {
-    for (const auto& [mode, key] : kModes) {
-      bool value = std::string_view(key) == "pooling_mode_mean_tokens";
-      if (cfg.contains(key) && !cfg[key].is_null()) {
-        if (!cfg[key].is_boolean())
-          throw Error(where + ": field \"" + key + "\" must be true or false", ErrorKind::kInvalidModel);
-        value = cfg[key].get<bool>();
+    for (const Mode& m : kModes) {
+      bool value = m.pooling == Pooling::kMean;
+      if (cfg.contains(m.key) && !cfg[m.key].is_null()) {
+        if (!cfg[m.key].is_boolean())
+          throw Error(where + ": field \"" + m.key + "\" must be true or false", ErrorKind::kInvalidModel);
+        value = cfg[m.key].get<bool>();
       }
-      if (value) on.push_back(mode);
+      if (value) c.pooling_modes.push_back(m.pooling);
     }
   }
-  if (on.empty()) throw Error(where + ": no pooling mode is set", ErrorKind::kInvalidModel);
-  if (on.size() > 1) {
-    std::string list;
-    for (const auto& m : on) list += (list.empty() ? "" : ", ") + m;
-    throw Error(where + ": several pooling modes (" + list +
-                    ") are set, whose vectors sentence-transformers concatenates: not supported (one of cls, mean, "
-                    "max)",
-                ErrorKind::kInvalidModel);
-  }
-  if (on[0] == "cls")
-    c.pooling = Pooling::kCls;
-  else if (on[0] == "mean")
-    c.pooling = Pooling::kMean;
-  else if (on[0] == "max")
-    c.pooling = Pooling::kMax;
-  else
-    throw Error(where + ": pooling mode " + on[0] + " is not supported (cls, mean, max)", ErrorKind::kInvalidModel);
+  if (c.pooling_modes.empty()) throw Error(where + ": no pooling mode is set", ErrorKind::kInvalidModel);
+  c.pooling = c.pooling_modes.front();
   if (cfg.contains("include_prompt") && cfg["include_prompt"].is_boolean()) c.include_prompt = cfg["include_prompt"];
 }
 
@@ -246,7 +242,8 @@ SentenceTransformerConfig SentenceTransformerConfig::from_dir(const std::filesys
 
 Embedder::Embedder(Model model, Tokenizer tokenizer, SentenceTransformerConfig config)
     : model_(std::move(model)), tokenizer_(std::move(tokenizer)), config_(std::move(config)) {
-  size_t dim = static_cast<size_t>(model_.config().hidden_size);
+  if (config_.pooling_modes.empty()) config_.pooling_modes = {config_.pooling};
+  size_t dim = static_cast<size_t>(model_.config().hidden_size) * config_.pooling_modes.size();
   for (const DenseLayer& d : config_.dense) {
     if (d.in != dim)
       throw Error(model_.dir().string() + ": a Dense module takes " + std::to_string(d.in) + " inputs but receives " +
@@ -256,8 +253,17 @@ Embedder::Embedder(Model model, Tokenizer tokenizer, SentenceTransformerConfig c
   }
 }
 
-size_t Embedder::dimension() const {
-  return config_.dense.empty() ? static_cast<size_t>(model_.config().hidden_size) : config_.dense.back().out;
+size_t Embedder::dimension() const { return dimension(EmbedOptions{}); }
+
+size_t Embedder::dimension(const EmbedOptions& options) const {
+  const size_t modes = options.pooling ? 1 : config_.pooling_modes.size();
+  const size_t pooled = static_cast<size_t>(model_.config().hidden_size) * modes;
+  if (config_.dense.empty()) return pooled;
+  if (pooled != config_.dense.front().in)
+    throw Error("pooling " + std::string(pooling_name(*options.pooling)) + " gives " + std::to_string(pooled) +
+                " values but the model's Dense module takes " + std::to_string(config_.dense.front().in) +
+                " (the folder's pooling concatenates " + std::to_string(config_.pooling_modes.size()) + " modes)");
+  return config_.dense.back().out;
 }
 
 Embedder Embedder::load(const std::filesystem::path& dir, const LoadOptions& options) {
@@ -352,48 +358,67 @@ void l2_normalize(std::span<float> v) {
 }
 
 Matrix Embedder::run(std::span<const PreparedText> texts, const EmbedOptions& options) const {
-  const Pooling pooling = options.pooling.value_or(config_.pooling);
+  const std::vector<Pooling> modes = options.pooling ? std::vector<Pooling>{*options.pooling} : config_.pooling_modes;
   const bool normalize = options.normalize.value_or(config_.normalize);
-  if (pooling == Pooling::kPooler && !model_.has_pooler())
+  const bool pooler = std::find(modes.begin(), modes.end(), Pooling::kPooler) != modes.end();
+  if (pooler && !model_.has_pooler())
     throw Error(model_.dir().string() + ": the model has no pooler (pooler.dense.*), so --pooling pooler is unavailable",
                 ErrorKind::kInvalidModel);
   const size_t H = static_cast<size_t>(model_.config().hidden_size);
   Batch batch;
   for (const PreparedText& t : texts) batch.add_sequence(t.ids);
   ForwardOptions fo;
-  fo.pooler = pooling == Pooling::kPooler;
+  fo.pooler = pooler;
   const Outputs out = model_.forward(batch, fo);
-  Matrix result(texts.size(), dimension());
-  std::vector<float> v(H);
+  Matrix result(texts.size(), dimension(options));
+  std::vector<float> v;
+  std::vector<double> sum(H);
   for (size_t b = 0; b < texts.size(); ++b) {
     const size_t t0 = batch.offsets[b], t1 = batch.offsets[b + 1];
     // Pooling over the tokens after the prompt (all of them when include_prompt); at least one.
     const size_t p0 = std::min(t0 + texts[b].pooling_start, t1 - 1);
-    v.assign(H, 0.0f);
-    switch (pooling) {
-      case Pooling::kCls:
-        std::copy_n(out.last_hidden_state.row(t0), H, v.data());
-        break;
-      case Pooling::kPooler:
-        std::copy_n(out.pooler_output.row(b), H, v.data());
-        break;
-      case Pooling::kMean: {
-        std::vector<double> sum(H, 0.0);
-        for (size_t t = p0; t < t1; ++t)
-          for (size_t h = 0; h < H; ++h) sum[h] += out.last_hidden_state.row(t)[h];
-        for (size_t h = 0; h < H; ++h) v[h] = static_cast<float>(sum[h] / static_cast<double>(t1 - p0));
-        break;
+    const auto row = [&](size_t t) { return out.last_hidden_state.row(t); };
+    v.clear();
+    for (const Pooling pooling : modes) {  // each mode's H values, one after another
+      const size_t at = v.size();
+      v.resize(at + H, 0.0f);
+      float* p = v.data() + at;
+      switch (pooling) {
+        case Pooling::kCls:  // token 0, prompt or not (as sentence-transformers)
+          std::copy_n(row(t0), H, p);
+          break;
+        case Pooling::kLastToken:  // the last token the mask keeps: </s>
+          std::copy_n(row(t1 - 1), H, p);
+          break;
+        case Pooling::kPooler:
+          std::copy_n(out.pooler_output.row(b), H, p);
+          break;
+        case Pooling::kMean:
+        case Pooling::kMeanSqrtLen:
+        case Pooling::kWeightedMean: {
+          // weightedmean: token t weighs its position in the sequence, 1 for <s>
+          const bool weighted = pooling == Pooling::kWeightedMean;
+          std::fill(sum.begin(), sum.end(), 0.0);
+          double weights = 0;
+          for (size_t t = p0; t < t1; ++t) {
+            const double w = weighted ? static_cast<double>(t - t0 + 1) : 1.0;
+            weights += w;
+            for (size_t h = 0; h < H; ++h) sum[h] += w * row(t)[h];
+          }
+          const double divisor = pooling == Pooling::kMeanSqrtLen ? std::sqrt(weights) : weights;
+          for (size_t h = 0; h < H; ++h) p[h] = static_cast<float>(sum[h] / divisor);
+          break;
+        }
+        case Pooling::kMax:
+          std::copy_n(row(p0), H, p);
+          for (size_t t = p0 + 1; t < t1; ++t)
+            for (size_t h = 0; h < H; ++h) p[h] = std::max(p[h], row(t)[h]);
+          break;
       }
-      case Pooling::kMax:
-        std::copy_n(out.last_hidden_state.row(p0), H, v.data());
-        for (size_t t = p0 + 1; t < t1; ++t)
-          for (size_t h = 0; h < H; ++h) v[h] = std::max(v[h], out.last_hidden_state.row(t)[h]);
-        break;
     }
     for (const DenseLayer& d : config_.dense) v = dense_forward(d, v);
     if (normalize) l2_normalize(v);
     std::copy_n(v.data(), v.size(), result.row(b));
-    v.resize(H);
   }
   return result;
 }
@@ -428,7 +453,7 @@ Matrix Embedder::operator()(std::span<const std::string> texts, const EmbedOptio
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return prepared[a].ids.size() > prepared[b].ids.size(); });
-  Matrix result(texts.size(), dimension());
+  Matrix result(texts.size(), dimension(options));
   const size_t batch_size = std::max<size_t>(1, options.batch_size);
   std::vector<PreparedText> batch;
   for (size_t start = 0; start < order.size(); start += batch_size) {

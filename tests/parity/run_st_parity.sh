@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # sentence-transformers folders: `roberta embed` against the PyTorch reference's sentence
 # embedding (tools/dump_reference.py: Transformer -> Pooling -> Dense -> Normalize as the folder's
-# modules.json lists them), for mean / cls / max pooling, Dense layers with tanh and identity,
+# modules.json lists them), for every pooling mode and several concatenated, Dense layers with tanh and identity,
 # Normalize, sentence_bert_config.json's max_seq_length (a text longer than it), and prompts
 # (--prompt-name against the reference run on the prompt + text). A negative control must fail.
 # Usage: run_st_parity.sh ROBERTA_BINARY WORK_DIR
@@ -56,6 +56,12 @@ check cls-dense-identity --st-pooling cls --st-dense 40:identity --
 check max-normalize --st-pooling max --st-normalize --
 check mean-two-dense --st-pooling mean --st-dense 24:tanh --st-dense 16:gelu --st-normalize --
 check prompt --st-pooling mean --st-normalize --st-prompts '{"query": "query: "}' -- --prompt-name query
+# sentence-transformers' other modes, and several modes concatenated (into a Dense layer)
+check mean-sqrt-len --st-pooling mean_sqrt_len_tokens --
+check weightedmean --st-pooling weightedmean --
+check lasttoken --st-pooling lasttoken --st-normalize --
+check cls-max-mean-dense --st-pooling cls,max,mean --st-dense 24:tanh --
+check all-modes --st-pooling cls,max,mean,mean_sqrt_len_tokens,weightedmean,lasttoken --
 
 # max_seq_length 16 in sentence_bert_config.json: the reference gets the ids cut as Hugging Face's
 # tokenizer cuts them for sentence-transformers (the first 15 tokens, then </s>).

@@ -45,9 +45,10 @@ constexpr Option kOptions[] = {
     {"top-k", "K", "candidates per mask (default 5)"},
     {"targets", "LIST", "only score these comma-separated words"},
     // embed
-    {"pooling", "mean|cls|max|pooler",
-     "mean or max over the tokens, the first token (cls), or the model's pooler; default: the folder's "
-     "sentence-transformers 1_Pooling config, else mean"},
+    {"pooling", "MODE",
+     "mean or max over the tokens, the first token (cls), the model's pooler, or sentence-transformers' "
+     "mean_sqrt_len, weightedmean, lasttoken; default: the folder's sentence-transformers Pooling config (its "
+     "modes concatenated), else mean"},
     {"normalize", "", "L2-normalise (default: on if modules.json has a Normalize module)"},
     {"no-normalize", "", "do not L2-normalise"},
     {"batch-size", "N", "sequences per forward pass"},

@@ -178,7 +178,7 @@ ST_ACTIVATIONS = {"torch.nn.modules.activation.Tanh": torch.tanh, "torch.nn.modu
 @torch.no_grad()
 def sentence_embedding(model_dir, last_hidden_state, mask):
     """The sentence-transformers pipeline of a folder with modules.json, after its Transformer module:
-    Pooling (cls, mean, max, mean_sqrt_len_tokens; include_prompt is not modelled), Dense layers
+    Pooling (every mode, concatenated as models/Pooling.py does; include_prompt is not modelled), Dense layers
     (activation(linear(x))) and Normalize. Returns [B, D] or None without modules.json."""
     import json
     import os
@@ -208,8 +208,14 @@ def sentence_embedding(model_dir, last_hidden_state, mask):
                     parts.append(s / n)
                 if c.get("pooling_mode_mean_sqrt_len_tokens"):
                     parts.append(s / torch.sqrt(n))
-            if c.get("pooling_mode_weightedmean_tokens") or c.get("pooling_mode_lasttoken") or not parts:
-                sys.exit(f"error: {folder}: pooling mode not supported by the reference")
+            if c.get("pooling_mode_weightedmean_tokens"):  # token t weighs t + 1
+                w = mk * torch.arange(1, te.shape[1] + 1, dtype=te.dtype).view(1, -1, 1)
+                parts.append(torch.sum(te * w, 1) / torch.clamp(w.sum(1), min=1e-9))
+            if c.get("pooling_mode_lasttoken"):  # the last token the mask keeps
+                last = mask.shape[1] - 1 - mask.flip(1).float().argmax(1)
+                parts.append(te[torch.arange(te.shape[0]), last] * 1.0)
+            if not parts:
+                sys.exit(f"error: {folder}: no pooling mode set")
             emb = torch.cat(parts, 1)
         elif kind == "Dense":
             with open(os.path.join(folder, "config.json")) as f:
