@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <iostream>
 
+#include "roberta/dev/npy.h"
+#include "roberta/dev/weights.h"
 #include "roberta/roberta.h"
 
 namespace roberta::examples {
@@ -82,6 +84,62 @@ namespace roberta::examples {
   const std::string& label = clf.config().id2label[0];
   roberta::set_num_threads(2);
   (void)e, (void)out, (void)o, (void)label;
+}
+
+// The usage comments at the top of the other headers, as written there.
+[[maybe_unused]] void header_comments() {
+  // embedder.h
+  roberta::Embedder embed = roberta::Embedder::load("models/my-sentence-model");
+  roberta::Matrix e = embed(std::vector<std::string>{"first text", "second text"});
+  // model.h
+  roberta::Model model = roberta::Model::load("models/demo");
+  roberta::Tokenizer tok = roberta::Tokenizer::from_dir("models/demo");
+  roberta::Batch batch;
+  batch.add_sequence(tok.encode("The capital of France is Paris.").ids);
+  batch.add_sequence(tok.encode("The <mask> sat.").ids);
+  roberta::Outputs out = model.forward(batch, {.logits = true, .logit_rows = {batch.offsets[1] + 2}});
+  const float* first = out.last_hidden_state.row(0);
+  const float* mask_logits = out.logits.row(0);
+  // tokenizer.h
+  roberta::Tokenizer base = roberta::Tokenizer::from_dir("models/roberta-base");
+  roberta::Encoding enc = base.encode("Hello world!");
+  std::string text = base.decode(enc.ids, /*skip_special_tokens=*/true);
+  // config.h
+  roberta::ModelConfig c = roberta::ModelConfig::from_file("models/demo/config.json");
+  const int64_t head_size = c.hidden_size / c.num_attention_heads;
+  // threads.h
+  roberta::set_num_threads(4);
+  const size_t threads = roberta::num_threads();
+  // error.h
+  try {
+    model.forward(batch);
+  } catch (const roberta::Error& err) {
+    if (err.kind() == roberta::ErrorKind::kInvalidInput) std::cerr << err.what() << "\n";
+  }
+  // cross_encoder.h
+  roberta::CrossEncoder ce = roberta::CrossEncoder::load("models/my-reranker");
+  roberta::Matrix s = ce.predict({{"How many people live in Berlin?", "Berlin has 3.5 million people."}});
+  auto ranked = ce.rank("How many people live in Berlin?", {"Berlin is big.", "Paris."});
+  const std::vector<std::string> documents{"Berlin is big.", "Paris."};
+  const std::vector<roberta::TextPair> pairs_b{{"q", "d"}};
+  auto a = ce.prepare_rank("How many people live in Berlin?", documents), b = ce.prepare(pairs_b);
+  roberta::Batch pairs;
+  for (const auto* p : {&a, &b})
+    for (const auto& x : p->encodings) pairs.add_sequence(x.ids);
+  roberta::Matrix logits = ce.run(pairs);
+  roberta::Matrix a_logits(a.encodings.size(), logits.cols), b_logits(b.encodings.size(), logits.cols);
+  auto best = ce.finish_rank(a, a_logits, documents);
+  roberta::Matrix sb = ce.finish(b, b_logits);
+  // dev/npy.h, dev/weights.h
+  roberta::NpyArray arr = roberta::read_npy("dump/hidden_states_0.npy");
+  roberta::write_npy("out/logits.npy", {2, 5, 50265}, std::vector<float>(2 * 5 * 50265));
+  roberta::WeightStore w = roberta::WeightStore::open_dir("models/demo");
+  if (const roberta::TensorInfo* t = w.find("roberta.embeddings.word_embeddings.weight")) {
+    std::vector<float> values = w.to_float(*t);
+    (void)values;
+  }
+  (void)e, (void)first, (void)mask_logits, (void)text, (void)head_size, (void)threads, (void)s, (void)ranked;
+  (void)best, (void)sb, (void)arr;
 }
 
 }  // namespace roberta::examples

@@ -2,7 +2,7 @@
 // Sentence embeddings as sentence-transformers computes them. Load once, call from any thread.
 //
 //   roberta::Embedder embed = roberta::Embedder::load("models/my-sentence-model");
-//   roberta::Matrix e = embed({"first text", "second text"});   // (2, hidden), ready to compare
+//   roberta::Matrix e = embed(std::vector<std::string>{"first text", "second text"});  // (2, hidden)
 #include <cstddef>
 #include <filesystem>
 #include <map>

@@ -2,7 +2,7 @@
 // Hugging Face's fill-mask pipeline. Load once, call from any thread.
 //
 //   roberta::FillMask fill = roberta::FillMask::load("models/demo");
-//   const auto predictions = fill("She opened the <mask> and looked out.");  // one list per <mask>
+//   const auto predictions = fill("She opened the <mask> and looked out into the garden.");  // a list per <mask>
 //   for (const auto& c : predictions[0])  // (a loop over fill(...)[0] would outlive the result)
 //     std::cout << c.token_str << " " << c.score << "\n";   // " door" 0.1758 ...
 //

@@ -2,9 +2,13 @@
 // The RoBERTa encoder: embeddings, N post-LayerNorm blocks, MLM head and pooler, in fp32.
 //
 //   roberta::Model model = roberta::Model::load("models/demo");   // config.json + model.safetensors
-//   roberta::Batch batch = roberta::Batch::from_sequences({{0, 133, 812, 2}, {0, 50264, 2}});
-//   roberta::Outputs out = model.forward(batch, {.logits = true, .logit_rows = {4}});
+//   roberta::Tokenizer tok = roberta::Tokenizer::from_dir("models/demo");
+//   roberta::Batch batch;                                // sequences packed one after another
+//   batch.add_sequence(tok.encode("The capital of France is Paris.").ids);
+//   batch.add_sequence(tok.encode("The <mask> sat.").ids);  // <s> The <mask>: its row is offsets[1] + 2
+//   roberta::Outputs out = model.forward(batch, {.logits = true, .logit_rows = {batch.offsets[1] + 2}});
 //   out.last_hidden_state.row(0)   // hidden state of the first token of the first sequence
+//   out.logits.row(0)              // the MLM logits of the <mask> (the one row asked for)
 //
 // A loaded Model is immutable: call forward() from any number of threads at once.
 #include <cstddef>

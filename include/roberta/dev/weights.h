@@ -3,7 +3,7 @@
 // Files are memory-mapped; every header is validated before any data is touched.
 //
 //   roberta::WeightStore w = roberta::WeightStore::open_dir("models/demo");
-//   if (const roberta::TensorInfo* t = w.find("roberta.pooler.dense.weight")) ...
+//   if (const roberta::TensorInfo* t = w.find("roberta.embeddings.word_embeddings.weight")) ...
 //   std::vector<float> values = w.to_float(*t);   // F16/BF16/F64 converted, F32 copied
 #include <cstdint>
 #include <filesystem>
