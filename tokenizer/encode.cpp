@@ -50,10 +50,11 @@ std::string_view checked_text(std::string_view text, InvalidUtf8 mode, std::stri
 
 }  // namespace
 
-// Calls on_token(id, begin, end, leading_spaces, trailing_spaces, first_of_word) for the BPE tokens
-// of the plain text text[begin, end); begin/end are byte offsets into `text` widened to whole
-// characters. A prefix space (add_prefix_space) is aligned, as HF aligns it, with the text's first
-// character: a token of that space alone spans that character.
+// Calls on_token(id, begin, end, leading_spaces, leading_bytes, trailing_spaces, trailing_bytes,
+// first_of_word) for the BPE tokens of the plain text text[begin, end); begin/end are byte offsets
+// into `text` widened to whole characters. A prefix space (add_prefix_space) is aligned, as HF
+// aligns it, with the text's first character: a token of that space alone spans that character,
+// and trimming the space takes that character's bytes (a real space is one byte).
 template <class OnToken>
 void Tokenizer::Impl::tokenize_text(std::string_view text, size_t begin, size_t end, OnToken&& on_token) const {
   std::string prefixed;
@@ -84,7 +85,15 @@ void Tokenizer::Impl::tokenize_text(std::string_view text, size_t begin, size_t 
       uint32_t lead = 0, trail = 0;
       while (pb + lead < pe && piece_text[pb + lead] == ' ') ++lead;
       while (pe - trail > pb && piece_text[pe - trail - 1] == ' ') ++trail;
-      on_token(piece.id, ob, oe, lead, trail, first_of_word);
+      uint32_t lead_bytes = lead, trail_bytes = trail;
+      if (pb < shift && end > begin) {  // the prefix space: the first character's bytes
+        size_t first_end = begin + 1;
+        while (first_end < end && unicode::is_continuation_byte(text[first_end])) ++first_end;
+        const auto bytes = static_cast<uint32_t>(first_end - begin);
+        lead_bytes = lead - 1 + bytes;
+        if (pe <= shift) trail_bytes = trail - 1 + bytes;  // the token is that space alone
+      }
+      on_token(piece.id, ob, oe, lead, lead_bytes, trail, trail_bytes, first_of_word);
       first_of_word = false;
     }
   };
@@ -118,13 +127,13 @@ void Tokenizer::Impl::tokenize(std::string_view text, int8_t sequence_id, Encodi
   int32_t word = -1;  // index of the current word (pre-token or added-token match)
   // Offsets untrimmed; what HF's trim_offsets would take off each end goes to `trims`.
   const auto push = [&](int32_t id, std::string token, size_t ob, size_t oe, uint32_t lead_chars,
-                        uint32_t trail_chars) {
+                        uint32_t lead_bytes, uint32_t trail_chars, uint32_t trail_bytes) {
     enc.ids.push_back(id);
     enc.tokens.push_back(std::move(token));
     enc.offsets.emplace_back(to_char(ob), to_char(oe));
     enc.byte_offsets.emplace_back(static_cast<int64_t>(ob), static_cast<int64_t>(oe));
     enc.word_ids.push_back(word);
-    trims.push_back({lead_chars, trail_chars});
+    trims.push_back({lead_chars, lead_bytes, trail_chars, trail_bytes});
   };
   std::vector<Segment> segments;
   added.split(text, segments);
@@ -132,11 +141,12 @@ void Tokenizer::Impl::tokenize(std::string_view text, int8_t sequence_id, Encodi
     if (seg.added >= 0) {
       // The token string is the matched text, stripped whitespace included (as HF shows it).
       const std::string_view matched = text.substr(seg.begin, seg.end - seg.begin);
-      uint32_t lead_c = 0, trail_c = 0;
+      uint32_t lead_c = 0, lead_b = 0, trail_c = 0, trail_b = 0;
       for (size_t i = 0; i < matched.size();) {
+        const size_t at = i;
         const char32_t cp = unicode::next_code_point(matched, i);
         if (!(unicode::is_whitespace(cp) || cp == 0x120)) break;
-        ++lead_c;
+        ++lead_c, lead_b += static_cast<uint32_t>(i - at);
       }
       for (size_t e = matched.size(); e > 0;) {
         size_t q = e - 1;
@@ -144,16 +154,17 @@ void Tokenizer::Impl::tokenize(std::string_view text, int8_t sequence_id, Encodi
         size_t i = q;
         const char32_t cp = unicode::next_code_point(matched, i);
         if (!(unicode::is_whitespace(cp) || cp == 0x120)) break;
-        ++trail_c;
+        ++trail_c, trail_b += static_cast<uint32_t>(e - q);
         e = q;
       }
       ++word;
-      push(added.tokens[seg.added].id, std::string(matched), seg.begin, seg.end, lead_c, trail_c);
+      push(added.tokens[seg.added].id, std::string(matched), seg.begin, seg.end, lead_c, lead_b, trail_c, trail_b);
     } else {
       tokenize_text(text, seg.begin, seg.end,
-                    [&](int32_t id, size_t ob, size_t oe, uint32_t lead, uint32_t trail, bool first_of_word) {
+                    [&](int32_t id, size_t ob, size_t oe, uint32_t lead, uint32_t lead_bytes, uint32_t trail,
+                        uint32_t trail_bytes, bool first_of_word) {
                       if (first_of_word) ++word;
-                      push(id, tokens_by_id[id], ob, oe, lead, trail);
+                      push(id, tokens_by_id[id], ob, oe, lead, lead_bytes, trail, trail_bytes);
                     });
     }
   }
@@ -165,27 +176,25 @@ void Tokenizer::Impl::tokenize(std::string_view text, int8_t sequence_id, Encodi
 }
 
 // HF's trim_offsets (ByteLevel process_offsets) on the tokens of one text after truncation (as
-// HF's post-processor runs it): leading and trailing spaces leave the offsets, except the one
-// leading space of the text's first token with add_prefix_space. The byte offsets are then the
-// code-point offsets in bytes of `text`.
-void Tokenizer::Impl::trim(Encoding& e, const std::vector<Trim>& trims, std::string_view text) const {
+// HF's post-processor runs it), in both units: leading and trailing spaces leave the offsets,
+// except the one leading space of the text's first token with add_prefix_space.
+void Tokenizer::Impl::trim(Encoding& e, const std::vector<Trim>& trims) const {
   if (!trim_offsets) return;
-  std::vector<int64_t> byte_of_char;  // only for text that is not pure ASCII
-  if (std::any_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; })) {
-    for (size_t i = 0; i < text.size(); ++i)
-      if (!unicode::is_continuation_byte(text[i])) byte_of_char.push_back(static_cast<int64_t>(i));
-    byte_of_char.push_back(static_cast<int64_t>(text.size()));
-  }
-  const auto to_byte = [&](int64_t c) { return byte_of_char.empty() ? c : byte_of_char[static_cast<size_t>(c)]; };
   for (size_t i = 0; i < e.size(); ++i) {
     const Trim& t = trims[i];
     auto& [cs, ce] = e.offsets[i];
+    auto& [bs, be] = e.byte_offsets[i];
     if (t.lead_chars > 0) {
       const bool is_first = i == 0 || cs == 0;
-      if (!(is_first && trim_add_prefix_space && t.lead_chars == 1)) cs = std::min<int64_t>(cs + t.lead_chars, ce);
+      if (!(is_first && trim_add_prefix_space && t.lead_chars == 1)) {
+        cs = std::min<int64_t>(cs + t.lead_chars, ce);
+        bs = std::min<int64_t>(bs + t.lead_bytes, be);
+      }
     }
-    if (t.trail_chars > 0 && ce >= t.trail_chars) ce = std::max<int64_t>(ce - t.trail_chars, cs);
-    e.byte_offsets[i] = {to_byte(cs), to_byte(ce)};
+    if (t.trail_chars > 0 && ce >= t.trail_chars) {
+      ce = std::max<int64_t>(ce - t.trail_chars, cs);
+      be = std::max<int64_t>(be - t.trail_bytes, bs);
+    }
   }
 }
 
@@ -223,7 +232,8 @@ Encoding Tokenizer::Impl::encode(std::string_view a, const std::string_view* b, 
   Encoding ea, eb;
   const std::string_view ta = checked_text(a, options.invalid_utf8, repaired_a, b ? "text A" : "text");
   const std::string_view tb = b ? checked_text(*b, options.invalid_utf8, repaired_b, "text B") : std::string_view();
-  std::vector<Trim> trims_a, trims_b;
+  thread_local std::vector<Trim> trims_a, trims_b;  // (kept between calls: no allocation per text)
+  trims_a.clear(), trims_b.clear();
   tokenize(ta, 0, ea, trims_a);
   if (b) tokenize(tb, 1, eb, trims_b);
   const bool specials = options.add_special_tokens && roberta_specials;
@@ -238,8 +248,8 @@ Encoding Tokenizer::Impl::encode(std::string_view a, const std::string_view* b, 
     cut(trims_a, ea.size());
     if (b) cut(trims_b, eb.size());
   }
-  trim(ea, trims_a, ta);
-  if (b) trim(eb, trims_b, tb);
+  trim(ea, trims_a);
+  if (b) trim(eb, trims_b);
   if (!specials) {
     // RobertaProcessing sets every type id to 0 (RoBERTa has one token type); without it, HF's
     // encode gives the second text type id 1.
@@ -280,7 +290,7 @@ void Tokenizer::encode_ids(std::string_view text, std::vector<int32_t>& out, Inv
       out.push_back(impl_->added.tokens[seg.added].id);
     else
       impl_->tokenize_text(text, seg.begin, seg.end,
-                           [&](int32_t id, size_t, size_t, uint32_t, uint32_t, bool) { out.push_back(id); });
+                           [&](int32_t id, size_t, size_t, uint32_t, uint32_t, uint32_t, uint32_t, bool) { out.push_back(id); });
   }
 }
 

@@ -73,19 +73,19 @@ struct Tokenizer::Impl {
                                                  const FolderSettings& settings);
 
   // ---- encoding (encode.cpp)
-  // Calls on_token(id, begin, end, leading_spaces, trailing_spaces, first_of_word) for the BPE
-  // tokens of the plain text text[begin, end).
+  // Calls on_token(id, begin, end, leading_spaces, leading_bytes, trailing_spaces, trailing_bytes,
+  // first_of_word) for the BPE tokens of the plain text text[begin, end).
   template <class OnToken>
   void tokenize_text(std::string_view text, size_t begin, size_t end, OnToken&& on_token) const;
   // What HF's trim_offsets may take off a token's offsets: its leading and trailing spaces.
   struct Trim {
-    uint32_t lead_chars, trail_chars;
+    uint32_t lead_chars, lead_bytes, trail_chars, trail_bytes;
   };
   // Appends the tokens of valid UTF-8 `text` to `enc`, with untrimmed offsets, word ids and
   // `sequence_id`, and one Trim per token to `trims`.
   void tokenize(std::string_view text, int8_t sequence_id, Encoding& enc, std::vector<Trim>& trims) const;
-  // trim_offsets on the tokens of `text` in `e` (`trims` theirs), after truncation.
-  void trim(Encoding& e, const std::vector<Trim>& trims, std::string_view text) const;
+  // trim_offsets on the tokens of one text in `e` (`trims` theirs), after truncation.
+  void trim(Encoding& e, const std::vector<Trim>& trims) const;
   // encode (b null) or encode_pair: tokenize, truncate, add the special tokens.
   Encoding encode(std::string_view a, const std::string_view* b, const EncodeOptions& options) const;
 };
