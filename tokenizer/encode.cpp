@@ -289,8 +289,9 @@ void Tokenizer::encode_ids(std::string_view text, std::vector<int32_t>& out, Inv
     if (seg.added >= 0)
       out.push_back(impl_->added.tokens[seg.added].id);
     else
-      impl_->tokenize_text(text, seg.begin, seg.end,
-                           [&](int32_t id, size_t, size_t, uint32_t, uint32_t, uint32_t, uint32_t, bool) { out.push_back(id); });
+      impl_->tokenize_text(
+          text, seg.begin, seg.end,
+          [&](int32_t id, size_t, size_t, uint32_t, uint32_t, uint32_t, uint32_t, bool) { out.push_back(id); });
   }
 }
 
