@@ -79,7 +79,9 @@ class TokenClassifier {
   std::vector<TokenEntity> operator()(std::string_view text, const TokenClassifyOptions& options = {}) const;
 
   const ModelConfig& config() const { return config_; }
-  const Tokenizer& tokenizer() const { return tokenizer_; }
+  // Tokens per window when options.max_length is 0: the positions' limit, or the tokenizer's
+  // model_max_length when smaller (where transformers truncates).
+  size_t max_length() const;
 
  private:
   std::optional<Model> model_;

@@ -108,11 +108,13 @@ std::vector<TokenEntity> group_entities(const std::vector<TokenEntity>& entities
 
 }  // namespace
 
+size_t TokenClassifier::max_length() const { return pipeline::truncation_length(config_, tokenizer_); }
+
 TokenClassifier::Prepared TokenClassifier::prepare(std::string_view text, const TokenClassifyOptions& options) const {
   pipeline::require_utf8(text, "text");
   // HF truncates at the tokenizer's model_max_length, and cuts windows of it with a stride.
   const size_t max_len = options.max_length ? std::min(options.max_length, pipeline::model_max_length(config_))
-                                            : pipeline::truncation_length(config_, tokenizer_);
+                                            : max_length();
   if (max_len < 3) throw Error("max_length " + std::to_string(max_len) + " leaves no room for a token");
   const size_t budget = max_len - 2;
   Prepared p;

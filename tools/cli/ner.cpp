@@ -35,10 +35,8 @@ int run_ner(const Args& args) {
   if (!options.stride && options.aggregation != Aggregation::kNone) {
     // Long texts are read whole, in windows that overlap by a quarter of the window (Hugging
     // Face's pipeline would cut them at the model's length unless given a stride).
-    // (the model's length: its positions, or the tokenizer's model_max_length when smaller)
     const auto positions = static_cast<size_t>(classifier.config().max_sequence_length());
-    const size_t model_max = std::min(positions, classifier.tokenizer().model_max_length().value_or(positions));
-    const size_t window = options.max_length ? std::min(options.max_length, positions) : model_max;
+    const size_t window = options.max_length ? std::min(options.max_length, positions) : classifier.max_length();
     if (window >= 3) options.stride = std::min(window / 4, window - 3);  // (less than the window's tokens)
   }
   try {  // the options on a trivial text first: their error is a usage error, not one of every line
