@@ -1,5 +1,8 @@
 #include "roberta/error.h"
 
+#include <iostream>
+#include <mutex>
+
 namespace roberta {
 
 const char* error_kind_name(ErrorKind kind) {
@@ -9,6 +12,28 @@ const char* error_kind_name(ErrorKind kind) {
     case ErrorKind::kIo: return "I/O";
   }
   return "?";
+}
+
+namespace {
+std::mutex warning_mutex;
+WarningHandler& warning_handler() {
+  static WarningHandler handler = [](const std::string& message) { std::cerr << "warning: " << message << "\n"; };
+  return handler;
+}
+}  // namespace
+
+void set_warning_handler(WarningHandler handler) {
+  std::lock_guard lock(warning_mutex);
+  warning_handler() = std::move(handler);
+}
+
+void warn(const std::string& message) {
+  WarningHandler handler;
+  {
+    std::lock_guard lock(warning_mutex);
+    handler = warning_handler();
+  }
+  if (handler) handler(message);  // outside the lock: a handler may take locks of its own (Python's GIL)
 }
 
 }  // namespace roberta

@@ -75,10 +75,18 @@ Model Model::load(const std::filesystem::path& dir, const LoadOptions& options) 
   m.embeddings = load_embeddings(encoder, c);
   for (int64_t i = 0; i < c.num_hidden_layers; ++i)
     m.layers.push_back(load_encoder_layer(encoder.sub("encoder.layer." + std::to_string(i)), c));
-  if (encoder.has("encoder.layer." + std::to_string(c.num_hidden_layers) + ".attention.self.query.weight"))
-    throw Error(dir.string() + ": checkpoint has more layers than num_hidden_layers = " +
-                    std::to_string(c.num_hidden_layers),
-                ErrorKind::kInvalidModel);
+  // As transformers: layers beyond num_hidden_layers are loaded by nobody (a model cut down by
+  // editing config.json runs its first layers), with a warning naming them.
+  int64_t stored = c.num_hidden_layers;
+  while (encoder.has("encoder.layer." + std::to_string(stored) + ".attention.self.query.weight")) ++stored;
+  if (stored > c.num_hidden_layers) {
+    const std::string first = "encoder.layer." + std::to_string(c.num_hidden_layers);
+    warn(dir.string() + ": the checkpoint has " + std::to_string(stored) +
+         " layers; config.json's num_hidden_layers = " + std::to_string(c.num_hidden_layers) + " runs the first " +
+         std::to_string(c.num_hidden_layers) + " (" +
+         (stored - c.num_hidden_layers == 1 ? first + " is" : first + " to " + std::to_string(stored - 1) + " are") +
+         " not used, as in transformers)");
+  }
   if (c.model_type == "roberta-prelayernorm") m.final_norm = encoder.layer_norm("LayerNorm", static_cast<size_t>(c.hidden_size));
   m.pooler = load_pooler(encoder, c);
   const WeightScope root = m.weights.root();

@@ -386,6 +386,7 @@ TEST(Embed, JsonlOutputAndNoSilentOverwrite) {
 TEST(Embed, OverLongInputIsTruncatedWithWarningOrRefused) {
   std::string long_line;
   for (int i = 0; i < 700; ++i) long_line += "again ";
+  long_line += "end";  // (a space at the end would be stripped, as sentence-transformers strips it)
   Result r = run({"embed", "--model", kTiny}, "short\n" + long_line + "\n");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(lines_of(r.out).size(), 2u);
@@ -393,6 +394,15 @@ TEST(Embed, OverLongInputIsTruncatedWithWarningOrRefused) {
   r = run({"embed", "--model", kTiny, "--no-truncate"}, "short\n" + long_line + "\n");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("error: line 2: 703 tokens, more than the 512 allowed"), std::string::npos) << r.err;
+}
+
+// Texts are stripped of whitespace at their ends as sentence-transformers strips them, but an
+// invalid byte is named where it is in the line as given.
+TEST(Embed, InvalidUtf8IsNamedAtItsByteInTheLineAsGiven) {
+  const Result r = run({"embed", "--model", kTiny}, "   ab\xff c \n");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("error: line 1: invalid UTF-8"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("at byte 5"), std::string::npos) << r.err;
 }
 
 // ---------------------------------------------------------------- options and help

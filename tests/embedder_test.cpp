@@ -14,14 +14,23 @@ namespace {
 
 const std::filesystem::path kDemo = ROBERTA_DEMO_MODEL;
 
-// A copy of the demo model folder with extra sentence-transformers files.
+// A copy of the demo model folder as a sentence-transformers folder (modules.json: Transformer and
+// mean Pooling; without `modules`, none) with sentence_bert_config.json when given.
 std::filesystem::path sentence_model(const roberta::test::TempDir& dir, const std::string& name,
-                                     const std::string& sbert_config) {
+                                     const std::string& sbert_config, bool modules = true) {
   const auto out = dir / name;
   std::filesystem::create_directories(out);
   for (const char* f : {"config.json", "model.safetensors", "tokenizer.json"})
     std::filesystem::copy_file(kDemo / f, out / f);
   if (!sbert_config.empty()) roberta::test::write_text(out / "sentence_bert_config.json", sbert_config);
+  if (modules) {
+    roberta::test::write_text(out / "modules.json",
+                              R"([{"idx": 0, "path": "", "type": "sentence_transformers.models.Transformer"},
+                                  {"idx": 1, "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}])");
+    std::filesystem::create_directories(out / "1_Pooling");
+    roberta::test::write_text(out / "1_Pooling" / "config.json",
+                              R"({"word_embedding_dimension": 256, "pooling_mode_mean_tokens": true})");
+  }
   return out;
 }
 
@@ -54,6 +63,14 @@ TEST(Embedder, SentenceBertConfigSetsMaxSeqLengthAndLowercasing) {
   roberta::test::expect_error(
       [&] { roberta::Embedder::load(sentence_model(dir, "bad", R"({"max_seq_length": "long"})")); },
       {"sentence_bert_config.json", "max_seq_length"});
+  // Without modules.json sentence-transformers builds Transformer + mean pooling from the model
+  // alone (_load_auto_model): sentence_bert_config.json is not read.
+  const roberta::Embedder bare = roberta::Embedder::load(
+      sentence_model(dir, "bare", R"({"max_seq_length": 12, "do_lower_case": true})", /*modules=*/false));
+  EXPECT_EQ(bare.max_seq_length(), 128u);
+  EXPECT_FALSE(bare.config().do_lower_case);
+  EXPECT_LT(max_abs_diff(bare(text), plain(text)), 1e-6);
+  EXPECT_NO_THROW(roberta::Embedder::load(sentence_model(dir, "bad-unread", R"({"max_seq_length": "long"})", false)));
   // Without max_seq_length, sentence-transformers' Transformer takes min(max_position_embeddings,
   // tokenizer.model_max_length), the latter from tokenizer_config.json.
   const auto capped = sentence_model(dir, "capped", "");

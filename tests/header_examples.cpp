@@ -116,6 +116,7 @@ namespace roberta::examples {
   } catch (const roberta::Error& err) {
     if (err.kind() == roberta::ErrorKind::kInvalidInput) std::cerr << err.what() << "\n";
   }
+  roberta::set_warning_handler([](const std::string& m) { std::clog << "roberta: " << m << "\n"; });
   // cross_encoder.h
   roberta::CrossEncoder ce = roberta::CrossEncoder::load("models/my-reranker");
   roberta::Matrix s = ce.predict({{"How many people live in Berlin?", "Berlin has 3.5 million people."}});

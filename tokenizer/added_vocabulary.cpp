@@ -101,19 +101,20 @@ void AddedVocabulary::split(std::string_view text, std::vector<Segment>& out) co
 }
 
 // Ids beyond the vocabulary are allowed (HF appends added tokens), within the same bound on holes.
+// An added token whose text the vocabulary already has takes the vocabulary's id, as HF's
+// AddedVocabulary gives it (the id the file declares then names no token).
 void Tokenizer::Impl::finish_added_tokens(const std::string& source) {
   const size_t max_id = 2 * (has_id.size() + added.tokens.size()) + 1024;
-  for (const AddedToken& t : added.tokens) {
+  for (AddedToken& t : added.tokens) {
     if (t.content.empty())
       throw Error(source + ": added token with id " + std::to_string(t.id) + " has empty content", kInvalidModel);
     if (t.id < 0 || static_cast<size_t>(t.id) > max_id)
       throw Error(source + ": added token \"" + t.content + "\" has id " + std::to_string(t.id) + " out of range",
                   kInvalidModel);
     const auto it = ids_by_token.find(t.content);
-    if (it != ids_by_token.end() && it->second != t.id)
-      throw Error(source + ": added token \"" + t.content + "\" has id " + std::to_string(t.id) +
-                  " but the vocabulary gives it id " + std::to_string(it->second), kInvalidModel);
-    if (it == ids_by_token.end()) {
+    if (it != ids_by_token.end()) {
+      t.id = it->second;
+    } else {
       if (static_cast<size_t>(t.id) < has_id.size() && has_id[t.id])
         throw Error(source + ": added token \"" + t.content + "\" has id " + std::to_string(t.id) +
                     ", which is already the id of \"" + tokens_by_id[t.id] + "\"", kInvalidModel);

@@ -6,6 +6,10 @@ Usage:
   /usr/bin/python3 tools/dump_reference.py --model DIR --ids-npy IDS.npy [--mask-npy MASK.npy] --out DUMP
   /usr/bin/python3 tools/dump_reference.py --model DIR --text-file TEXTS.txt --out DUMP
   any of them with --type-ids TYPES.npy (int64 [B,L], in the padded layout) for token type ids
+  --text-file with --prompt TEXT and --strip: the texts as sentence-transformers' encode(prompt=TEXT)
+  tokenizes them (prompt + text, then str.strip() as its Transformer.tokenize does), and a Pooling
+  module with include_prompt false leaves the prompt's tokens out (SentenceTransformer.
+  _get_prompt_length: the tokens of the prompt, stripped the same way, minus the final </s>)
 
 Writes input_ids.npy and attention_mask.npy (int64 [B,L]), hidden_states_0.npy (embedding output)
 ... hidden_states_N.npy (float32 [B,L,H]), logits.npy (float32 [B,L,V]) when the model has an LM
@@ -41,6 +45,8 @@ def main():
     src.add_argument("--ids-npy")
     src.add_argument("--text-file", help="one text per line, tokenized with the model's tokenizer")
     ap.add_argument("--mask-npy")
+    ap.add_argument("--prompt", default="", help="put before each text of --text-file (sentence-transformers' prompt)")
+    ap.add_argument("--strip", action="store_true", help="str.strip() each text of --text-file (after its prompt)")
     ap.add_argument("--type-ids", help="token type ids, int64 [B,L] .npy in the padded layout")
     ap.add_argument("--padding", choices=["right", "left"], default="right")
     ap.add_argument("--out", required=True)
@@ -51,6 +57,7 @@ def main():
     with open(os.path.join(args.model, "config.json")) as f:
         cfg = json.load(f)
     pad = cfg.get("pad_token_id", 1)
+    prompt_length = None
     if args.ids_npy:
         ids = torch.from_numpy(np.load(args.ids_npy)).long()
         mask = torch.from_numpy(np.load(args.mask_npy)).long() if args.mask_npy else (ids != pad).long()
@@ -62,7 +69,12 @@ def main():
             from roberta_ref.bpe import BpeTokenizer
             tok = BpeTokenizer.from_dir(args.model)
             with open(args.text_file, encoding="utf-8") as f:
-                seqs = [tok.encode(line) for line in f.read().split("\n")[:-1]]
+                texts = [args.prompt + line for line in f.read().split("\n")[:-1]]
+            if args.strip:
+                texts = [t.strip() for t in texts]
+            seqs = [tok.encode(t) for t in texts]
+            if args.prompt:
+                prompt_length = len(tok.encode(args.prompt.strip() if args.strip else args.prompt)) - 1
         L = max(len(s) for s in seqs)
         ids = torch.full((len(seqs), L), pad, dtype=torch.long)
         mask = torch.zeros((len(seqs), L), dtype=torch.long)
@@ -96,7 +108,7 @@ def main():
         np.save(os.path.join(args.out, "token_type_ids.npy"), type_ids.numpy().astype(np.int64))
     if cfg.get("model_type") == "roberta-prelayernorm":
         np.save(os.path.join(args.out, "last_hidden_state.npy"), out["last_hidden_state"].numpy().astype(np.float32))
-    emb = sentence_embedding(args.model, out["last_hidden_state"], mask)
+    emb = sentence_embedding(args.model, out["last_hidden_state"], mask, prompt_length)
     if emb is not None:
         np.save(os.path.join(args.out, "sentence_embedding.npy"), emb.numpy().astype(np.float32))
     with open(os.path.join(args.out, "meta.json"), "w") as f:

@@ -37,7 +37,8 @@ config_sentence_transformers.json), written when any --st-* option is given:
   --st-dense OUT_DIM[:tanh|identity|relu|gelu|sigmoid]
   (2_Dense/config.json + 2_Dense/model.safetensors with linear.weight/linear.bias; tanh by default),
   --st-normalize (a Normalize module), --st-prompts JSON (e.g. '{"query": "query: "}'),
-  --st-default-prompt NAME (default_prompt_name, null by default).
+  --st-default-prompt NAME (default_prompt_name, null by default), --st-exclude-prompt (the Pooling
+  module's include_prompt false).
 """
 import argparse
 import json
@@ -238,7 +239,8 @@ def write_sentence_transformers(out, p, args, gen):
                    "pooling_mode_mean_tokens": "mean" in modes, "pooling_mode_max_tokens": "max" in modes,
                    "pooling_mode_mean_sqrt_len_tokens": "mean_sqrt_len_tokens" in modes,
                    "pooling_mode_weightedmean_tokens": "weightedmean" in modes,
-                   "pooling_mode_lasttoken": "lasttoken" in modes, "include_prompt": True}, f, indent=4)
+                   "pooling_mode_lasttoken": "lasttoken" in modes,
+                   "include_prompt": not args.st_exclude_prompt}, f, indent=4)
     if args.st_dense:
         dim, act = st_dense_spec(args.st_dense)
         idx = len(modules)
@@ -291,7 +293,7 @@ def main():
     ap.add_argument("--shards", type=int, default=1)
     ap.add_argument("--format", default="safetensors", choices=WEIGHT_FORMATS)
     for flag in ("no-prefix", "tied", "no-decoder-bias", "gamma-beta", "no-pooler", "no-lm-head", "position-ids",
-                 "no-tokenizer", "force", "pooler", "no-num-labels", "st-normalize"):
+                 "no-tokenizer", "force", "pooler", "no-num-labels", "st-normalize", "st-exclude-prompt"):
         ap.add_argument("--" + flag, action="store_true")
     ap.add_argument("--tokenizer-dir", default=DEFAULT_TOKENIZER)
     args = ap.parse_args()

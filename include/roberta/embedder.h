@@ -38,6 +38,10 @@ struct EmbedOptions {
   // Neither: the folder's default_prompt_name, if it has one.
   std::optional<std::string> prompt{};
   std::optional<std::string> prompt_name{};
+  // Whitespace at both ends of prompt + text is dropped (Python's str.strip), as sentence-transformers'
+  // Transformer.tokenize drops it; the prompt's tokens left out by include_prompt false are counted
+  // the same way. false: texts are tokenized as given (the server, as TEI).
+  bool strip = true;
 };
 
 // A sentence-transformers Dense module (models.Dense): y = activation(W x + b).
@@ -62,7 +66,9 @@ struct SentenceTransformerConfig {
   std::map<std::string, std::string> prompts{};  // config_sentence_transformers.json
   std::string default_prompt_name{};             // "" when none
 
-  // Reads the files of `dir` that exist (none: the defaults above); errors name the file.
+  // Reads the files of `dir` that exist (none: the defaults above); without modules.json, none of them
+  // (sentence-transformers then builds Transformer + mean pooling from the model alone). Errors name
+  // the file.
   static SentenceTransformerConfig from_dir(const std::filesystem::path& dir);
 };
 

@@ -7,6 +7,15 @@
 //   catch (const roberta::Error& e) {
 //     if (e.kind() == roberta::ErrorKind::kInvalidInput) ... // 4xx / ValueError
 //   }
+//
+// Warnings: what the library accepts, as transformers does, though a user may not expect it (a
+// checkpoint with more layers than config.json's num_hidden_layers: the extra ones go unused).
+// Each goes to the process's warning handler, by default a line "warning: MESSAGE" on stderr;
+// set_warning_handler replaces it (an empty function drops warnings). The handler may be called
+// from any thread, and from several at once:
+//
+//   roberta::set_warning_handler([](const std::string& m) { std::clog << "roberta: " << m << "\n"; });
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -29,5 +38,9 @@ class Error : public std::runtime_error {
  private:
   ErrorKind kind_;
 };
+
+using WarningHandler = std::function<void(const std::string& message)>;
+void set_warning_handler(WarningHandler handler);
+void warn(const std::string& message);  // calls the handler
 
 }  // namespace roberta

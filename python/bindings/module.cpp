@@ -1,6 +1,8 @@
 // roberta_cpp._core: the C++ engine for the roberta_cpp package. The public Python API is in
 // roberta_cpp/*.py; this module holds what runs in C++ (tokenizer, model, pipelines), each call
 // releasing the GIL while it tokenizes or runs the model.
+#include <cstdio>
+
 #include "common.h"
 #include "roberta/error.h"
 #include "roberta/threads.h"
@@ -37,6 +39,20 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "num_threads", [] { return roberta::num_threads(); },
       "The number of threads model calls started now use.");
+  // The library's warnings go to Python's logging ("roberta_cpp" logger), as transformers logs its
+  // own; a warning after the interpreter has gone (at exit) goes to stderr.
+  roberta::set_warning_handler([](const std::string& message) {
+    if (!Py_IsInitialized()) {
+      std::fprintf(stderr, "warning: %s\n", message.c_str());
+      return;
+    }
+    py::gil_scoped_acquire gil;
+    try {
+      py::module_::import("logging").attr("getLogger")("roberta_cpp").attr("warning")(message);
+    } catch (const py::error_already_set&) {
+      std::fprintf(stderr, "warning: %s\n", message.c_str());
+    }
+  });
   register_tokenizer(m);
   register_model(m);
   register_pipelines(m);

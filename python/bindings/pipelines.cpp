@@ -165,6 +165,26 @@ void register_pipelines(py::module_& m) {
           py::arg("texts"), py::arg("prompt") = py::none(), py::arg("prompt_name") = py::none(),
           py::arg("batch_size") = 32, py::arg("max_length") = 0,
           "One (tokens, hidden) float32 array of last hidden states per text (prompt included).")
+      .def(
+          "prepare",
+          [](const Embedder& e, const std::vector<std::string>& texts, std::optional<std::string> prompt,
+             std::optional<std::string> prompt_name, size_t max_length) {
+            const EmbedOptions o = embed_options(std::move(prompt), std::move(prompt_name), 1, max_length);
+            std::vector<PreparedText> prepared;
+            {
+              py::gil_scoped_release nogil;
+              for (size_t i = 0; i < texts.size(); ++i)
+                prepared.push_back(for_input(i, texts.size(), [&] { return e.prepare(texts[i], o); }));
+            }
+            py::list out;
+            for (PreparedText& p : prepared) out.append(py::make_tuple(std::move(p.ids), p.pooling_start));
+            return out;
+          },
+          py::arg("texts"), py::arg("prompt") = py::none(), py::arg("prompt_name") = py::none(),
+          py::arg("max_length") = 0,
+          "(ids, pooling_start) per text: the tokens encode() runs (prompt, stripped, lower-cased and cut as "
+          "sentence-transformers tokenizes) and the first one pooling counts.")
+      .def_property_readonly("include_prompt", [](const Embedder& e) { return e.config().include_prompt; })
       .def_property_readonly("dimension", [](const Embedder& e) { return e.dimension(); })
       .def_property_readonly("max_seq_length", &Embedder::max_seq_length)
       .def_property_readonly("model_max_length",

@@ -102,6 +102,9 @@ class Embedder:
                batch_size: int = 32, max_length: int = 0) -> npt.NDArray[np.float32]: ...
     def encode_tokens(self, texts: Sequence[str], prompt: Optional[str] = None, prompt_name: Optional[str] = None,
                       batch_size: int = 32, max_length: int = 0) -> List[npt.NDArray[np.float32]]: ...
+    def prepare(self, texts: Sequence[str], prompt: Optional[str] = None, prompt_name: Optional[str] = None,
+                max_length: int = 0) -> List[Tuple[List[int], int]]: ...
+    include_prompt: bool
     dimension: int
     max_seq_length: int
     model_max_length: int

@@ -19,6 +19,7 @@ from ._checks import check_batch_size as _check_batch_size
 from ._checks import check_count as _check_count
 from ._checks import check_text as _check_text
 from ._checks import check_texts as _check_texts
+from ._compat import check_device, check_loading, dtype_name, engine_dtype
 from .model import Model, _apply_threads
 from .tokenizer import Tokenizer, _model_max_length
 
@@ -410,10 +411,18 @@ def pipeline(
     model: Union[str, os.PathLike, Model, None] = None,
     tokenizer: Union[str, os.PathLike, Tokenizer, None] = None,
     *,
-    dtype: str = "float32",
+    dtype: Any = "float32",
     threads: Optional[int] = None,
     device: Any = None,
     framework: Optional[str] = None,
+    torch_dtype: Any = None,
+    model_kwargs: Optional[Dict[str, Any]] = None,
+    device_map: Any = None,
+    config: Any = None,
+    revision: Optional[str] = None,
+    use_fast: bool = True,
+    token: Any = None,
+    trust_remote_code: Optional[bool] = None,
     **kwargs: Any,
 ) -> Pipeline:
     """transformers.pipeline for roberta.cpp: ``pipeline("fill-mask", model="models/demo")``.
@@ -423,13 +432,25 @@ def pipeline(
     infers it from config.json's architectures (a task whose C++ class a build lacks raises
     NotImplementedError). model: a local folder (or a loaded Model, with tokenizer then
     required); tokenizer: a folder or Tokenizer (default: the model's folder). dtype: "float32",
-    "bfloat16" or "int8" weights. threads: the engine's threads (process-wide). Other keyword
-    arguments (top_k, targets, truncation, ...) become defaults of every call.
+    "bfloat16", "int8" or "auto" (bf16 where the CPU multiplies it natively) weights, or
+    torch.float32 / torch.bfloat16 as transformers' dtype and torch_dtype (also in model_kwargs)
+    take them (torch_dtype="auto" keeps float32). threads: the engine's threads
+    (process-wide). revision, use_fast, token and trust_remote_code have no effect on a local
+    folder; device and device_map must name the CPU; config must be None (the folder's is read).
+    Other keyword arguments (top_k, targets, truncation, ...) become defaults of every call.
     """
     if model is None:
         raise ValueError("pipeline() needs model= (a local model folder); roberta_cpp downloads nothing")
-    if device not in (None, -1, "cpu"):
-        raise ValueError(f"device={device!r}: roberta_cpp runs on the CPU only")
+    check_device(device)
+    if device_map not in (None, "auto"):
+        check_device(device_map, "device_map")
+    if config is not None:
+        raise ValueError("config=...: roberta_cpp reads the model folder's config.json")
+    if torch_dtype is not None and model_kwargs and ("torch_dtype" in model_kwargs or "dtype" in model_kwargs):
+        raise ValueError("You cannot use both pipeline(..., torch_dtype=...) and model_kwargs={'torch_dtype': ...}; "
+                         "give it once")
+    dtype = engine_dtype(dtype)
+    dtype = check_loading({"model_kwargs": model_kwargs}, "torch", dtype_name(torch_dtype, "torch_dtype") or dtype)
     if framework not in (None, "pt", "np"):
         raise ValueError(f"framework={framework!r} is not supported")
     path = None if isinstance(model, Model) else os.fspath(model)

@@ -53,8 +53,10 @@ def make_model(work: Path, name: str, *options: str) -> Path:
     return out
 
 
-def dump_reference(model: Path, out: Path, *, texts=None, ids=None, padding="right", mask=None):
-    """tools/dump_reference.py on texts (one per line) or id lists; returns {name: array}."""
+def dump_reference(model: Path, out: Path, *, texts=None, ids=None, padding="right", mask=None, st_prompt=None):
+    """tools/dump_reference.py on texts (one per line) or id lists; returns {name: array}. st_prompt
+    (texts only): the texts as sentence-transformers' encode(prompt=st_prompt) tokenizes them,
+    stripped (--prompt --strip)."""
     if out.exists():
         shutil.rmtree(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -63,6 +65,8 @@ def dump_reference(model: Path, out: Path, *, texts=None, ids=None, padding="rig
         f = out.parent / (out.name + "-texts.txt")
         f.write_text("".join(t + "\n" for t in texts), encoding="utf-8")
         cmd += ["--text-file", str(f)]
+        if st_prompt is not None:
+            cmd += ["--strip", "--prompt", st_prompt]
     elif mask is not None:
         np.save(out.parent / (out.name + "-ids.npy"), np.asarray(ids, np.int64))
         np.save(out.parent / (out.name + "-mask.npy"), np.asarray(mask, np.int64))

@@ -85,3 +85,24 @@ def test_forward_input_errors(mlm_model):
         model.forward(np.array([[0, 2]]), heads=["sequence_classification"])
     with pytest.raises(roberta_cpp.Error):
         model.forward(np.array([[0, 2]]), np.array([[1, 2]]))
+
+
+def test_fewer_layers_in_config_than_in_the_checkpoint(work, mlm_model, batch_ids, caplog):
+    """config.json's num_hidden_layers below the checkpoint's: the first layers run, as in
+    transformers (the reference builds only those), with a warning through Python's logging."""
+    import json
+    import shutil
+
+    cut = work / "mlm-fewer-layers"
+    if cut.exists():
+        shutil.rmtree(cut)
+    shutil.copytree(mlm_model, cut)
+    config = json.loads((cut / "config.json").read_text())
+    config["num_hidden_layers"] -= 1
+    (cut / "config.json").write_text(json.dumps(config))
+    ref = dump_reference(cut, work / "dump-mlm-fewer-layers", ids=batch_ids)
+    with caplog.at_level("WARNING", logger="roberta_cpp"):
+        model = roberta_cpp.Model.from_pretrained(cut)
+    assert any("num_hidden_layers = " + str(config["num_hidden_layers"]) in r.getMessage() for r in caplog.records)
+    out = model.forward(ref["input_ids"], attention_mask=ref["attention_mask"])
+    close(out["last_hidden_state"], ref[f"hidden_states_{config['num_hidden_layers']}"], ref["attention_mask"])

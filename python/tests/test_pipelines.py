@@ -259,6 +259,23 @@ def test_pipeline_arguments_as_transformers_takes_them(mlm_model, seq_model):
         fill([MASKED[0], "no mask"])
     with pytest.raises(ValueError, match="input 2 has"):
         clf(["fine", "word " * 600])
+    # transformers' loading arguments: torch dtypes pick the weights, the hub ones change nothing
+    torch = pytest.importorskip("torch")
+    bf16 = roberta_cpp.pipeline("fill-mask", model=mlm_model, dtype="bfloat16")(MASKED[0])
+    for kwargs in (dict(torch_dtype=torch.bfloat16), dict(dtype=torch.bfloat16), dict(torch_dtype="bfloat16"),
+                   dict(model_kwargs={"torch_dtype": torch.bfloat16})):
+        assert roberta_cpp.pipeline("fill-mask", model=mlm_model, **kwargs)(MASKED[0]) == bf16, kwargs
+    same = roberta_cpp.pipeline("fill-mask", model=mlm_model, device=torch.device("cpu"), device_map="cpu",
+                                trust_remote_code=True, revision="main", use_fast=True, token=None,
+                                torch_dtype="auto")
+    assert same(MASKED[0]) == fill(MASKED[0])
+    assert roberta_cpp.pipeline("fill-mask", model=mlm_model, dtype="bf16")(MASKED[0]) == bf16  # our short names
+    for bad, match in [(dict(torch_dtype=torch.float16), "float16"), (dict(device=0), "CPU only"),
+                       (dict(torch_dtype=torch.bfloat16, model_kwargs={"torch_dtype": torch.float32}), "both"),
+                       (dict(model_kwargs={"output_attentions": True}), "output_attentions"),
+                       (dict(config={}), "config")]:
+        with pytest.raises(ValueError, match=match):
+            roberta_cpp.pipeline("fill-mask", model=mlm_model, **bad)
 
 
 def test_question_answering_matches_cli(work, roberta_binary):
@@ -316,6 +333,29 @@ def test_cross_encoder_matches_pytorch(work):
         roberta_cpp.CrossEncoder(path, num_labels=2)
     with pytest.raises(TypeError, match="num_labels must be an integer"):
         roberta_cpp.CrossEncoder(path, "bfloat16")
+    # sentence-transformers' other names: activation_fct (the old activation_fn) and num_workers
+    # (no effect) in predict / rank, default_activation_function and the other renamed arguments
+    pairs = [(query, d) for d in docs]
+    np.testing.assert_allclose(ce.predict(pairs, activation_fct=torch.nn.Sigmoid(), num_workers=2), want, atol=1e-5)
+    ranked = ce.rank(query, docs, activation_fct=torch.nn.Identity())
+    assert [r["corpus_id"] for r in ranked] == list(np.argsort(-raw, kind="stable"))
+    old = roberta_cpp.CrossEncoder(model_name=path, default_activation_function=torch.nn.Identity(),
+                                   automodel_args={"torch_dtype": "float32"}, cache_dir="/nonexistent",
+                                   classifier_dropout=0.1, device=torch.device("cpu"), backend="onnx")
+    np.testing.assert_allclose(old.predict(pairs), raw, atol=1e-4)
+    with pytest.raises(TypeError, match="unexpected keyword arguments"):
+        ce.predict(pairs, nonsense=1)
+    # the activation as sentence-transformers holds it: a torch module, callable and settable
+    fresh = roberta_cpp.CrossEncoder(path)
+    assert isinstance(fresh.activation_fn, torch.nn.Sigmoid)
+    np.testing.assert_allclose(fresh.activation_fn(torch.tensor(raw)).numpy(), want, atol=1e-6)
+    fresh.activation_fn = torch.nn.Identity()
+    np.testing.assert_allclose(fresh.predict(pairs), raw, atol=1e-4)
+    # rank's scores as predict gives them: np.float32, or 0-d tensors with convert_to_tensor
+    assert all(isinstance(r["score"], np.float32) for r in ce.rank(query, docs))
+    assert all(isinstance(r["score"], torch.Tensor) for r in ce.rank(query, docs, convert_to_tensor=True))
+    assert fresh.config.num_labels == 1 and fresh.config.id2label == {0: "LABEL_0"}
+    assert fresh.tokenizer.encode(query, docs[0]).ids == ids[0]
 
 
 def test_task_registry(mlm_model, monkeypatch):

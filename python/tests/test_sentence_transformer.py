@@ -2,12 +2,13 @@
 (tools/dump_reference.py: Transformer -> Pooling -> Dense -> Normalize), `roberta embed`, and
 sentence-transformers' quantize_embeddings rules (computed here with numpy)."""
 import json
+import shutil
 
 import numpy as np
 import pytest
 
 import roberta_cpp
-from conftest import TEXTS, dump_reference, make_model, run_cli
+from conftest import SOURCE, TEXTS, dump_reference, make_model, run_cli
 
 ATOL = 1e-5
 
@@ -109,10 +110,11 @@ def test_token_embeddings_match_pytorch(st, reference):
     assert isinstance(tokens, list) and len(tokens) == len(TEXTS)
     last = reference[f"hidden_states_{max(int(k.split('_')[-1]) for k in reference if k.startswith('hidden_states_'))}"]
     mask = reference["attention_mask"]
+    torch = pytest.importorskip("torch")  # sentence-transformers gives torch tensors here
     for i, t in enumerate(tokens):
         n = int(mask[i].sum())
-        assert t.shape == (n, 32) and t.dtype == np.float32
-        np.testing.assert_allclose(t, last[i, :n], atol=1e-4)
+        assert isinstance(t, torch.Tensor) and tuple(t.shape) == (n, 32) and t.dtype == torch.float32
+        np.testing.assert_allclose(t.numpy(), last[i, :n], atol=1e-4)
     assert st.encode(TEXTS[0], output_value="token_embeddings").shape == tokens[0].shape
 
 
@@ -126,10 +128,14 @@ def test_similarity_and_tensors(st):
     pair = st.similarity_pairwise(emb[:3], emb[1:4])
     np.testing.assert_allclose(pair, (n[:3] * n[1:4]).sum(-1), atol=1e-6)
     assert pair.shape == (3,)
-    with pytest.raises(ValueError, match="same shape"):
+    # broadcast as torch broadcasts sentence-transformers' (a * b).sum(-1): every row with the one
+    np.testing.assert_allclose(st.similarity_pairwise(emb[:3], emb[:1]), (n[:3] * n[:1]).sum(-1), atol=1e-6)
+    with pytest.raises(ValueError, match="broadcastable"):
         st.similarity_pairwise(emb[:3], emb[:2])
     with pytest.raises(TypeError, match=r"sentences\[1\] is NoneType"):
         st.encode([TEXTS[0], None])
+    with pytest.raises(TypeError, match=r"sentences\[1\] is tuple"):
+        st.encode([TEXTS[0], ("a", "b")])
     with pytest.raises(ValueError, match="batch_size must be at least 1"):
         st.encode(TEXTS, batch_size=0)
     torch = pytest.importorskip("torch")
@@ -144,3 +150,140 @@ def test_normalize_module_of_the_folder(work):
     emb = roberta_cpp.SentenceTransformer(path).encode(TEXTS)
     np.testing.assert_allclose(emb, ref["sentence_embedding"], atol=ATOL)
     np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1, atol=1e-6)
+
+
+def test_whitespace_stripped_and_prompt_left_out(work):
+    """Each prompt + text stripped (str.strip) as sentence-transformers' Transformer.tokenize does,
+    and include_prompt false leaving out the stripped prompt's tokens: against the PyTorch reference
+    run on the texts as sentence-transformers tokenizes them (dump_reference --strip --prompt)."""
+    path = make_model(work, "st-exclude-prompt", "--seed", "5", "--st-pooling", "mean", "--st-exclude-prompt",
+                      "--st-prompts", json.dumps({"query": "query: "}))
+    spaced = ["  " + TEXTS[0] + " \t", "\u3000" + TEXTS[1] + "\u00a0\u2009", "\x1f\x85A\x0b\x0c", TEXTS[3]]
+    model = roberta_cpp.SentenceTransformer(path)
+    ref = dump_reference(path, work / "dump-st-spaced", texts=spaced, st_prompt="")
+    np.testing.assert_allclose(model.encode(spaced), ref["sentence_embedding"], atol=ATOL)
+    np.testing.assert_array_equal(model.encode(spaced), model.encode([t.strip() for t in spaced]))
+    ref = dump_reference(path, work / "dump-st-query-left-out", texts=spaced, st_prompt="query: ")
+    np.testing.assert_allclose(model.encode(spaced, prompt_name="query"), ref["sentence_embedding"], atol=ATOL)
+    # every output at once: the tokens run, the prompt's length (its tokens, stripped, minus </s>)
+    out = model.encode(spaced, prompt_name="query", output_value=None)
+    ids = ref["input_ids"]
+    for i, d in enumerate(out):
+        n = int(ref["attention_mask"][i].sum())
+        assert np.asarray(d["input_ids"]).tolist() == ids[i, :n].tolist()
+        k = len(model.tokenizer.encode("query:").ids) - 1  # <s> and the prompt's tokens
+        assert d["prompt_length"] == k > 1
+        np.testing.assert_array_equal(np.asarray(d["attention_mask"]), [0] * k + [1] * (n - k))
+        np.testing.assert_allclose(np.asarray(d["sentence_embedding"]), ref["sentence_embedding"][i], atol=ATOL)
+        last = ref[f"hidden_states_{max(int(k.split('_')[-1]) for k in ref if k.startswith('hidden_states_'))}"]
+        np.testing.assert_allclose(np.asarray(d["token_embeddings"]), last[i, :n], atol=1e-4)
+    # tokenize(): padded ids and mask as the Transformer module makes them (no prompt)
+    plain = dump_reference(path, work / "dump-st-spaced-plain", texts=spaced, st_prompt="")
+    features = model.tokenize(spaced)
+    np.testing.assert_array_equal(np.asarray(features["attention_mask"]), plain["attention_mask"])
+    np.testing.assert_array_equal(np.asarray(features["input_ids"]), plain["input_ids"])
+
+
+def test_sentence_transformers_5_defaults(work, st_model):
+    """Prompts "query" / "document" always exist; a folder without modules.json reads none of the
+    sentence-transformers files (mean pooling, no prompts); an empty input gives shape (0,)."""
+    demo = roberta_cpp.SentenceTransformer(SOURCE / "models" / "demo")
+    assert demo.prompts == {"query": "", "document": ""}
+    np.testing.assert_array_equal(demo.encode("a b", prompt_name="query"), demo.encode("a b"))
+    assert roberta_cpp.SentenceTransformer(SOURCE / "models" / "demo", default_prompt_name="document").encode(
+        "x").shape == (256,)
+    st = roberta_cpp.SentenceTransformer(st_model, prompts={"query": "q: ", "other": "o: "})
+    assert st.prompts == {"query": "q: ", "document": "passage: ", "other": "o: "}  # given ones win
+    # without modules.json: a cls 1_Pooling and prompts beside the model are not read
+    bare = work / "demo-with-loose-st-files"
+    if bare.exists():
+        shutil.rmtree(bare)
+    shutil.copytree(SOURCE / "models" / "demo", bare)
+    (bare / "1_Pooling").mkdir()
+    (bare / "1_Pooling" / "config.json").write_text(json.dumps({"word_embedding_dimension": 256,
+                                                                 "pooling_mode_cls_token": True}))
+    (bare / "config_sentence_transformers.json").write_text(json.dumps({"prompts": {"query": "Q: "},
+                                                                        "similarity_fn_name": "dot"}))
+    loose = roberta_cpp.SentenceTransformer(bare)
+    np.testing.assert_array_equal(loose.encode(TEXTS), demo.encode(TEXTS))
+    assert loose.prompts == {"query": "", "document": ""} and loose.similarity_fn_name == "cosine"
+    empty = demo.encode([])
+    assert isinstance(empty, np.ndarray) and empty.shape == (0,)
+    torch = pytest.importorskip("torch")
+    assert tuple(demo.encode([], convert_to_tensor=True).shape) == (0,)
+    assert isinstance(demo.encode([], convert_to_tensor=True), torch.Tensor)
+    demo.similarity_fn_name = None  # unset reads as cosine
+    assert demo.similarity_fn_name == "cosine"
+
+
+def test_loading_and_encode_arguments(st_model):
+    """sentence-transformers' loading arguments: the hub ones change nothing, model_kwargs'
+    torch_dtype picks bfloat16 weights, what would change results and cannot be honoured is refused."""
+    torch = pytest.importorskip("torch")
+    st = roberta_cpp.SentenceTransformer(st_model)
+    same = roberta_cpp.SentenceTransformer(st_model, None, torch.device("cpu"), cache_folder="/nonexistent",
+                                           trust_remote_code=True, revision="main", local_files_only=True,
+                                           token=False, backend="onnx", config_kwargs={"classifier_dropout": 0.1})
+    np.testing.assert_array_equal(same.encode(TEXTS), st.encode(TEXTS))
+    bf16 = roberta_cpp.SentenceTransformer(st_model, model_kwargs={"torch_dtype": torch.bfloat16})
+    np.testing.assert_array_equal(bf16.encode(TEXTS),
+                                  roberta_cpp.SentenceTransformer(st_model, dtype="bfloat16").encode(TEXTS))
+    assert not np.array_equal(bf16.encode(TEXTS), st.encode(TEXTS))
+    with pytest.raises(ValueError, match="model_max_length"):
+        roberta_cpp.SentenceTransformer(st_model, tokenizer_kwargs={"model_max_length": 8})
+    with pytest.raises(ValueError, match="float16"):
+        roberta_cpp.SentenceTransformer(st_model, model_kwargs={"torch_dtype": torch.float16})
+    with pytest.raises(ValueError, match="Unsupported backend"):
+        roberta_cpp.SentenceTransformer(st_model, backend="tensorflow")
+    with pytest.raises(ValueError, match="modules"):
+        roberta_cpp.SentenceTransformer(st_model, [object()])
+    with pytest.raises(ValueError, match=r"dtype is a keyword argument here: SentenceTransformer\(path, "
+                                         r"dtype='bfloat16'\)"):
+        roberta_cpp.SentenceTransformer(st_model, "bfloat16")  # the old positional dtype
+    np.testing.assert_array_equal(roberta_cpp.SentenceTransformer(st_model, dtype=torch.bfloat16).encode(TEXTS),
+                                  bf16.encode(TEXTS))
+    with pytest.raises(ValueError, match="CPU only"):
+        roberta_cpp.SentenceTransformer(st_model, device="cuda")
+    np.testing.assert_array_equal(st.encode(TEXTS, pool=None, chunk_size=None, device="cpu:0"), st.encode(TEXTS))
+    with pytest.raises(ValueError, match="pool"):
+        st.encode(TEXTS, pool={"processes": []})
+
+
+def test_util_and_quantization_modules():
+    """roberta_cpp.util and roberta_cpp.quantization under sentence-transformers' import names,
+    against the formulas (numpy) and a brute-force search."""
+    torch = pytest.importorskip("torch")
+    from roberta_cpp import util
+    from roberta_cpp.quantization import quantize_embeddings
+
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((5, 8)).astype(np.float32), rng.standard_normal((7, 8)).astype(np.float32)
+    na, nb = a / np.linalg.norm(a, axis=1, keepdims=True), b / np.linalg.norm(b, axis=1, keepdims=True)
+    assert isinstance(util.cos_sim(a, b), torch.Tensor)
+    np.testing.assert_allclose(util.cos_sim(a, b).numpy(), na @ nb.T, atol=1e-6)
+    np.testing.assert_allclose(util.cos_sim(a[0], b).numpy(), (na[:1] @ nb.T), atol=1e-6)
+    np.testing.assert_allclose(util.dot_score(torch.from_numpy(a), list(torch.from_numpy(b))).numpy(), a @ b.T,
+                               atol=1e-5)
+    dist = np.sqrt(((a[:, None] - b[None]) ** 2).sum(-1))
+    np.testing.assert_allclose(util.euclidean_sim(a, b).numpy(), -dist, atol=1e-5)
+    np.testing.assert_allclose(util.manhattan_sim(a, b).numpy(), -np.abs(a[:, None] - b[None]).sum(-1), atol=1e-5)
+    np.testing.assert_allclose(util.pairwise_cos_sim(a, b[:5]).numpy(), (na * nb[:5]).sum(-1), atol=1e-6)
+    np.testing.assert_allclose(util.pairwise_dot_score(a, b[:5]).numpy(), (a * b[:5]).sum(-1), atol=1e-5)
+    np.testing.assert_allclose(util.pairwise_euclidean_sim(a, b[:5]).numpy(),
+                               -np.sqrt(((a - b[:5]) ** 2).sum(-1)), atol=1e-5)
+    np.testing.assert_allclose(util.pairwise_manhattan_sim(a, b[:5]).numpy(), -np.abs(a - b[:5]).sum(-1), atol=1e-5)
+    corpus = rng.standard_normal((50, 8)).astype(np.float32)
+    nc = corpus / np.linalg.norm(corpus, axis=1, keepdims=True)
+    for chunk in (500000, 7):  # one corpus chunk, and several merged
+        hits = util.semantic_search(a, corpus, top_k=6, corpus_chunk_size=chunk, query_chunk_size=2)
+        assert len(hits) == 5
+        for q, h in enumerate(hits):
+            want = np.argsort(-(na[q] @ nc.T), kind="stable")[:6]
+            assert [x["corpus_id"] for x in h] == want.tolist()
+            np.testing.assert_allclose([x["score"] for x in h], (na[q] @ nc.T)[want], atol=1e-6)
+    dot_hits = util.semantic_search(a[:1], corpus, top_k=3, score_function=util.dot_score)[0]
+    assert [x["corpus_id"] for x in dot_hits] == np.argsort(-(a[0] @ corpus.T))[:3].tolist()
+    np.testing.assert_array_equal(quantize_embeddings(a, "ubinary"), np.packbits(a > 0).reshape(5, -1))
+    # sentence-transformers also takes a list of tensors (encode(convert_to_numpy=False)'s form)
+    np.testing.assert_array_equal(quantize_embeddings(list(torch.from_numpy(a)), "ubinary"),
+                                  np.packbits(a > 0).reshape(5, -1))

@@ -10,6 +10,7 @@
 #include "pipelines/pipeline_util.h"
 #include "roberta/dev/weights.h"
 #include "roberta/error.h"
+#include "unicode.h"
 #include "util/files.h"
 
 namespace roberta {
@@ -200,8 +201,10 @@ SentenceTransformerConfig SentenceTransformerConfig::from_dir(const std::filesys
                     ErrorKind::kInvalidModel);
       }
     }
-  } else if (std::filesystem::exists(dir / "1_Pooling" / "config.json", ec)) {
-    pooling_file = dir / "1_Pooling" / "config.json";
+  } else {
+    // Without modules.json sentence-transformers builds Transformer + mean pooling from the model
+    // alone (SentenceTransformer._load_auto_model): none of its other files is read.
+    return c;
   }
   if (pooling_file) read_pooling(*pooling_file, c);
   const auto st_file = dir / "config_sentence_transformers.json";
@@ -302,14 +305,20 @@ size_t Embedder::max_tokens(const EmbedOptions& options) const {
 
 PreparedText Embedder::prepare(std::string_view text, const EmbedOptions& options) const {
   const std::string prompt = prompt_for(options);
+  // What sentence-transformers' Transformer.tokenize makes of a text: str(s).strip(), then lower()
+  // (invalid UTF-8 is left whole, for the tokenizer's error to name its byte in the text as given).
+  const auto as_tokenized = [&](std::string s) {
+    if (options.strip && !unicode::find_invalid_utf8(s)) s = pipeline::python_strip(s);
+    return config_.do_lower_case ? lowercase(s) : s;
+  };
   PreparedText p;
   // Tokens of the prompt that pooling leaves out (include_prompt false): sentence-transformers
-  // counts the prompt's tokenization minus its final </s>, so <s> is left out too.
-  if (!prompt.empty() && !config_.include_prompt)
-    p.pooling_start = tokenizer_.encode(config_.do_lower_case ? lowercase(prompt) : prompt).size() - 1;
+  // counts the prompt's tokenization (stripped as every text) minus its final </s>, so <s> is left
+  // out too.
+  if (!prompt.empty() && !config_.include_prompt) p.pooling_start = tokenizer_.encode(as_tokenized(prompt)).size() - 1;
   std::string full = prompt;
   full += text;
-  Encoding e = tokenizer_.encode(config_.do_lower_case ? lowercase(full) : full);
+  Encoding e = tokenizer_.encode(as_tokenized(std::move(full)));
   p.ids = std::move(e.ids);
   fit_length(p, options);
   return p;
@@ -326,7 +335,8 @@ PreparedText Embedder::prepare_ids(std::span<const int32_t> ids, const EmbedOpti
   if (prompt.empty()) {
     p.ids.push_back(tokenizer_.bos_id());
   } else {
-    // <s> prompt, as prepare() would tokenize it, without its </s>.
+    // <s> prompt without its </s>, the prompt tokenized as given (the server's form: ids come
+    // without the text they would be stripped with).
     p.ids = tokenizer_.encode(config_.do_lower_case ? lowercase(prompt) : prompt).ids;
     p.ids.pop_back();
     if (!config_.include_prompt) p.pooling_start = p.ids.size();

@@ -127,12 +127,23 @@ bool python_space(char32_t c) {
 }
 }  // namespace
 
+// Scans only the ends (an invalid sequence ends the scan, as a non-space character does).
 std::string python_strip(std::string_view text) {
-  const CodePoints cps(text);
-  size_t b = 0, e = cps.size();
-  while (b < e && python_space(cps.at(b))) ++b;
-  while (e > b && python_space(cps.at(e - 1))) --e;
-  return cps.slice(static_cast<int64_t>(b), static_cast<int64_t>(e));
+  size_t b = 0, e = text.size();
+  while (b < e && unicode::valid_sequence_length(text, b) != 0) {
+    size_t next = b;
+    if (!python_space(unicode::next_code_point(text, next))) break;
+    b = next;
+  }
+  while (e > b) {
+    size_t start = e - 1;  // the first byte of the last sequence: back over up to 3 continuation bytes
+    while (start > b && e - start < 4 && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) --start;
+    if (unicode::valid_sequence_length(text, start) != e - start) break;
+    size_t next = start;
+    if (!python_space(unicode::next_code_point(text, next))) break;
+    e = start;
+  }
+  return std::string(text.substr(b, e - b));
 }
 
 const Model& require_model(const std::optional<Model>& model, const char* pipeline) {

@@ -105,6 +105,7 @@ std::vector<std::span<float>> finished_rows(const EmbedRequest& req, Job& job) {
 
 EmbedOptions embed_options(State& s, const json& body) {
   EmbedOptions o;
+  o.strip = false;  // inputs are tokenized as given, as TEI does (sentence-transformers strips them)
   o.truncate = get_bool(body, "truncate", s.options.auto_truncate);
   o.truncation_side = get_truncation_side(body);
   o.prompt_name = get_string(body, "prompt_name");
@@ -159,6 +160,7 @@ Reply openai_embeddings(State& s, const Call& call) {
   EmbedRequest req{parse_inputs(body, "input", s.options.max_client_batch_size), {}, true, get_size(body, "dimensions"),
                    "input"};
   req.options.truncate = s.options.auto_truncate;
+  req.options.strip = false;  // as /embed
   const std::string format = get_string(body, "encoding_format").value_or("float");
   if (format != "float" && format != "base64")
     throw ApiError(400, ErrorType::kValidation, "`encoding_format` must be \"float\" or \"base64\"");

@@ -69,6 +69,19 @@ run_model variants-no-prefix v300 --preset small-vocab --seed 7 --no-prefix
 run_model f16-sharded v300 --preset small-vocab --seed 8 --dtype f16 --shards 3
 run_model bf16 v300 --preset small-vocab --seed 9 --dtype bf16 --no-pooler
 
+# config.json's num_hidden_layers below the checkpoint's layers (a model cut down by editing the
+# config): the first layers run, as in transformers (the reference builds only those), with a warning.
+cp -r "$work/tiny" "$work/fewer-layers"
+"$py" - "$work/fewer-layers/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1])); c["num_hidden_layers"] -= 1; json.dump(c, open(sys.argv[1], "w"))
+PY
+check fewer-layers-short "$work/fewer-layers" "$work/short-v50265.json" right
+if ! "$roberta" info --model "$work/fewer-layers" 2>&1 >/dev/null |
+    grep -q "layers; config.json's num_hidden_layers = "; then
+  echo "FAIL  fewer-layers: no warning about the unused layers"; failures=$((failures + 1))
+fi
+
 # Negative controls on the large-weights model: tanh-GELU instead of erf, and a wrong LayerNorm eps.
 cp -r "$work/large-weights" "$work/wrong-act"
 "$py" - "$work/wrong-act/config.json" <<'PY'

@@ -77,6 +77,32 @@ cp -r "$work/mean-dense-normalize" "$work/$name"
 compare "$work/$name-dump/sentence_embedding.npy" "$work/$name.jsonl" "$name" || failed+=("$name")
 grep -q "line 4 was truncated" "$work/$name.err" || failed+=("$name: no truncation warning for line 4")
 
+# Whitespace at both ends of a text, and include_prompt false with a prompt that ends in a space:
+# the reference strips each prompt + text with Python's str.strip, as sentence-transformers'
+# Transformer.tokenize does, and leaves out the tokens of the stripped prompt minus its </s>.
+{
+  printf '  The weather is lovely today. \t\n'
+  printf '\xe3\x80\x80It is sunny outside.\xc2\xa0\xe2\x80\x89\n'  # U+3000 ... U+00A0 U+2009
+  printf '\x1f\xc2\x85A\x0b\x0c\n'                                   # U+001F U+0085 A VT FF
+} > "$work/texts-spaced.txt"
+cat "$work/texts.txt" >> "$work/texts-spaced.txt"
+st_case() {  # NAME PROMPT -- MAKE_OPTIONS... -- EMBED_OPTIONS... (texts-spaced.txt, the reference stripping them)
+  local name=$1 prompt=$2
+  shift 3
+  local make=()
+  while [ "$1" != "--" ]; do make+=("$1"); shift; done
+  shift
+  "$py" "$tools/make_test_model.py" --out "$work/$name" --preset tiny --seed 43 "${make[@]}" > /dev/null
+  "$py" "$tools/dump_reference.py" --model "$work/$name" --text-file "$work/texts-spaced.txt" --strip \
+    --prompt "$prompt" --out "$work/$name-dump" --no-logits > /dev/null
+  "$roberta" embed --dtype fp32 --model "$work/$name" "$@" < "$work/texts-spaced.txt" > "$work/$name.jsonl" \
+    2> "$work/$name.err"
+  compare "$work/$name-dump/sentence_embedding.npy" "$work/$name.jsonl" "$name" || failed+=("$name")
+}
+st_case whitespace "" -- --st-pooling mean --
+st_case prompt-excluded "query: " -- --st-pooling mean,max --st-prompts '{"query": "query: "}' --st-exclude-prompt \
+  -- --prompt-name query
+
 # Negative control: without the folder's Normalize module the embeddings must differ.
 echo "negative control (must fail):"
 "$roberta" embed --dtype fp32 --model "$work/mean-dense-normalize" --no-normalize < "$work/texts.txt" > "$work/control.jsonl"

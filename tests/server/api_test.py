@@ -104,6 +104,18 @@ try:
     mean = [sum(col) / len(rows) for col in zip(*rows)] if rows else []
     _, _, raw = post_json(server, "/embed", {"inputs": "Hello world", "normalize": False})
     c.check(bool(mean) and max_diff(mean, raw[0]) <= 1e-5, "/embed_all rows average to /embed normalize=false")
+    # inputs are tokenized as given, as TEI does (sentence-transformers, and `roberta embed`, strip them)
+    spaced = "  Hello world \t"
+    _, _, spaced_tokens = post_json(server, "/tokenize", {"inputs": spaced})
+    status, _, out = post_json(server, "/embed_all", {"inputs": [spaced]})
+    c.check(status == 200 and len(out[0]) == len(spaced_tokens[0]) > len(ids),
+            f"/embed_all of a text with spaces at its ends: one row per token of /tokenize ({len(out[0])})")
+    _, _, spaced_raw = post_json(server, "/embed", {"inputs": spaced, "normalize": False})
+    _, _, openai_spaced = post_json(server, "/v1/embeddings", {"input": spaced})
+    _, _, openai_plain = post_json(server, "/v1/embeddings", {"input": "Hello world"})
+    c.check(max_diff(spaced_raw[0], raw[0]) > 1e-3
+            and max_diff(openai_spaced["data"][0]["embedding"], openai_plain["data"][0]["embedding"]) > 1e-3,
+            "/embed and /v1/embeddings keep the spaces at a text's ends")
 
     # ---- OpenAI: float and base64 (little-endian float32), usage, ids input
     status, headers, out = post_json(server, "/v1/embeddings", {"input": texts, "model": "tiny-test"})

@@ -31,6 +31,10 @@ const VARIANTS = {
   // a token added as transformers adds the entries of added_tokens.json (not special, normalized)
   added_new: [['/added_tokens/-', { id: 50265, content: '<new_tok>', single_word: false, lstrip: false, rstrip: false,
     normalized: true, special: false }]],
+  // an added token the vocabulary already has (as 'the'), declared with another id: HF matches it as
+  // an added token (splitting 'then') under the vocabulary's id
+  added_in_vocab: [['/added_tokens/-', { id: 50265, content: 'the', single_word: false, lstrip: false, rstrip: false,
+    normalized: true, special: false }]],
   // single_word: a match counts only between non-word characters (Rust regex's \w)
   single_word: [['/added_tokens/-', { id: 50265, content: 'kitty', single_word: true, lstrip: false, rstrip: false,
     normalized: true, special: false }]],
@@ -54,7 +58,7 @@ function patched(patch) {
 const TEXTS = ['hello world foo', 'hi<mask>\nyo', '<s>!!!', '\n', 'a b c d e f', 'é café  naïve', ' lead', '\u3000x y',
   'x <mask> y  ', 'don\'t  stop', '日本語 text', 'end ', 'a<new_tok>b <new_tok> c',
   // letters and digits of Unicode 15 and 16 (HF's tables are 16.0): one word, as the pre-tokenizer sees them
-  'x\u{1E030}y abc \u{10D4A}\u{10D4B} \u{11F04}z \u{10D40}\u{10D41}'];
+  'x\u{1E030}y abc \u{10D4A}\u{10D4B} \u{11F04}z \u{10D40}\u{10D41}', 'then the other'];
 const PAIRS = [['hello world foo', 'bar baz'], ['a b c', '\n d e'], ['<s>x', 'y</s> z'], ['é é é', ' q']];
 const TRUNC = [null, { max_length: 3, direction: 'left' }, { max_length: 5, direction: 'left' },
   { max_length: 6, direction: 'left', strategy: 'only_first' }, { max_length: 4, direction: 'right' }];

@@ -176,9 +176,10 @@ ST_ACTIVATIONS = {"torch.nn.modules.activation.Tanh": torch.tanh, "torch.nn.modu
 
 
 @torch.no_grad()
-def sentence_embedding(model_dir, last_hidden_state, mask):
+def sentence_embedding(model_dir, last_hidden_state, mask, prompt_length=None):
     """The sentence-transformers pipeline of a folder with modules.json, after its Transformer module:
-    Pooling (every mode, concatenated as models/Pooling.py does; include_prompt is not modelled), Dense layers
+    Pooling (every mode, concatenated as models/Pooling.py does; with include_prompt false and a
+    prompt_length, the first prompt_length tokens are masked out of every mode but cls), Dense layers
     (activation(linear(x))) and Normalize. Returns [B, D] or None without modules.json."""
     import json
     import os
@@ -196,6 +197,9 @@ def sentence_embedding(model_dir, last_hidden_state, mask):
         if kind == "Pooling":
             with open(os.path.join(folder, "config.json")) as f:
                 c = json.load(f)
+            if prompt_length is not None and not c.get("include_prompt", True):
+                mask = mask.clone()
+                mask[:, :prompt_length] = 0
             te, mk = last_hidden_state, mask.unsqueeze(-1).expand(last_hidden_state.size()).float()
             parts = []
             if c.get("pooling_mode_cls_token"):
