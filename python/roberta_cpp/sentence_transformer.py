@@ -289,8 +289,8 @@ class SentenceTransformer:
         One string gives a 1-D float32 array (dimension,); a list gives (len, dimension); an empty
         list gives an empty array of shape (0,). Each text is stripped of whitespace at both ends
         (with its prompt) and cut at max_seq_length tokens, as sentence-transformers tokenizes it.
-        prompt (a string put before each text) wins
-        over prompt_name (a key of self.prompts); neither: default_prompt_name's prompt, if any.
+        prompt (a string put before each text) wins over prompt_name (a key of self.prompts);
+        neither: default_prompt_name's prompt, if any.
         normalize_embeddings L2-normalises after truncate_dim cuts the dimensions (the folder's own
         Normalize module, if any, runs before). precision "int8"/"uint8"/"binary"/"ubinary"
         quantizes as quantize_embeddings does, with ranges from these embeddings.
