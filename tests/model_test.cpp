@@ -44,6 +44,31 @@ TEST(FillMask, ConstructorRefusesATokenizerWithoutMask) {
   EXPECT_NO_THROW(roberta::FillMask(model, roberta::Tokenizer::from_dir(kDemo)));
 }
 
+// tokenizer_config.json's clean_up_tokenization_spaces false: transformers' decode then leaves
+// " ," and " n't" as they are, in the sequence (the user's own text) and in token_str; true or
+// unset: cleaned up ("Hello, I don't").
+TEST(FillMask, CleanUpTokenizationSpacesAsTokenizerConfigSays) {
+  roberta::test::TempDir dir;
+  for (const char* name : {"keep", "clean", "unset"}) {
+    std::filesystem::create_directories(dir / name);
+    for (const char* f : {"config.json", "model.safetensors", "tokenizer.json"})
+      std::filesystem::copy_file(std::filesystem::path(kDemo) / f, dir / name / f);
+  }
+  roberta::test::write_text(dir / "keep" / "tokenizer_config.json", R"({"clean_up_tokenization_spaces": false})");
+  roberta::test::write_text(dir / "clean" / "tokenizer_config.json", R"({"clean_up_tokenization_spaces": true})");
+  const std::string text = "Hello , I do n't know <mask> !";
+  roberta::FillMaskOptions dot;
+  dot.targets = {" ."};
+  const auto keep = roberta::FillMask::load(dir / "keep");
+  EXPECT_EQ(keep(text)[0][0].sequence.rfind("Hello , I do n't know", 0), 0u) << keep(text)[0][0].sequence;
+  EXPECT_EQ(keep(text, dot)[0][0].token_str, " .");
+  for (const char* name : {"clean", "unset"}) {
+    const auto clean = roberta::FillMask::load(dir / name);
+    EXPECT_EQ(clean(text)[0][0].sequence.rfind("Hello, I don't know", 0), 0u) << clean(text)[0][0].sequence;
+    EXPECT_EQ(clean(text, dot)[0][0].token_str, ".");
+  }
+}
+
 size_t resident_bytes() {
   std::ifstream in("/proc/self/statm");
   size_t pages = 0, resident = 0;

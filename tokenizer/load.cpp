@@ -325,10 +325,12 @@ Tokenizer Tokenizer::from_dir(const std::filesystem::path& dir) {
   if (!std::filesystem::is_directory(dir, ec))
     throw Error(dir.string() + (std::filesystem::exists(dir, ec) ? ": is a file, not a model folder" : ": model folder not found"),
                 kIo);
-  // tokenizer_config.json: model_max_length, add_prefix_space and trim_offsets as transformers reads
-  // them; added_tokens.json: the tokens added to a vocab.json + merges.txt tokenizer.
+  // tokenizer_config.json: model_max_length, add_prefix_space, trim_offsets and
+  // clean_up_tokenization_spaces as transformers reads them; added_tokens.json: the tokens added to
+  // a vocab.json + merges.txt tokenizer.
   Impl::FolderSettings settings;
   std::optional<size_t> model_max_length;
+  std::optional<bool> clean_up;
   const auto config_file = dir / "tokenizer_config.json";
   if (std::filesystem::exists(config_file, ec)) {
     const std::string where = config_file.string();
@@ -342,7 +344,8 @@ Tokenizer Tokenizer::from_dir(const std::filesystem::path& dir) {
       if (n < 1e9) model_max_length = static_cast<size_t>(n);
     }
     for (auto [key, value] : {std::pair{"add_prefix_space", &settings.add_prefix_space},
-                              std::pair{"trim_offsets", &settings.trim_offsets}}) {
+                              std::pair{"trim_offsets", &settings.trim_offsets},
+                              std::pair{"clean_up_tokenization_spaces", &clean_up}}) {
       if (!config.contains(key) || config[key].is_null()) continue;
       if (!config[key].is_boolean())
         throw Error(where + ": field \"" + key + "\" must be true or false", kInvalidModel);
@@ -377,6 +380,7 @@ Tokenizer Tokenizer::from_dir(const std::filesystem::path& dir) {
   }
   Tokenizer tok(std::move(impl));
   tok.model_max_length_ = model_max_length;
+  tok.clean_up_tokenization_spaces_ = clean_up;
   return tok;
 }
 

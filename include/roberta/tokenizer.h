@@ -123,6 +123,9 @@ class Tokenizer {
   // truncate at the smaller of it and the model's position limit, as transformers and
   // sentence-transformers do.
   std::optional<size_t> model_max_length() const { return model_max_length_; }
+  // tokenizer_config.json's "clean_up_tokenization_spaces" (transformers' decode cleans " ." to "."
+  // and " n't" to "n't" when it is true), nullopt when from_dir found none.
+  std::optional<bool> clean_up_tokenization_spaces() const { return clean_up_tokenization_spaces_; }
   // Gives token i of `e` the offsets it would have as the first token of its text: HF post-processes
   // each overflowing window on its own, and with add_prefix_space its trim_offsets keeps the one
   // leading space of a text's first token. For windows cut out of one encoding (QA, token
@@ -134,6 +137,7 @@ class Tokenizer {
   explicit Tokenizer(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<const Impl> impl_;
   std::optional<size_t> model_max_length_{};
+  std::optional<bool> clean_up_tokenization_spaces_{};
 };
 
 }  // namespace roberta

@@ -24,10 +24,11 @@ EmbedOptions embed_options(std::optional<std::string> prompt, std::optional<std:
 
 // Last hidden states of texts, one (tokens, hidden) array each, in batches of `batch_size` texts.
 std::vector<Matrix> token_states(const Model& model, const Tokenizer& tok, const std::vector<std::string>& texts,
-                                 bool truncation, size_t batch_size) {
+                                 bool truncation, size_t batch_size, size_t max_length) {
   const auto positions = static_cast<size_t>(model.config().max_sequence_length());
-  EncodeOptions eo;  // truncation as transformers' tokenizer: at model_max_length when it is smaller
-  if (truncation) eo.max_length = std::min(positions, tok.model_max_length().value_or(positions));
+  EncodeOptions eo;  // truncation as transformers' tokenizer: at max_length, else at model_max_length
+  if (truncation)
+    eo.max_length = max_length ? max_length : std::min(positions, tok.model_max_length().value_or(positions));
   std::vector<Matrix> result;
   const size_t H = static_cast<size_t>(model.config().hidden_size);
   for (size_t start = 0; start < texts.size(); start += batch_size) {
@@ -204,19 +205,20 @@ void register_pipelines(py::module_& m) {
   m.def(
       "token_states",
       [](const Model& model, const Tokenizer& tok, const std::vector<std::string>& texts, bool truncation,
-         size_t batch_size) {
+         size_t batch_size, size_t max_length) {
         std::vector<Matrix> states;
         {
           py::gil_scoped_release nogil;
-          states = token_states(model, tok, texts, truncation, std::max<size_t>(1, batch_size));
+          states = token_states(model, tok, texts, truncation, std::max<size_t>(1, batch_size), max_length);
         }
         py::list out;
         for (Matrix& s : states) out.append(to_numpy(std::move(s)));
         return out;
       },
       py::arg("model"), py::arg("tokenizer"), py::arg("texts"), py::arg("truncation") = false,
-      py::arg("batch_size") = 32,
-      "The last hidden state of each text, (tokens, hidden) float32 each (feature extraction).");
+      py::arg("batch_size") = 32, py::arg("max_length") = 0,
+      "The last hidden state of each text, (tokens, hidden) float32 each (feature extraction); with truncation,\n"
+      "cut at max_length tokens (0: the tokenizer's model_max_length, at most the model's positions).");
 }
 
 }  // namespace roberta::python

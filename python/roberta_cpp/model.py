@@ -33,6 +33,17 @@ def _int_array(name: str, value: Any) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.int64)
 
 
+class Config(dict):
+    """config.json's fields, read as a dict (config["id2label"]) or as attributes (config.id2label,
+    as transformers' PretrainedConfig)."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"config has no field {name!r}") from None
+
+
 class Model:
     """A RoBERTa-family encoder (RobertaModel / ForMaskedLM / ForSequenceClassification /
     ForTokenClassification / ForQuestionAnswering checkpoints, data2vec-text, prelayernorm).
@@ -58,9 +69,10 @@ class Model:
         return cls(_core.Model(os.fspath(path), dtype))
 
     @property
-    def config(self) -> Dict[str, Any]:
-        """The config.json fields the engine uses (hidden_size, id2label, pad_token_id, ...)."""
-        return self._model.config
+    def config(self) -> "Config":
+        """The config.json fields the engine uses (hidden_size, id2label, pad_token_id, ...), as a
+        dict and as attributes (model.config.id2label, as transformers' config reads)."""
+        return Config(self._model.config)
 
     def has_head(self, head: str) -> bool:
         """masked_lm, pooler, sequence_classification, token_classification or question_answering."""

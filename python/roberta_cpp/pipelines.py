@@ -51,6 +51,20 @@ class Pipeline:
         return dict(kwargs)
 
     _parameters: Sequence[str] = ()
+    framework = "pt"  # what transformers' pipelines report; the engine is C++ on the CPU
+
+    @property
+    def device(self) -> Any:
+        """The CPU (a torch.device where torch is installed, as transformers gives it)."""
+        try:
+            import torch
+        except ImportError:
+            return "cpu"
+        return torch.device("cpu")
+
+    def predict(self, X: Any) -> Any:
+        """transformers' scikit-learn style alias of calling the pipeline."""
+        return self(X)
 
     def __call__(self, inputs: Union[str, Sequence[str]], *args: Any, batch_size: Optional[int] = None,
                  num_workers: Optional[int] = None, **kwargs: Any) -> Any:
@@ -134,8 +148,11 @@ class FeatureExtractionPipeline(Pipeline):
 
     Each result is a nested list of Python floats of shape [1, tokens, hidden] (tokens include
     <s> and </s>), or with return_tensors=True a float32 numpy array (1, tokens, hidden) (where
-    transformers gives a torch tensor). truncation=True cuts texts to the model's maximum;
-    otherwise a longer text raises InvalidInputError. tokenize_kwargs may hold "truncation".
+    transformers gives a torch tensor). truncation=True (or "longest_first" / "only_first") cuts
+    texts to the model's maximum, or to tokenize_kwargs' max_length (which alone also truncates, as
+    the tokenizer does); otherwise a longer text raises InvalidInputError. tokenize_kwargs may hold
+    "truncation", "max_length" and "padding" (accepted: each text's states come unpadded, where
+    transformers pads a batch of several to its longest).
     """
 
     task = "feature-extraction"
@@ -149,11 +166,20 @@ class FeatureExtractionPipeline(Pipeline):
                 raise ValueError("truncation parameter defined twice (given as keyword argument as well as in "
                                  "tokenize_kwargs)")
             tokenize_kwargs["truncation"] = truncation
-        unknown = set(tokenize_kwargs) - {"truncation"}
+        unknown = set(tokenize_kwargs) - {"truncation", "max_length", "padding"}
         if unknown:
-            raise ValueError(f"tokenize_kwargs {sorted(unknown)} are not supported by roberta_cpp's feature-extraction")
-        states = _core.token_states(self.model._model, self.tokenizer, texts,
-                                    bool(tokenize_kwargs.get("truncation", False)), batch_size)
+            raise ValueError(f"tokenize_kwargs {sorted(unknown)} are not supported by roberta_cpp's feature-extraction "
+                             f"(it takes truncation, max_length, padding)")
+        # the tokenizer's strategies: a single text truncates the same way under each of them
+        cut = tokenize_kwargs.get("truncation", False)
+        if cut not in (True, False, None, "longest_first", "only_first", "do_not_truncate"):
+            raise ValueError(f"truncation={cut!r}: not one of True, False, 'longest_first', 'only_first', "
+                             f"'do_not_truncate'")
+        max_length = tokenize_kwargs.get("max_length")
+        max_length = 0 if max_length is None else _check_count(max_length, "max_length", 3)
+        # (transformers' tokenizer: max_length without truncation truncates, longest_first)
+        cut = cut not in (False, None, "do_not_truncate") or (max_length > 0 and "truncation" not in tokenize_kwargs)
+        states = _core.token_states(self.model._model, self.tokenizer, texts, bool(cut), batch_size, max_length)
         if return_tensors:
             return [s[None, :, :] for s in states]
         return [[s.tolist()] for s in states]
@@ -162,7 +188,8 @@ class FeatureExtractionPipeline(Pipeline):
 class TextClassificationPipeline(Pipeline):
     """transformers' TextClassificationPipeline ("text-classification", "sentiment-analysis").
 
-    Inputs: a text, {"text": ..., "text_pair": ...}, or a list of either. Without top_k the result
+    Inputs: a text, {"text": ..., "text_pair": ...}, or a list of either (and transformers' legacy
+    pair form: [[[text, pair]]] is one pair; [[text, pair]] is refused, as there). Without top_k the result
     is the best label as {"label": str, "score": float} (and a single text gives a one-element
     list of it, as transformers does); with top_k=k a list of the k best, with top_k=None every
     label, best first. function_to_apply: "default" (regression: none; one label or
@@ -197,9 +224,12 @@ class TextClassificationPipeline(Pipeline):
                 pairs.append((text, pair))
             elif isinstance(item, str):
                 pairs.append((_check_text(item, f"inputs[{i}]"), None))
-            elif isinstance(item, (list, tuple)) and len(item) == 2 and all(isinstance(t, str) for t in item):
-                _check_texts(list(item), f"inputs[{i}]")
-                pairs.append((item[0], item[1]))
+            elif (isinstance(item, list) and len(item) == 1 and isinstance(item[0], list) and len(item[0]) == 2
+                  and all(isinstance(t, str) for t in item[0])):
+                # transformers' legacy pair form [[text, pair]] as one input ([[[a, b]]] as a call);
+                # a plain [a, b] input is refused there as here
+                _check_texts(list(item[0]), f"inputs[{i}]")
+                pairs.append((item[0][0], item[0][1]))
             else:
                 raise ValueError('The pipeline received invalid inputs, if you are trying to send text pairs, you can '
                                  'try to send a dictionary `{"text": "My text", "text_pair": "My pair"}` in order to '
@@ -476,4 +506,4 @@ def pipeline(
     if entry.head and not loaded.has_head(entry.head):
         raise _core.ModelError(f"{path or 'the model'}: the checkpoint has no {entry.head} head, so it cannot run "
                                f"the {name} pipeline")
-    return entry.pipeline_class(loaded, tok, task=name, **kwargs)
+    return entry.pipeline_class(loaded, tok, task=task, **kwargs)

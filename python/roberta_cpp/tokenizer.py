@@ -60,7 +60,69 @@ class Tokenizer(_core.Tokenizer):
         model_max_length comes from tokenizer_config.json, else from config.json."""
         tok = cls(os.fspath(path))
         tok._model_max_length = _model_max_length(os.fspath(path))
+        tok.name_or_path = os.fspath(path)
         return tok
+
+    # transformers' names for the special tokens (RoBERTa's <s> is both bos and cls, </s> both eos
+    # and sep) and for id <-> token conversion.
+    name_or_path: str = ""
+    is_fast = True
+
+    @property
+    def bos_token(self) -> Optional[str]:
+        return self.id_to_token(self.bos_token_id)
+
+    @property
+    def eos_token(self) -> Optional[str]:
+        return self.id_to_token(self.eos_token_id)
+
+    @property
+    def pad_token(self) -> Optional[str]:
+        return self.id_to_token(self.pad_token_id)
+
+    @property
+    def mask_token(self) -> Optional[str]:
+        return None if self.mask_token_id is None else self.id_to_token(self.mask_token_id)
+
+    @property
+    def unk_token_id(self) -> Optional[int]:
+        return self.token_to_id("<unk>")
+
+    @property
+    def unk_token(self) -> Optional[str]:
+        return None if self.unk_token_id is None else "<unk>"
+
+    cls_token = bos_token
+    sep_token = eos_token
+
+    @property
+    def cls_token_id(self) -> int:
+        return self.bos_token_id
+
+    @property
+    def sep_token_id(self) -> int:
+        return self.eos_token_id
+
+    @property
+    def vocab_size(self) -> int:
+        return self.get_vocab_size()
+
+    def __len__(self) -> int:
+        return self.get_vocab_size()
+
+    def convert_ids_to_tokens(self, ids: Any, skip_special_tokens: bool = False) -> Any:
+        """One id gives its token, a list of ids a list of tokens (special ones left out with
+        skip_special_tokens), as transformers' tokenizers."""
+        if isinstance(ids, (int, np.integer)) and not isinstance(ids, bool):
+            return self.id_to_token(int(ids))
+        return [self.id_to_token(int(i)) for i in ids if not (skip_special_tokens and self.is_special(int(i)))]
+
+    def convert_tokens_to_ids(self, tokens: Any) -> Any:
+        """One token gives its id (the <unk> id when it is not in the vocabulary), a list a list."""
+        if isinstance(tokens, str):
+            found = self.token_to_id(tokens)
+            return found if found is not None else self.unk_token_id
+        return [self.convert_tokens_to_ids(t) for t in tokens]
 
     @classmethod
     def from_file(cls, path: Union[str, os.PathLike]) -> "Tokenizer":

@@ -2,6 +2,7 @@
 formats, compared with `roberta fill-mask --json` and with PyTorch reference logits
 (tools/dump_reference.py) put through transformers' post-processing rules, written out here."""
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -83,6 +84,16 @@ def test_feature_extraction_matches_pytorch(work, mlm_model):
     with pytest.raises(ValueError, match="truncation=True"):
         fe(long_text)
     assert len(fe(long_text, truncation=True)[0]) == 512
+    with pytest.raises(ValueError, match="truncation=True"):  # a strategy that does not cut
+        fe(long_text, tokenize_kwargs={"truncation": "do_not_truncate"})
+    # tokenize_kwargs' max_length, as transformers' tokenizer cuts: the first 15 tokens, then </s>
+    ids = roberta_cpp.Tokenizer.from_pretrained(mlm_model).encode(TEXTS[4]).ids
+    cut = dump_reference(mlm_model, work / "dump-fe-cut", ids=[ids[:15] + [2]])
+    for kwargs in ({"truncation": True, "max_length": 16}, {"max_length": 16}, {"truncation": "only_first",
+                                                                               "max_length": 16, "padding": True}):
+        got = fe(TEXTS[4], tokenize_kwargs=kwargs, return_tensors=True)
+        assert got.shape == (1, 16, 32), kwargs
+        np.testing.assert_allclose(got[0], cut["hidden_states_2"][0], atol=1e-4)
 
 
 @pytest.fixture(scope="module")
@@ -109,6 +120,10 @@ def test_text_classification_matches_pytorch(work, seq_model):
     assert [d["label"] for d in unsorted] == labels
     pair = clf({"text": "A man plays.", "text_pair": "Someone makes music."})
     assert set(pair) == {"label", "score"}
+    # transformers' input forms of a pair: [[[a, b]]] is one pair (its legacy form), [[a, b]] is refused
+    assert clf([[["A man plays.", "Someone makes music."]]]) == [pair]
+    with pytest.raises(ValueError, match="text_pair"):
+        clf([["A man plays.", "Someone makes music."]])
     raw = clf(TEXTS[0], function_to_apply="none", top_k=None)
     assert {d["label"]: d["score"] for d in raw} == pytest.approx(dict(zip(labels, ref["sequence_logits"][0])), abs=1e-4)
 
@@ -356,6 +371,29 @@ def test_cross_encoder_matches_pytorch(work):
     assert all(isinstance(r["score"], torch.Tensor) for r in ce.rank(query, docs, convert_to_tensor=True))
     assert fresh.config.num_labels == 1 and fresh.config.id2label == {0: "LABEL_0"}
     assert fresh.tokenizer.encode(query, docs[0]).ids == ids[0]
+
+
+def test_pipeline_attributes_as_transformers(seq_model, mlm_model):
+    """What code around a transformers pipeline reads: the task as given, model.config's fields as
+    attributes, the tokenizer's special tokens (those of tokenizer.json), device, predict."""
+    clf = roberta_cpp.pipeline("sentiment-analysis", model=seq_model)
+    assert clf.task == "sentiment-analysis"  # the name given, as transformers keeps it
+    assert clf.model.config.id2label == {0: "NEGATIVE", 1: "POSITIVE"} == clf.model.config["id2label"]
+    assert clf.model.config.num_labels == 2
+    with pytest.raises(AttributeError, match="no field"):
+        clf.model.config.no_such_field
+    assert clf.predict(TEXTS[0]) == clf(TEXTS[0]) and str(clf.device) == "cpu" and clf.framework == "pt"
+    tok = roberta_cpp.pipeline("fill-mask", model=mlm_model).tokenizer
+    with open(Path(mlm_model) / "tokenizer.json", encoding="utf-8") as f:
+        added = {t["content"]: t["id"] for t in json.load(f)["added_tokens"]}
+    assert (tok.mask_token, tok.cls_token, tok.sep_token, tok.bos_token, tok.eos_token, tok.pad_token,
+            tok.unk_token) == ("<mask>", "<s>", "</s>", "<s>", "</s>", "<pad>", "<unk>")
+    assert (tok.mask_token_id, tok.cls_token_id, tok.sep_token_id, tok.unk_token_id) == (
+        added["<mask>"], added["<s>"], added["</s>"], added["<unk>"])
+    assert tok.convert_ids_to_tokens([added["<s>"], added["<mask>"]]) == ["<s>", "<mask>"]
+    assert tok.convert_ids_to_tokens(added["<s>"]) == "<s>" and tok.convert_tokens_to_ids("<mask>") == added["<mask>"]
+    assert tok.convert_tokens_to_ids(["no such token here"]) == [added["<unk>"]]
+    assert tok.is_fast and tok.name_or_path == str(mlm_model) and len(tok) == tok.vocab_size > added["<mask>"]
 
 
 def test_task_registry(mlm_model, monkeypatch):

@@ -123,6 +123,10 @@ std::vector<std::vector<FillMaskCandidate>> FillMask::finish(const Prepared& tex
     if (allowed.empty()) throw Error("none of the targets is a token of the vocabulary");
   }
   const bool single_mask = mask_rows.size() == 1;
+  // As transformers' decode: cleaned up unless tokenizer_config.json turns it off. (When the file
+  // does not say, transformers before 4.45 cleaned up; 4.45 made an unset value false,
+  // huggingface/transformers#31938. We keep cleaning up then.)
+  const bool clean_up = tokenizer_.clean_up_tokenization_spaces().value_or(true);
   const size_t V = logits_rows.cols;
   std::vector<std::vector<FillMaskCandidate>> results;
   for (size_t m = 0; m < mask_rows.size(); ++m) {
@@ -146,12 +150,13 @@ std::vector<std::vector<FillMaskCandidate>> FillMask::finish(const Prepared& tex
       c.token = candidates[i];
       c.score = static_cast<float>(std::exp(static_cast<double>(logits[c.token]) - max) / sum);
       const int32_t one[1] = {c.token};
-      c.token_str = clean_up_tokenization_spaces(tokenizer_.decode(one));
+      c.token_str = clean_up ? clean_up_tokenization_spaces(tokenizer_.decode(one)) : tokenizer_.decode(one);
       std::vector<int32_t> filled = enc.ids;
       filled[mask_rows[m]] = c.token;
       // As transformers: <pad> tokens (written in the text, or the prediction) are left out.
       std::erase(filled, tokenizer_.pad_id());
-      c.sequence = clean_up_tokenization_spaces(tokenizer_.decode(filled, single_mask));
+      c.sequence = clean_up ? clean_up_tokenization_spaces(tokenizer_.decode(filled, single_mask))
+                            : tokenizer_.decode(filled, single_mask);
       list.push_back(std::move(c));
     }
     results.push_back(std::move(list));
