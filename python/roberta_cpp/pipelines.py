@@ -210,6 +210,8 @@ class TextClassificationPipeline(Pipeline):
                  **kwargs: Any) -> Any:
         params = {**self._defaults, **self._check_parameters(kwargs)}
         self._call_batch_size(batch_size)  # checked; the classifier runs passes of up to 16,384 tokens
+        if _is_stream(inputs):  # a generator or dataset of inputs: answered as a list
+            inputs = list(inputs)
         single = not isinstance(inputs, list)
         items = [inputs] if single else list(inputs)
         pairs = []
@@ -384,6 +386,8 @@ def _qa_examples(args: tuple, question: Any, context: Any) -> tuple:
     if len(args) != 1:
         raise ValueError("pass question= and context=, a {'question', 'context'} dict or a list of them")
     item = args[0]
+    if _is_stream(item):  # a generator or dataset of examples: answered as a list
+        item = list(item)
     items = item if isinstance(item, (list, tuple)) else [item]
     examples = []
     for x in items:
@@ -392,6 +396,12 @@ def _qa_examples(args: tuple, question: Any, context: Any) -> tuple:
         examples.append((x["question"], x["context"]))
     single = not isinstance(item, (list, tuple)) or len(items) == 1
     return examples, single
+
+
+def _is_stream(inputs: Any) -> bool:
+    """A generator, iterator or dataset of inputs (what transformers' pipelines stream), as
+    opposed to one input (a str, dict or tuple) or a list."""
+    return hasattr(inputs, "__iter__") and not isinstance(inputs, (str, bytes, dict, tuple, list))
 
 
 @dataclass(frozen=True)

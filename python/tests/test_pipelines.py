@@ -122,6 +122,7 @@ def test_text_classification_matches_pytorch(work, seq_model):
     assert set(pair) == {"label", "score"}
     # transformers' input forms of a pair: [[[a, b]]] is one pair (its legacy form), [[a, b]] is refused
     assert clf([[["A man plays.", "Someone makes music."]]]) == [pair]
+    assert clf(t for t in TEXTS[:2]) == results[:2]  # a generator of inputs, as transformers streams them
     with pytest.raises(ValueError, match="text_pair"):
         clf([["A man plays.", "Someone makes music."]])
     raw = clf(TEXTS[0], function_to_apply="none", top_k=None)
@@ -187,6 +188,8 @@ def test_question_answering_format(work):
     assert [t["score"] for t in top] == sorted((t["score"] for t in top), reverse=True)
     two = qa(question=["Who am I?", "Where?"], context=context)
     assert isinstance(two, list) and len(two) == 2
+    # a generator of examples, as transformers streams them (answered here as a list)
+    assert qa({"question": q, "context": context} for q in ["Who am I?", "Where?"]) == two
     # transformers' QuestionAnsweringPipeline: exactly one example, however given, gives its answer
     assert qa(question=["Where do I live?"], context=[context]) == a
     assert qa(question="Where do I live?", context=context, batch_size=4, num_workers=0) == a
