@@ -17,7 +17,9 @@ const char* error_kind_name(ErrorKind kind) {
 namespace {
 std::mutex warning_mutex;
 WarningHandler& warning_handler() {
-  static WarningHandler handler = [](const std::string& message) { std::cerr << "warning: " << message << "\n"; };
+  static WarningHandler handler = [](const std::string& message) {
+    std::cerr << ("warning: " + message + "\n");  // one write: lines of threads warning at once stay whole
+  };
   return handler;
 }
 }  // namespace

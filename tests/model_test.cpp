@@ -3,7 +3,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -67,6 +69,31 @@ TEST(FillMask, CleanUpTokenizationSpacesAsTokenizerConfigSays) {
     EXPECT_EQ(clean(text)[0][0].sequence.rfind("Hello, I don't know", 0), 0u) << clean(text)[0][0].sequence;
     EXPECT_EQ(clean(text, dot)[0][0].token_str, ".");
   }
+}
+
+// A checkpoint with more layers than config.json's num_hidden_layers loads its first layers, as
+// transformers does, and says so through the warning handler (an empty one drops the warning).
+TEST(Model, LayersBeyondNumHiddenLayersAreAWarning) {
+  roberta::test::TempDir dir;
+  std::filesystem::create_directories(dir / "cut");
+  for (const char* f : {"model.safetensors", "tokenizer.json"})
+    std::filesystem::copy_file(std::filesystem::path(kDemo) / f, dir / "cut" / f);
+  auto config = nlohmann::json::parse(read(kDemo + "/config.json"));
+  const int layers = config["num_hidden_layers"].get<int>();
+  config["num_hidden_layers"] = layers - 2;
+  roberta::test::write_text(dir / "cut" / "config.json", config.dump());
+  std::vector<std::string> warnings;
+  roberta::set_warning_handler([&warnings](const std::string& m) { warnings.push_back(m); });
+  const roberta::Model model = roberta::Model::load(dir / "cut");
+  roberta::set_warning_handler({});
+  EXPECT_NO_THROW(roberta::Model::load(dir / "cut"));  // dropped, not called
+  roberta::set_warning_handler([](const std::string& m) { std::cerr << ("warning: " + m + "\n"); });
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("num_hidden_layers = " + std::to_string(layers - 2)), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("encoder.layer." + std::to_string(layers - 2) + " to " + std::to_string(layers - 1)),
+            std::string::npos)
+      << warnings[0];
+  EXPECT_EQ(model.config().num_hidden_layers, layers - 2);
 }
 
 size_t resident_bytes() {

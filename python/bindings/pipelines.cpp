@@ -28,7 +28,7 @@ std::vector<Matrix> token_states(const Model& model, const Tokenizer& tok, const
   const auto positions = static_cast<size_t>(model.config().max_sequence_length());
   EncodeOptions eo;  // truncation as transformers' tokenizer: at max_length, else at model_max_length
   if (truncation)
-    eo.max_length = max_length ? max_length : std::min(positions, tok.model_max_length().value_or(positions));
+    eo.max_length = std::min(positions, max_length ? max_length : tok.model_max_length().value_or(positions));
   std::vector<Matrix> result;
   const size_t H = static_cast<size_t>(model.config().hidden_size);
   for (size_t start = 0; start < texts.size(); start += batch_size) {

@@ -5,10 +5,6 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
-# Arguments about downloading, caching, remote code and model cards: a local folder is read as it is.
-HUB_ARGUMENTS = ("cache_folder", "revision", "token", "use_auth_token", "local_files_only", "trust_remote_code",
-                 "model_card_data")
-
 # Keys of model_kwargs / tokenizer_kwargs / config_kwargs that change nothing at inference here.
 _MOOT_KEYS = {
     "model_kwargs": {"attn_implementation", "low_cpu_mem_usage", "device_map"},
@@ -72,6 +68,8 @@ def check_loading(kwargs_by_name: Dict[str, Optional[Dict[str, Any]]], backend: 
             raise ValueError(f"{name} keys {sorted(keys)} are not supported by roberta_cpp (it accepts "
                              f"{sorted(accepted)})")
         if name == "model_kwargs":
+            if value.get("device_map") not in (None, "auto"):
+                check_device(value["device_map"], "model_kwargs['device_map']")
             for key in ("torch_dtype", "dtype"):
                 chosen = dtype_name(value.get(key), f"model_kwargs[{key!r}]")
                 if chosen is not None:

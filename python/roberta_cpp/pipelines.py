@@ -8,6 +8,7 @@ TokenClassifier, QuestionAnswerer). A task whose C++ class a build lacks raises 
 """
 from __future__ import annotations
 
+import collections.abc
 import json
 import logging
 import os
@@ -177,8 +178,9 @@ class FeatureExtractionPipeline(Pipeline):
                              f"'do_not_truncate'")
         max_length = tokenize_kwargs.get("max_length")
         max_length = 0 if max_length is None else _check_count(max_length, "max_length", 3)
-        # (transformers' tokenizer: max_length without truncation truncates, longest_first)
-        cut = cut not in (False, None, "do_not_truncate") or (max_length > 0 and "truncation" not in tokenize_kwargs)
+        # (transformers' tokenizer: max_length without truncation or padding truncates, longest_first)
+        cut = cut not in (False, None, "do_not_truncate") or (
+            max_length > 0 and "truncation" not in tokenize_kwargs and not tokenize_kwargs.get("padding", False))
         states = _core.token_states(self.model._model, self.tokenizer, texts, bool(cut), batch_size, max_length)
         if return_tensors:
             return [s[None, :, :] for s in states]
@@ -211,12 +213,12 @@ class TextClassificationPipeline(Pipeline):
         params = {**self._defaults, **self._check_parameters(kwargs)}
         self._call_batch_size(batch_size)  # checked; the classifier runs passes of up to 16,384 tokens
         if _is_stream(inputs):  # a generator or dataset of inputs: answered as a list
-            inputs = list(inputs)
+            inputs = _streamed(inputs)
         single = not isinstance(inputs, list)
         items = [inputs] if single else list(inputs)
         pairs = []
         for i, item in enumerate(items):
-            if isinstance(item, dict):
+            if isinstance(item, collections.abc.Mapping):
                 if "text" not in item:
                     raise ValueError(f"inputs[{i}] is a dict without \"text\"")
                 text, pair = item["text"], item.get("text_pair")
@@ -386,22 +388,32 @@ def _qa_examples(args: tuple, question: Any, context: Any) -> tuple:
     if len(args) != 1:
         raise ValueError("pass question= and context=, a {'question', 'context'} dict or a list of them")
     item = args[0]
-    if _is_stream(item):  # a generator or dataset of examples: answered as a list
-        item = list(item)
+    streamed = _is_stream(item)
+    if streamed:  # a generator or dataset of examples: answered as a list
+        item = _streamed(item)
     items = item if isinstance(item, (list, tuple)) else [item]
     examples = []
     for x in items:
         if not isinstance(x, dict) or "question" not in x or "context" not in x:
             raise ValueError("each input must be a dict with 'question' and 'context'")
         examples.append((x["question"], x["context"]))
-    single = not isinstance(item, (list, tuple)) or len(items) == 1
+    single = not streamed and (not isinstance(item, (list, tuple)) or len(items) == 1)
     return examples, single
 
 
 def _is_stream(inputs: Any) -> bool:
-    """A generator, iterator or dataset of inputs (what transformers' pipelines stream), as
-    opposed to one input (a str, dict or tuple) or a list."""
-    return hasattr(inputs, "__iter__") and not isinstance(inputs, (str, bytes, dict, tuple, list))
+    """A generator, iterator or dataset of inputs (what transformers' pipelines stream, map-style
+    datasets such as KeyDataset too), as opposed to one input (a str, a mapping, a tuple) or a list."""
+    if isinstance(inputs, (str, bytes, tuple, list, collections.abc.Mapping)):
+        return False
+    return hasattr(inputs, "__iter__") or (hasattr(inputs, "__getitem__") and hasattr(inputs, "__len__"))
+
+
+def _streamed(inputs: Any) -> List[Any]:
+    """The items of a stream (_is_stream): iterated, or indexed 0 .. len - 1."""
+    if hasattr(inputs, "__iter__"):
+        return list(inputs)
+    return [inputs[i] for i in range(len(inputs))]
 
 
 @dataclass(frozen=True)
@@ -472,9 +484,10 @@ def pipeline(
     infers it from config.json's architectures (a task whose C++ class a build lacks raises
     NotImplementedError). model: a local folder (or a loaded Model, with tokenizer then
     required); tokenizer: a folder or Tokenizer (default: the model's folder). dtype: "float32",
-    "bfloat16", "int8" or "auto" (bf16 where the CPU multiplies it natively) weights, or
-    torch.float32 / torch.bfloat16 as transformers' dtype and torch_dtype (also in model_kwargs)
-    take them (torch_dtype="auto" keeps float32). threads: the engine's threads
+    "bfloat16", "int8" or "auto" (roberta_cpp's: bf16 where the CPU multiplies it natively, not
+    transformers' checkpoint dtype) weights, or torch.float32 / torch.bfloat16 as transformers'
+    dtype and torch_dtype (also in model_kwargs) take them (torch_dtype="auto" keeps float32).
+    threads: the engine's threads
     (process-wide). revision, use_fast, token and trust_remote_code have no effect on a local
     folder; device and device_map must name the CPU; config must be None (the folder's is read).
     Other keyword arguments (top_k, targets, truncation, ...) become defaults of every call.

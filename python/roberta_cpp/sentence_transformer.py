@@ -213,6 +213,7 @@ class SentenceTransformer:
         self.similarity_fn_name = similarity_fn_name if similarity_fn_name is not None else _folder_similarity(path)
         self._tokenizer = Tokenizer(self._embedder.tokenizer)
         self._tokenizer._model_max_length = _model_max_length(path)
+        self._tokenizer.name_or_path = path
 
     # ---- properties of sentence-transformers' SentenceTransformer
     @property
@@ -402,14 +403,16 @@ class SentenceTransformer:
 
     def encode_query(self, sentences: Union[str, Sequence[str]], prompt_name: Optional[str] = None,
                      prompt: Optional[str] = None, **kwargs: Any) -> Any:
-        """encode() with the "query" prompt when the model has one and no prompt is given."""
+        """encode() with the "query" prompt (empty unless the folder or the caller set one) when no
+        prompt is given."""
         if prompt_name is None and prompt is None and "query" in self.prompts:
             prompt_name = "query"
         return self.encode(sentences, prompt_name=prompt_name, prompt=prompt, **kwargs)
 
     def encode_document(self, sentences: Union[str, Sequence[str]], prompt_name: Optional[str] = None,
                         prompt: Optional[str] = None, **kwargs: Any) -> Any:
-        """encode() with the "document" prompt when the model has one and no prompt is given."""
+        """encode() with the "document" prompt (empty unless the folder or the caller set one) when no
+        prompt is given."""
         if prompt_name is None and prompt is None and "document" in self.prompts:
             prompt_name = "document"
         return self.encode(sentences, prompt_name=prompt_name, prompt=prompt, **kwargs)
