@@ -96,13 +96,22 @@ std::optional<std::string> get_string(const json& body, const char* field) {
   return v->get<std::string>();
 }
 
-std::string input_message(const std::string& message, bool batch, size_t i, const std::string& field) {
-  const std::string name = batch ? field + "[" + std::to_string(i) + "]" : field;
+namespace {
+std::string message_naming(const std::string& message, const std::string& name, bool prefix) {
   std::string m = message;
   if (const size_t hint = m.find("(set truncation to cut it)"); hint != std::string::npos)
     m.replace(hint, std::string::npos, "(send \"truncate\": true to cut it)");
   if (m.starts_with("input 1 ") || m.starts_with("input 1:")) return name + m.substr(7);
-  return batch ? name + ": " + m : m;
+  return prefix ? name + ": " + m : m;
+}
+}  // namespace
+
+std::string input_message(const std::string& message, bool batch, size_t i, const std::string& field) {
+  return message_naming(message, batch ? field + "[" + std::to_string(i) + "]" : field, batch);
+}
+
+std::string named_input_message(const std::string& message, const std::string& name) {
+  return message_naming(message, name, true);
 }
 
 Side get_truncation_side(const json& body) {

@@ -41,6 +41,8 @@ ApiError api_error(const Error& e);
 // request does: "inputs[2]: no <mask> in the text"; the library's own "input 1 ..." of a pipeline
 // that saw this input alone becomes "inputs[2] ..." ("inputs ..." for a single input).
 std::string input_message(const std::string& message, bool batch, size_t i, const std::string& field = "inputs");
+// The same with the input's full name given ("inputs.sentences[0]: ...").
+std::string named_input_message(const std::string& message, const std::string& name);
 
 // Error bodies: {"error": message, "error_type": type} on TEI's routes; OpenAI's
 // {"error": {"message", "type", "param", "code"}} on /v1/* and /embeddings.

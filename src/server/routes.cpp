@@ -1,7 +1,8 @@
-// The route handlers of TEI's /embed, /embed_all, /tokenize, /decode, /info, /health, /metrics and
-// OpenAI's /v1/embeddings and /v1/models, and the table of every route (/predict, /rerank and
-// /fill_mask are in task_routes.cpp).
+// The route handlers of TEI's /embed, /embed_all, /similarity, /tokenize, /decode, /info, /health
+// (also GET / and /ping), /metrics and POST / (/invocations), OpenAI's /v1/embeddings and /v1/models,
+// and the table of every route (/predict, /rerank and /fill_mask are in task_routes.cpp).
 #include <algorithm>
+#include <cmath>
 #include <thread>
 
 #include "server/handlers.h"
@@ -53,7 +54,8 @@ struct EmbedRequest {
   EmbedOptions options;
   bool normalize = true;
   std::optional<size_t> dimensions;
-  std::string field = "inputs";  // the request's name of the inputs, for errors
+  std::string field = "inputs";    // the request's name of the inputs, for errors
+  std::vector<std::string> names;  // or each input's own name ("inputs.sentences[0]")
 };
 
 // Prepares every input on this thread, queues them as one Job and waits for its rows.
@@ -69,7 +71,9 @@ Queued run_job(State& s, const Call& call, const EmbedRequest& req, Job::Kind ki
                                          : embedder(s).prepare(in.text, req.options));
     } catch (const Error& e) {
       throw ApiError(422, in.is_ids ? ErrorType::kValidation : ErrorType::kTokenizer,
-                     input_message(e.what(), req.inputs.batch, i, req.field), "tokenization");
+                     req.names.empty() ? input_message(e.what(), req.inputs.batch, i, req.field)
+                                       : named_input_message(e.what(), req.names[i]),
+                     "tokenization");
     }
     const size_t n = out.job->texts.back().ids.size();
     out.tokens += n;
@@ -130,6 +134,68 @@ Reply embed(State& s, const Call& call) {
   r.body += "]";
   timing_headers(s, call, e, r);
   s.metrics->count("te_request_success", "method", method_label(req.inputs));
+  return r;
+}
+
+// TEI's /similarity (the sentence-similarity task): {"inputs": {"source_sentence": str,
+// "sentences": [str]}, "parameters": {truncate, truncation_direction, prompt_name}} answers the
+// cosine of the source sentence's embedding with each sentence's, in order. The source counts
+// against --max-client-batch-size too, as in TEI.
+Reply similarity(State& s, const Call& call) {
+  const json body = parse_body(call.body);
+  const auto bad = [](const std::string& m) { return ApiError(400, ErrorType::kValidation, m); };
+  const auto field = [](const json& o, const char* key) {
+    const auto it = o.find(key);
+    return it == o.end() || it->is_null() ? nullptr : &*it;
+  };
+  const json* in = field(body, "inputs");
+  if (!in) throw bad("missing field `inputs`");
+  if (!in->is_object()) throw bad("`inputs` must be an object: {\"source_sentence\": str, \"sentences\": [str]}");
+  const json* source = field(*in, "source_sentence");
+  const json* sentences = field(*in, "sentences");
+  if (!source) throw bad("missing field `inputs.source_sentence`");
+  if (!source->is_string()) throw bad("`inputs.source_sentence` must be a string");
+  if (!sentences) throw bad("missing field `inputs.sentences`");
+  if (!sentences->is_array()) throw bad("`inputs.sentences` must be a list of strings");
+  if (sentences->empty()) throw ApiError(400, ErrorType::kEmpty, "`inputs.sentences` cannot be empty");
+  const size_t n = sentences->size() + 1;
+  if (n > s.options.max_client_batch_size)
+    throw ApiError(413, ErrorType::kValidation,
+                   "batch size " + std::to_string(n) + " > maximum allowed batch size " +
+                       std::to_string(s.options.max_client_batch_size),
+                   "batch_size");
+  const json* params = field(body, "parameters");
+  if (params && !params->is_object()) throw bad("`parameters` must be an object");
+  EmbedRequest req{{}, embed_options(s, params ? *params : json::object()), false, {}};
+  req.inputs.batch = true;
+  req.names.push_back("inputs.source_sentence");
+  req.inputs.items.push_back({.is_ids = false, .text = source->get<std::string>(), .ids = {}});
+  for (size_t i = 0; i < sentences->size(); ++i) {
+    const json& t = (*sentences)[i];
+    if (!t.is_string()) throw bad("`inputs.sentences` must be a list of strings");
+    req.names.push_back("inputs.sentences[" + std::to_string(i) + "]");
+    req.inputs.items.push_back({.is_ids = false, .text = t.get<std::string>(), .ids = {}});
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (req.inputs.items[i].text.empty())
+      throw ApiError(400, ErrorType::kEmpty, "`" + req.names[i] + "` cannot be empty");
+  s.metrics->count("te_request_count", "method", "batch");
+  Queued e = run_job(s, call, req, Job::Kind::kPooled);
+  // The cosine in double (TEI: simsimd's; a zero vector has similarity 0, two have 1, as there).
+  const Matrix& m = e.job->pooled;
+  std::vector<float> out;
+  for (size_t r = 1; r < m.rows; ++r) {
+    double ab = 0, aa = 0, bb = 0;
+    for (size_t k = 0; k < m.cols; ++k) {
+      const double a = m.row(0)[k], b = m.row(r)[k];
+      ab += a * b, aa += a * a, bb += b * b;
+    }
+    out.push_back(aa == 0 && bb == 0 ? 1.0f : ab == 0 ? 0.0f : static_cast<float>(ab / std::sqrt(aa * bb)));
+  }
+  Reply r;
+  append_floats(r.body, out.data(), out.size());
+  timing_headers(s, call, e, r);
+  s.metrics->count("te_request_success", "method", "batch");
   return r;
 }
 
@@ -328,12 +394,25 @@ Reply info(State& s, const Call&) {
   return r;
 }
 
+// TEI's POST / and /invocations (Inference Endpoints' and SageMaker's route): /predict for a
+// classifier, /rerank for a reranker, /embed for an embedding model, or /similarity when the
+// environment has TEI's TASK=sentence-similarity.
+Reply root(State& s, const Call& call) {
+  if (s.cross_encoder) return s.cross_encoder->model_config().num_labels() > 1 ? predict(s, call) : rerank(s, call);
+  return s.options.root_task == "sentence-similarity" ? similarity(s, call) : embed(s, call);
+}
+
 Reply metrics(State& s, const Call&) {
   return Reply{.status = 200, .body = s.metrics->render(), .content_type = "text/plain; version=0.0.4", .headers = {}};
 }
 
 constexpr Route kRoutes[] = {
     {"GET", "/health", Style::kTei, true, false, health},
+    {"GET", "/", Style::kTei, true, false, health},      // the Inference API's health route
+    {"GET", "/ping", Style::kTei, true, false, health},  // SageMaker's
+    {"POST", "/", Style::kTei, false, true, root},
+    {"POST", "/invocations", Style::kTei, false, true, root},
+    {"POST", "/similarity", Style::kTei, false, true, similarity},
     {"GET", "/metrics", Style::kTei, true, false, metrics},
     {"GET", "/info", Style::kTei, false, false, info},
     {"POST", "/embed", Style::kTei, false, true, embed},

@@ -59,7 +59,7 @@ struct Route {
   const char* method;
   const char* path;
   Style style;
-  bool is_public;  // no --api-key needed (TEI: /health, /metrics)
+  bool is_public;  // no --api-key needed (TEI: /health, GET / and /ping, /metrics)
   bool permit;     // counts against --max-concurrent-requests (runs the model)
   Reply (*handle)(State&, const Call&);
 };

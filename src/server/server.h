@@ -29,11 +29,12 @@ struct ServerOptions {
   size_t max_client_batch_size = 32;     // more inputs in one request: 413
   size_t payload_limit = 2'000'000;      // bytes of a request body; more: 413
   bool auto_truncate = true;             // default of `truncate`; false: over-long input is 422
-  std::string api_key;                   // non-empty: every route but /health and /metrics needs "Bearer KEY"
+  std::string api_key;                   // non-empty: every route but the health routes and /metrics needs "Bearer KEY"
   std::string served_model_name;         // default: model_dir
   bool quiet = false;                    // no line per request
   double request_timeout = 30;           // seconds a client has to send a whole request
   double io_timeout = 10;                // seconds one read or write may block
+  std::string root_task;                 // TEI's TASK: "sentence-similarity" makes POST / /similarity
 };
 
 class Metrics;

@@ -81,6 +81,39 @@ try:
     status, _, out = post_json(server, "/embed", {"inputs": "x", "dimensions": 100000})
     c.check(status == 422, f"/embed dimensions > size: 422 ({status})")
 
+    # ---- /similarity (TEI's sentence-similarity): the cosine of `roberta embed --no-normalize` rows
+    def cosine(a, b):
+        return sum(x * y for x, y in zip(a, b)) / (sum(x * x for x in a) * sum(y * y for y in b)) ** 0.5
+    status, headers, out = post_json(server, "/similarity", {"inputs": {"source_sentence": texts[0], "sentences": texts[1:]}})
+    want = [cosine(ref_raw[0], r) for r in ref_raw[1:]]
+    c.check(status == 200 and len(out) == len(want) and max_diff(out, want) <= 1e-5 and "x-compute-tokens" in headers,
+            f"/similarity = cosines of roberta embed rows, in order ({out[:3]} / {want[:3]})")
+    status, _, out = post_json(server, "/similarity", {"inputs": {"source_sentence": texts[1], "sentences": [texts[1]]},
+                                                       "parameters": {"truncate": True, "truncation_direction": "Left"}})
+    c.check(status == 200 and abs(out[0] - 1) <= 1e-6, f"/similarity of a text with itself: 1 ({out})")
+    for body, want_status, want_text in [
+            ({"inputs": {"source_sentence": "a", "sentences": []}}, 400, "`inputs.sentences` cannot be empty"),
+            ({"inputs": {"source_sentence": "a", "sentences": ["b"] * 32}}, 413, "batch size 33 > maximum allowed batch size 32"),
+            ({"inputs": {"source_sentence": "a", "sentences": ["b", ""]}}, 400, "`inputs.sentences[1]` cannot be empty"),
+            ({"inputs": {"source_sentence": "a", "sentences": ["b", 3]}}, 400, "`inputs.sentences` must be a list of strings"),
+            ({"inputs": {"sentences": ["b"]}}, 400, "missing field `inputs.source_sentence`"),
+            ({"inputs": ["a", "b"]}, 400, "`inputs` must be an object"),
+            ({"inputs": {"source_sentence": "a", "sentences": ["b"]}, "parameters": {"prompt_name": "nope"}}, 422,
+             "prompt name \"nope\" is not one of the model's prompts"),
+            ({"inputs": {"source_sentence": "a", "sentences": ["b", "x" * 5000]}, "parameters": {"truncate": False}}, 422,
+             "inputs.sentences[1]")]:
+        status, _, out = post_json(server, "/similarity", body)
+        c.check(status == want_status and out["error"].startswith(want_text), f"/similarity {want_status}: {out}")
+
+    # ---- TEI's other routes: GET / and /ping are /health, POST / and /invocations /embed (an embedding model)
+    for path in ("/", "/ping"):
+        status, _, body = request(server, "GET", path)
+        c.check(status == 200 and body == b"", f"GET {path}: 200, empty body, as /health")
+    for path in ("/", "/invocations"):
+        status, _, out = post_json(server, path, {"inputs": texts[:2], "normalize": False})
+        c.check(status == 200 and len(out) == 2 and all(max_diff(o, r) <= 1e-5 for o, r in zip(out, ref_raw)),
+                f"POST {path} = /embed on an embedding model")
+
     # ---- tokenize / decode
     status, _, toks = post_json(server, "/tokenize", {"inputs": "Hello world"})
     t = toks[0] if status == 200 else []
@@ -253,6 +286,10 @@ try:
     c.check(ok, f"/predict: {n} concurrent requests = each alone, byte for byte ({n_passes} passes)")
     status, _, out = post_json(server, "/predict", {"inputs": [1, 2, 3]})
     c.check(status == 400, f"/predict wrong types: 400 ({status})")
+    for path in ("/", "/invocations"):
+        status, _, out = post_json(server, path, {"inputs": texts[:3]})
+        c.check(status == 200 and len(out) == 3 and all(close(o, w) for o, w in zip(out, want)),
+                f"POST {path} = /predict on a classifier")
 finally:
     c.check(server.stop() == 0, "exit 0")
 reranker = os.path.join(fixtures, "reranker")
@@ -279,6 +316,10 @@ try:
     c.check(ok, f"/rerank: {n} concurrent requests = each alone, byte for byte ({n_passes} passes)")
     status, _, out = post_json(server, "/rerank", {"query": texts[0], "texts": []})
     c.check(status == 400, f"/rerank no texts: 400 ({status})")
+    for path in ("/", "/invocations"):
+        status, _, out = post_json(server, path, {"query": texts[0], "texts": texts[1:], "return_text": True})
+        c.check(status == 200 and [o["index"] for o in out] == [w["corpus_id"] for w in want],
+                f"POST {path} = /rerank on a reranker")
 finally:
     c.check(server.stop() == 0, "exit 0")
 
@@ -309,6 +350,17 @@ try:
 finally:
     shutil.rmtree(short)
 
+# ---- TEI's TASK=sentence-similarity: POST / and /invocations answer as /similarity
+server = Server(binary, ["--model", model, "--quiet"], env={"TASK": "sentence-similarity"})
+try:
+    body = {"inputs": {"source_sentence": texts[0], "sentences": texts[1:3]}}
+    _, _, want = post_json(server, "/similarity", body)
+    for path in ("/", "/invocations"):
+        status, _, out = post_json(server, path, body)
+        c.check(status == 200 and out == want, f"TASK=sentence-similarity: POST {path} = /similarity ({out})")
+finally:
+    c.check(server.stop() == 0, "exit 0")
+
 # ---- --api-key: 401 without or with a wrong token; /health stays public
 server = Server(binary, ["--model", model, "--api-key", "s3cret", "--quiet"])
 try:
@@ -318,7 +370,10 @@ try:
     c.check(status == 401 and out["error"]["type"] == "authentication_error", f"wrong token (OpenAI route): 401 {out}")
     status, _, out = post_json(server, "/embed", {"inputs": "x"}, headers={"Authorization": "Bearer s3cret"})
     c.check(status == 200, "right token: 200")
-    c.check(request(server, "GET", "/health")[0] == 200, "/health needs no token")
+    for path in ("/health", "/", "/ping", "/metrics"):
+        c.check(request(server, "GET", path)[0] == 200, f"GET {path} needs no token")
+    c.check(post_json(server, "/", {"inputs": "x"})[0] == 401 and post_json(server, "/similarity", {})[0] == 401,
+            "POST / and /similarity need the token")
     c.check(not any(" POST " in l for l in server.lines), "--quiet: no request lines")
 finally:
     c.check(server.stop() == 0, "exit 0")

@@ -1,4 +1,4 @@
-// node openai_client.js BASE_URL TEXTS_FILE REFERENCE_JSONL: the OpenAI client against our server.
+// node openai_client.js BASE_URL TEXTS_FILE REFERENCE_JSONL: the OpenAI client against our server (npm_client_test.sh).
 const fs = require('fs');
 const OpenAI = require('openai');
 const [baseURL, textsFile, refFile] = process.argv.slice(2);

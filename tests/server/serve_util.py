@@ -12,12 +12,12 @@ import time
 class Server:
     """`roberta serve --port 0 ARGS`, ready when it prints `listening on http://HOST:PORT`."""
 
-    def __init__(self, binary, args, timeout=60):
+    def __init__(self, binary, args, timeout=60, env=None):
         # The tests compare the server with `roberta` commands run in fp32 (cli_embed, ...): serve's
         # default, --dtype auto, would be bf16 on CPUs with AVX512-BF16.
         args = list(args) if "--dtype" in args else ["--dtype", "fp32", *args]
         self.proc = subprocess.Popen([binary, "serve", "--port", "0", *args], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
+                                     stderr=subprocess.PIPE, text=True, env=None if env is None else {**os.environ, **env})
         self.lines = []
         deadline = time.time() + timeout
         while True:

@@ -85,8 +85,8 @@ constexpr Option kOptions[] = {
     {"payload-limit", "BYTES", "largest request body; larger get 413 (default 2000000)"},
     {"no-auto-truncate", "", "an input longer than the model's maximum is an error (422) unless the request sets "
                              "\"truncate\": true (default: truncated)"},
-    {"api-key", "KEY", "require \"Authorization: Bearer KEY\" on every route but /health and /metrics (default: "
-                       "$ROBERTA_API_KEY if set)"},
+    {"api-key", "KEY", "require \"Authorization: Bearer KEY\" on every route but the health ones (/health, GET /, "
+                       "/ping) and /metrics (default: $ROBERTA_API_KEY if set)"},
     {"served-model-name", "NAME", "the model name of /info and OpenAI answers (default: the --model folder)"},
     {"quiet", "", "no log line per request"},
     {"request-timeout", "SECONDS", "time a client has to send a whole request before its connection is closed "

@@ -46,6 +46,7 @@ int run_serve(const Args& args) {
     o.api_key = env;
   if (auto name = args.get("served-model-name")) o.served_model_name = *name;
   o.quiet = args.flag("quiet");
+  if (const char* task = std::getenv("TASK"); task) o.root_task = task;  // as TEI reads it
 
   if (::pipe2(g_signal_pipe, O_CLOEXEC) != 0) throw Error("cannot create a pipe", ErrorKind::kIo);
   struct sigaction sa = {};
