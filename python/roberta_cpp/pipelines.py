@@ -138,9 +138,12 @@ class FillMaskPipeline(Pipeline):
                 logger.warning(note)
             if not ids:
                 raise ValueError("At least one target must be provided when passed.")
-        # (transformers: top_k=None leaves the default of 5)
-        results = self._fill(texts, _check_count(5 if top_k is None else top_k, "top_k"), target_list,
-                             truncation in (True, "longest_first"), batch_size)
+        # (transformers: top_k=None leaves the default of 5; top_k=0 checks the inputs and answers
+        # an empty list for each mask)
+        k = _check_count(5 if top_k is None else top_k, "top_k", 0)
+        results = self._fill(texts, max(k, 1), target_list, truncation in (True, "longest_first"), batch_size)
+        if k == 0:
+            results = [[[] for _ in masks] for masks in results]
         return [masks[0] if len(masks) == 1 else masks for masks in results]
 
 
@@ -259,11 +262,13 @@ class TextClassificationPipeline(Pipeline):
                              f"'only_second', 'do_not_truncate'")
         max_length = params.get("max_length")
         max_length = 0 if max_length is None else _check_count(max_length, "max_length")
-        results = self._classify(pairs, top_k=top_k if top_k is None else _check_count(top_k, "top_k"),
+        if top_k is not None:
+            top_k = _check_count(top_k, "top_k", 0)  # (0: an empty list, as transformers' [:0])
+        results = self._classify(pairs, top_k=top_k if not top_k else max(top_k, 1),
                                  return_all_scores=bool(legacy and all_scores), function_to_apply=str(function),
                                  truncation=strategy is not None, truncation_strategy=strategy or "longest_first",
                                  max_length=max_length)
-        shaped = [r[0] if (legacy and top_k == 1) else r for r in results]
+        shaped = [r[0] if (legacy and top_k == 1) else [] if top_k == 0 else r for r in results]
         if single:
             return [shaped[0]] if isinstance(inputs, str) and "top_k" not in kwargs else shaped[0]
         return shaped

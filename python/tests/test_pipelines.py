@@ -273,7 +273,15 @@ def test_pipeline_arguments_as_transformers_takes_them(mlm_model, seq_model):
     assert len(two(MASKED[0], top_k=None)) == 2  # None per call keeps the constructor's top_k
     clf = roberta_cpp.pipeline("text-classification", model=seq_model, batch_size=8)
     assert clf(TEXTS[:3], batch_size=2) == clf(TEXTS[:3])  # accepted (the classifier passes 16,384 tokens at a time)
-    for bad, kind, match in [(dict(top_k=-1), ValueError, "top_k must be at least 1"),
+    # top_k=0: transformers' probs.topk(0) and dict_scores[:0], an empty list for each mask / text;
+    # the inputs are still checked
+    two_masks = "The <mask> sat on the <mask>."
+    assert fill(MASKED[0], top_k=0) == [] and fill(two_masks, top_k=0) == [[], []]
+    assert fill([MASKED[0], two_masks], top_k=0) == [[], [[], []]]
+    with pytest.raises(ValueError, match="no <mask>"):
+        fill("no mask", top_k=0)
+    assert clf(TEXTS[0], top_k=0) == [] and clf(TEXTS[:2], top_k=0) == [[], []]
+    for bad, kind, match in [(dict(top_k=-1), ValueError, "top_k must be at least 0"),
                              (dict(top_k="3"), TypeError, "top_k must be an integer"),
                              (dict(batch_size=0), ValueError, "batch_size must be at least 1"),
                              (dict(targets=[None]), TypeError, r"targets\[0\] is NoneType"),
