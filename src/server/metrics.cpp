@@ -28,9 +28,9 @@ Metrics::Metrics(size_t max_input_length) {
       if (double p = static_cast<double>(1u << i); p <= cap) b.push_back(p);
     return b;
   };
-  for (const char* name : {"te_request_duration", "te_request_tokenization_duration", "te_request_queue_duration",
-                           "te_request_inference_duration"})
-    histograms_[name].bounds = duration;
+  for (const char* what : {"request", "embed", "predict"})
+    for (const char* part : {"", "tokenization_", "queue_", "inference_"})
+      histograms_[std::string("te_") + what + "_" + part + "duration"].bounds = duration;
   histograms_["te_request_input_length"].bounds = powers(20, static_cast<double>(max_input_length));
   histograms_["te_batch_next_size"].bounds = powers(13, 1e300);
   histograms_["te_batch_next_tokens"].bounds = powers(21, 1e300);
@@ -39,6 +39,8 @@ Metrics::Metrics(size_t max_input_length) {
   counters_["te_request_count"];
   counters_["te_request_success"];
   counters_["te_request_failure"];
+  for (const char* name : {"te_embed_count", "te_embed_success", "te_predict_count", "te_predict_success"})
+    counters_[name];
 }
 
 void Metrics::count(const std::string& name, const std::string& label, const std::string& value, uint64_t n) {

@@ -3,6 +3,7 @@
 // and the table of every route (/predict, /rerank and /fill_mask are in task_routes.cpp).
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <thread>
 
 #include "server/handlers.h"
@@ -15,6 +16,22 @@ namespace roberta::server {
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 std::string ms(double secs) { return std::to_string(static_cast<long long>(secs * 1000)); }
+
+namespace {
+// TEI's per-input metrics: te_embed_* for the embedding routes, te_predict_* for /predict and
+// /rerank (each input, or pair, one; fill-mask has none). The handlers count te_*_count.
+const char* per_input_metric(const Job& job) {
+  switch (job.kind) {
+    case Job::Kind::kPooled:
+    case Job::Kind::kTokens:
+      return "te_embed";
+    case Job::Kind::kSequenceLogits:
+      return "te_predict";
+    default:
+      return nullptr;
+  }
+}
+}  // namespace
 
 void run_queued(State& s, const Call& call, Queued& q) {
   s.batcher->submit(q.job);
@@ -39,6 +56,16 @@ void timing_headers(State& s, const Call& call, const Queued& q, Reply& r) {
   s.metrics->observe("te_request_tokenization_duration", q.tokenization);
   s.metrics->observe("te_request_queue_duration", q.job->queue_seconds);
   s.metrics->observe("te_request_inference_duration", inference);
+  if (const char* m = per_input_metric(*q.job)) {
+    const std::string name(m);
+    s.metrics->count(name + "_success", {}, {}, n);
+    for (size_t i = 0; i < n; ++i) {
+      s.metrics->observe(name + "_duration", total);
+      s.metrics->observe(name + "_tokenization_duration", q.tokenization / static_cast<double>(n));
+      s.metrics->observe(name + "_queue_duration", q.job->queue_seconds);
+      s.metrics->observe(name + "_inference_duration", inference);
+    }
+  }
 }
 
 namespace {
@@ -55,19 +82,49 @@ struct EmbedRequest {
   bool normalize = true;
   std::optional<size_t> dimensions;
   std::string field = "inputs";    // the request's name of the inputs, for errors
-  std::vector<std::string> names;  // or each input's own name ("inputs.sentences[0]")
+  std::vector<std::string> names{};  // or each input's own name ("inputs.sentences[0]")
 };
+
+// TEI's token-id input: the ids decoded with their special tokens and encoded again without adding
+// any, so that ids from /tokenize (<s> ... </s>) embed as their text does and ids without them embed
+// without them; with a prompt, decoded without special tokens and embedded as prompt + text.
+PreparedText prepare_ids(State& s, std::span<const int32_t> ids, const EmbedOptions& o) {
+  const Embedder& e = embedder(s);
+  const int64_t vocab = e.model().config().vocab_size;
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= vocab)
+      throw Error("token id " + std::to_string(ids[i]) + " at position " + std::to_string(i) +
+                  " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
+  if (o.prompt_name || (o.prompt && !o.prompt->empty())) return e.prepare(e.tokenizer().decode(ids, true), o);
+  EncodeOptions plain;
+  plain.add_special_tokens = false;
+  PreparedText p;
+  p.ids = e.tokenizer().encode(e.tokenizer().decode(ids, false), plain).ids;
+  if (p.ids.empty()) throw Error("the token ids decode to no tokens");
+  if (const size_t max_len = e.max_tokens(o); p.ids.size() > max_len) {
+    if (!o.truncate)
+      throw Error(std::to_string(p.ids.size()) + " tokens, more than the " + std::to_string(max_len) + " allowed");
+    const auto cut = static_cast<ptrdiff_t>(p.ids.size() - max_len);
+    if (o.truncation_side == Side::kLeft)
+      p.ids.erase(p.ids.begin(), p.ids.begin() + cut);
+    else
+      p.ids.resize(max_len);
+    p.truncated = true;
+  }
+  return p;
+}
 
 // Prepares every input on this thread, queues them as one Job and waits for its rows.
 Queued run_job(State& s, const Call& call, const EmbedRequest& req, Job::Kind kind) {
   const auto t0 = Clock::now();
   Queued out;
   out.job->kind = kind;
+  s.metrics->count("te_embed_count", {}, {}, req.inputs.items.size());  // as TEI: every input, before its tokenization
   out.job->texts.reserve(req.inputs.items.size());
   for (size_t i = 0; i < req.inputs.items.size(); ++i) {
     const Input& in = req.inputs.items[i];
     try {
-      out.job->texts.push_back(in.is_ids ? embedder(s).prepare_ids(in.ids, req.options)
+      out.job->texts.push_back(in.is_ids ? prepare_ids(s, in.ids, req.options)
                                          : embedder(s).prepare(in.text, req.options));
     } catch (const Error& e) {
       throw ApiError(422, in.is_ids ? ErrorType::kValidation : ErrorType::kTokenizer,
@@ -115,6 +172,7 @@ EmbedOptions embed_options(State& s, const json& body) {
   o.prompt_name = get_string(body, "prompt_name");
   if (o.prompt_name && !embedder(s).config().prompts.count(*o.prompt_name))
     throw ApiError(422, ErrorType::kValidation, "prompt name \"" + *o.prompt_name + "\" is not one of the model's prompts");
+  if (!o.prompt_name) o.prompt = s.default_prompt;  // TEI's: --default-prompt(-name), never the folder's default
   return o;
 }
 
@@ -227,6 +285,7 @@ Reply openai_embeddings(State& s, const Call& call) {
                    "input"};
   req.options.truncate = s.options.auto_truncate;
   req.options.strip = false;  // as /embed
+  req.options.prompt = s.default_prompt;
   const std::string format = get_string(body, "encoding_format").value_or("float");
   if (format != "float" && format != "base64")
     throw ApiError(400, ErrorType::kValidation, "`encoding_format` must be \"float\" or \"base64\"");
@@ -277,6 +336,8 @@ Reply tokenize(State& s, const Call& call) {
     if (it == embedder(s).config().prompts.end())
       throw ApiError(422, ErrorType::kValidation, "prompt name \"" + *name + "\" is not one of the model's prompts");
     prompt = it->second;
+  } else {
+    prompt = s.default_prompt;
   }
   ordered_json out = ordered_json::array();
   for (size_t i = 0; i < in.items.size(); ++i) {
@@ -326,17 +387,17 @@ Reply decode(State& s, const Call& call) {
                        std::to_string(s.options.max_client_batch_size),
                    "batch_size");
   const bool skip = get_bool(body, "skip_special_tokens", true);
-  const uint64_t vocab = embedder(s).tokenizer().vocab_size();
   json out = json::array();
   for (const json* list : lists) {
-    if (!list->is_array() || list->empty())
-      throw ApiError(400, ErrorType::kValidation, "`ids` must be [int] or [[int]]");
+    if (!list->is_array()) throw ApiError(400, ErrorType::kValidation, "`ids` must be [int] or [[int]]");
+    if (list->empty()) throw ApiError(400, ErrorType::kEmpty, "`ids` cannot be empty");
     std::vector<int32_t> v;
     for (const auto& x : *list) {
-      if (!x.is_number_integer()) throw ApiError(400, ErrorType::kValidation, "`ids` must be [int] or [[int]]");
-      if (!x.is_number_unsigned() || x.get<uint64_t>() >= vocab)
-        throw ApiError(422, ErrorType::kTokenizer, "token id " + x.dump() + " is outside the vocabulary", "tokenization");
-      v.push_back(static_cast<int32_t>(x.get<uint64_t>()));
+      // TEI's ids are u32; the tokenizer's decode skips those outside the vocabulary (as HF's does).
+      if (!x.is_number_unsigned() || x.get<uint64_t>() > UINT32_MAX)
+        throw ApiError(400, ErrorType::kValidation, "`ids` must be [int] or [[int]] of unsigned 32-bit integers");
+      const uint64_t id = x.get<uint64_t>();
+      v.push_back(id > INT32_MAX ? -1 : static_cast<int32_t>(id));
     }
     try {
       out.push_back(embedder(s).tokenizer().decode(v, skip));

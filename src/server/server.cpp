@@ -2,6 +2,7 @@
 // answers for unknown routes and methods, error bodies, the log line of each request, draining.
 #include "server/server.h"
 
+#include <algorithm>
 #include <httplib.h>
 #include <sys/socket.h>
 
@@ -281,7 +282,6 @@ void Server::Impl::configure() {
     http.Put(p, refuse_body);
     http.Delete(p, refuse_body);
     http.Patch(p, refuse_body);
-    http.Options(p, refuse);
   }
   const auto no_route = [limit](const httplib::Request& req, httplib::Response& res, const Reader& read) {
     std::string body;
@@ -293,9 +293,26 @@ void Server::Impl::configure() {
   http.Put(".*", no_route);
   http.Delete(".*", no_route);
   http.Patch(".*", no_route);
-  http.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     t_request_start = Clock::now();
     t_peer = Connections::peer_name(req.remote_addr, req.remote_port);
+    // CORS as TEI's layer (tower-http's CorsLayer) answers it: every answer names the allowed
+    // origin; an OPTIONS request, on any path, is a preflight answered 200 with the methods and
+    // headers a page may use (TEI allows Content-Type; Authorization too here, for --api-key).
+    const auto& origins = state.options.cors_allow_origin;
+    const std::string origin = req.get_header_value("Origin");
+    if (origins.empty())
+      res.set_header("Access-Control-Allow-Origin", "*");
+    else if (std::find(origins.begin(), origins.end(), origin) != origins.end())
+      res.set_header("Access-Control-Allow-Origin", origin);
+    res.set_header("Vary", "origin, access-control-request-method, access-control-request-headers");
+    if (req.method == "OPTIONS") {
+      res.status = 200;
+      res.set_header("Access-Control-Allow-Methods", "GET,POST");
+      res.set_header("Access-Control-Allow-Headers", "content-type,authorization");
+      if (declares_body(req)) close_after(req, res);  // (its body is never read)
+      return httplib::Server::HandlerResponse::Handled;
+    }
     // Where the body ends must be certain (RFC 9112 6.1, 6.3): Content-Length a number, given
     // once, and not with a Transfer-Encoding; else 400 and the connection closed.
     const auto lengths = req.headers.equal_range("Content-Length");
@@ -395,6 +412,20 @@ void Server::load() {
     s.classifier = std::make_unique<TextClassifier>(model, s.embedder->tokenizer());
     s.cross_encoder = std::make_unique<CrossEncoder>(model, s.embedder->tokenizer(),
                                                      CrossEncoderConfig::from_dir(s.options.model_dir));
+  }
+  if (s.options.default_prompt_name) {
+    const auto& prompts = s.embedder->config().prompts;
+    const auto it = prompts.find(*s.options.default_prompt_name);
+    if (it == prompts.end()) {
+      std::string known;
+      for (const auto& [name, _] : prompts) known += (known.empty() ? "" : ", ") + name;
+      throw Error("--default-prompt-name " + *s.options.default_prompt_name + " is not one of the model's prompts (" +
+                      (known.empty() ? "it has none" : known) + ")",
+                  ErrorKind::kInvalidInput);
+    }
+    s.default_prompt = it->second;
+  } else if (s.options.default_prompt) {
+    s.default_prompt = *s.options.default_prompt;
   }
   const size_t max_input = s.embedder->max_seq_length();
   if (s.options.max_batch_tokens < max_input)

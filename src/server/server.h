@@ -12,7 +12,9 @@
 //   ...                                // POST http://127.0.0.1:<port>/embed
 //   server.stop();  t.join();          // finishes every request in flight
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "roberta/model.h"
 
@@ -35,6 +37,13 @@ struct ServerOptions {
   double request_timeout = 30;           // seconds a client has to send a whole request
   double io_timeout = 10;                // seconds one read or write may block
   std::string root_task;                 // TEI's TASK: "sentence-similarity" makes POST / /similarity
+  // TEI's --default-prompt-name (one of the folder's prompts) / --default-prompt: put before every
+  // text a request gives no prompt_name for. Without either, no prompt (as TEI: the folder's own
+  // default_prompt_name is not applied).
+  std::optional<std::string> default_prompt_name, default_prompt;
+  // CORS, as TEI's --cors-allow-origin: the origins whose browser pages may call the server (their
+  // Origin echoed in Access-Control-Allow-Origin); empty: any origin ("*").
+  std::vector<std::string> cors_allow_origin;
 };
 
 class Metrics;

@@ -76,8 +76,10 @@ std::pair<std::vector<TextInput>, bool> parse_predict_inputs(const json& body, s
   if (!it->is_array() || it->empty())
     throw ApiError(400, ErrorType::kValidation, "`inputs` must be a text, a [text, pair] or a non-empty list of those");
   if (it->size() > max_batch)
-    throw ApiError(413, ErrorType::kValidation, "batch size " + std::to_string(it->size()) +
-                                                    " > maximum allowed batch size " + std::to_string(max_batch));
+    throw ApiError(413, ErrorType::kValidation,
+                   "batch size " + std::to_string(it->size()) + " > maximum allowed batch size " +
+                       std::to_string(max_batch),
+                   "batch_size");
   std::vector<TextInput> inputs;
   for (size_t i = 0; i < it->size(); ++i) {
     auto item = one((*it)[i]);
@@ -85,6 +87,13 @@ std::pair<std::vector<TextInput>, bool> parse_predict_inputs(const json& body, s
     inputs.push_back(std::move(*item));
   }
   return {inputs, true};
+}
+
+// TEI's tokenizer refuses an empty input with 400 Empty; a pair only when both its texts are empty.
+void refuse_empty(const TextInput& in, bool batch, size_t i, const std::string& field = "inputs") {
+  if (in.text.empty() && (!in.text_pair || in.text_pair->empty()))
+    throw ApiError(400, ErrorType::kEmpty,
+                   (batch ? field + "[" + std::to_string(i) + "]" : field) + " cannot be empty");
 }
 
 }  // namespace
@@ -144,6 +153,8 @@ Reply predict(State& s, const Call& call) {
     throw ApiError(424, ErrorType::kBackend, "the model has no sequence classification head", "model_type");
   const TextClassifier& c = *s.classifier;
   const auto [inputs, batch] = parse_predict_inputs(body, s.options.max_client_batch_size);
+  for (size_t i = 0; i < inputs.size(); ++i) refuse_empty(inputs[i], batch, i);
+  s.metrics->count("te_predict_count", {}, {}, inputs.size());  // as TEI: every input, before its tokenization
   TextClassifyOptions o;
   o.top_k = std::nullopt;  // every label, best first, as TEI answers
   if (get_bool(body, "raw_scores", false)) o.function_to_apply = ClassificationFunction::kNone;
@@ -185,14 +196,11 @@ Reply predict(State& s, const Call& call) {
   return r;
 }
 
-// TEI's /rerank: {"query", "texts", "return_text", "raw_scores", "truncate"} -> [{"index", "score", "text"?}],
+// TEI's /rerank: {"query", "texts", "return_text", "raw_scores", "truncate"} -> [{"index", "text"?, "score"}],
 // best first. Scores use the model's activation (sentence-transformers' CrossEncoder: sigmoid for
 // one label); raw_scores gives the logits.
 Reply rerank(State& s, const Call& call) {
   const json body = parse_body(call.body);
-  if (!s.cross_encoder)
-    throw ApiError(424, ErrorType::kBackend, "the model has no sequence classification head", "model_type");
-  const CrossEncoder& ce = *s.cross_encoder;
   const auto query = get_string(body, "query");
   if (!query) throw ApiError(400, ErrorType::kValidation, "missing field `query` (a string)");
   const auto texts = body.find("texts");
@@ -200,11 +208,22 @@ Reply rerank(State& s, const Call& call) {
       !std::all_of(texts->begin(), texts->end(), [](const json& t) { return t.is_string(); }))
     throw ApiError(400, ErrorType::kValidation, "`texts` must be a list of strings");
   if (texts->empty()) throw ApiError(400, ErrorType::kEmpty, "`texts` cannot be empty");
+  // (as TEI, after the check of `texts`: a model that is not a reranker is a 424)
+  if (!s.cross_encoder)
+    throw ApiError(424, ErrorType::kBackend, "the model has no sequence classification head", "model_type");
+  const CrossEncoder& ce = *s.cross_encoder;
+  if (const size_t n = ce.model_config().num_labels(); n != 1)
+    throw ApiError(424, ErrorType::kBackend,
+                   "the model is not a reranker: its classification head has " + std::to_string(n) +
+                       " labels, not one (use /predict)",
+                   "model_type");
   if (texts->size() > s.options.max_client_batch_size)
-    throw ApiError(413, ErrorType::kValidation, "batch size " + std::to_string(texts->size()) +
-                                                    " > maximum allowed batch size " +
-                                                    std::to_string(s.options.max_client_batch_size));
+    throw ApiError(413, ErrorType::kValidation,
+                   "batch size " + std::to_string(texts->size()) + " > maximum allowed batch size " +
+                       std::to_string(s.options.max_client_batch_size),
+                   "batch_size");
   const std::vector<std::string> documents = texts->get<std::vector<std::string>>();
+  for (size_t i = 0; i < documents.size(); ++i) refuse_empty({*query, documents[i]}, true, i, "texts");
   RankOptions o;
   o.return_documents = get_bool(body, "return_text", false);
   if (get_bool(body, "raw_scores", false)) o.scoring.activation = CrossEncoderActivation::kIdentity;
@@ -221,6 +240,7 @@ Reply rerank(State& s, const Call& call) {
     }
   }
   s.metrics->count("te_request_count", "method", "batch");
+  s.metrics->count("te_predict_count", {}, {}, documents.size());  // as TEI: every pair
   Queued q;
   std::vector<RankedDocument> ranked;
   try {
@@ -234,8 +254,9 @@ Reply rerank(State& s, const Call& call) {
   }
   ordered_json out = ordered_json::array();
   for (const auto& d : ranked) {
-    ordered_json item = {{"index", d.corpus_id}, {"score", d.score}};
+    ordered_json item = {{"index", d.corpus_id}};  // TEI's field order: index, text, score
     if (d.text) item["text"] = *d.text;
+    item["score"] = d.score;
     out.push_back(item);
   }
   Reply r = json_reply(out);

@@ -165,11 +165,20 @@ try:
     floats = [d["embedding"] for d in out["data"][:2]]
     c.check(status == 200 and len(decoded) == 2 and all(max_diff(d, f) <= 1e-6 for d, f in zip(decoded, floats)),
             "/v1/embeddings base64 decodes to the float answer")
-    inner = ids[1:-1]
-    status, _, by_ids = post_json(server, "/v1/embeddings", {"input": inner})
+    # Token ids as TEI takes them: decoded with their special tokens and encoded again without
+    # adding any. So /tokenize's ids (<s> ... </s>) embed as their text; ids without <s> </s> get none.
+    status, _, by_ids = post_json(server, "/v1/embeddings", {"input": ids})
     _, _, by_text = post_json(server, "/v1/embeddings", {"input": "Hello world"})
     c.check(status == 200 and max_diff(by_ids["data"][0]["embedding"], by_text["data"][0]["embedding"]) <= 1e-6,
-            "/v1/embeddings token ids [int] = the text they tokenize")
+            "/v1/embeddings: /tokenize's ids [int] = the text they tokenize")
+    status, _, out = post_json(server, "/embed", {"inputs": [ids, "Hello world"]})
+    c.check(status == 200 and max_diff(out[0], out[1]) <= 1e-6, "/embed: [[int], str], /tokenize's ids = their text")
+    inner = ids[1:-1]
+    status, _, rows = post_json(server, "/embed_all", {"inputs": [inner, ids]})
+    c.check(status == 200 and [len(r) for r in rows] == [len(inner), len(ids)],
+            f"/embed_all of ids without <s> </s>: no special tokens added, as TEI ({[len(r) for r in rows]})")
+    _, _, bare = post_json(server, "/embed", {"inputs": [inner]})
+    c.check(max_diff(bare[0], out[1]) > 1e-3, "/embed of ids without <s> </s> is not the text's embedding")
     status, _, both = post_json(server, "/embeddings", {"input": [inner, "Hello world"], "dimensions": 4})
     c.check(status == 200 and len(both["data"]) == 2 and len(both["data"][0]["embedding"]) == 4,
             "/embeddings alias, [[int], str], dimensions 4")
@@ -210,8 +219,18 @@ try:
     m = data.decode()
     for name in ["te_request_count", "te_request_success", "te_request_failure", "te_queue_size", "te_request_duration_bucket",
                  "te_request_tokenization_duration", "te_request_queue_duration", "te_request_inference_duration",
-                 "te_request_input_length", "te_batch_next_size", "te_batch_next_tokens"]:
+                 "te_request_input_length", "te_batch_next_size", "te_batch_next_tokens", "te_embed_count",
+                 "te_embed_success", "te_embed_duration_bucket", "te_embed_tokenization_duration_count",
+                 "te_embed_queue_duration_sum", "te_embed_inference_duration_bucket"]:
         c.check(name in m, f"/metrics has {name}")
+    def counter(name):
+        return int(next(l.split()[1] for l in request(server, "GET", "/metrics")[2].decode().splitlines()
+                        if l.startswith(name + " ")))
+    before = counter("te_embed_count"), counter("te_embed_success")
+    post_json(server, "/embed", {"inputs": texts[:3]})
+    post_json(server, "/embed", {"inputs": ["fine", "x" * 20000], "truncate": False})  # 422: counted, not a success
+    c.check((counter("te_embed_count") - before[0], counter("te_embed_success") - before[1]) == (5, 3),
+            "te_embed_count / te_embed_success count inputs, as TEI (5 and 3: 3 good texts, a failed request of 2)")
     c.check('te_request_success{method="batch"}' in m, "/metrics counts batch successes")
 
     # ---- one log line per request: method, route, status, tokens, ms
@@ -290,6 +309,18 @@ try:
         status, _, out = post_json(server, path, {"inputs": texts[:3]})
         c.check(status == 200 and len(out) == 3 and all(close(o, w) for o, w in zip(out, want)),
                 f"POST {path} = /predict on a classifier")
+    status, _, out = post_json(server, "/rerank", {"query": "q", "texts": ["a"]})
+    m = request(server, "GET", "/metrics")[2].decode()
+    c.check(status == 424 and "not a reranker" in out["error"] and 'te_request_failure{err="model_type"} 1' in m,
+            f"/rerank on a 3-label classifier: 424, counted as model_type ({out})")
+    c.check("te_predict_count " in m and "te_predict_success " in m and "te_predict_duration_bucket" in m,
+            "/metrics has te_predict_count, te_predict_success and te_predict_duration")
+    # TEI's tokenizer refuses an empty input (400 Empty); a pair only when both texts are empty
+    for body, want_status in [({"inputs": ""}, 400), ({"inputs": [["ok"], [""]]}, 400), ({"inputs": [["", ""]]}, 400),
+                              ({"inputs": ["", "a pair with an empty first text"]}, 200)]:
+        status, _, out = post_json(server, "/predict", body)
+        c.check(status == want_status and (status == 200 or out["error_type"] == "Empty"),
+                f"/predict {body}: {want_status} ({status} {out})")
 finally:
     c.check(server.stop() == 0, "exit 0")
 reranker = os.path.join(fixtures, "reranker")
@@ -316,6 +347,12 @@ try:
     c.check(ok, f"/rerank: {n} concurrent requests = each alone, byte for byte ({n_passes} passes)")
     status, _, out = post_json(server, "/rerank", {"query": texts[0], "texts": []})
     c.check(status == 400, f"/rerank no texts: 400 ({status})")
+    status, _, out = post_json(server, "/rerank", {"query": "", "texts": ["a", ""]})
+    c.check(status == 400 and out["error_type"] == "Empty" and "texts[1]" in out["error"],
+            f"/rerank of an empty query and an empty text: 400 Empty ({out})")
+    status, _, data = request(server, "POST", "/rerank", {"query": "", "texts": ["a"], "return_text": True})
+    c.check(status == 200 and data.startswith(b'[{"index":0,"text":"a","score":'),
+            f"/rerank: TEI's field order index, text, score; an empty query with a text is a pair ({data[:60]!r})")
     for path in ("/", "/invocations"):
         status, _, out = post_json(server, path, {"query": texts[0], "texts": texts[1:], "return_text": True})
         c.check(status == 200 and [o["index"] for o in out] == [w["corpus_id"] for w in want],
@@ -350,6 +387,65 @@ try:
 finally:
     shutil.rmtree(short)
 
+# ---- prompts as TEI applies them: a request's prompt_name, else --default-prompt-name / --default-prompt,
+# never the folder's own default_prompt_name (sentence-transformers and `roberta embed` apply it)
+st = tempfile.mkdtemp()
+try:
+    folder = os.path.join(st, "tiny-st")
+    shutil.copytree(model, folder)
+    os.makedirs(os.path.join(folder, "1_Pooling"))
+    with open(os.path.join(folder, "modules.json"), "w") as f:
+        json.dump([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                   {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}], f)
+    with open(os.path.join(folder, "1_Pooling", "config.json"), "w") as f:
+        json.dump({"word_embedding_dimension": info["embedding_dimension"], "pooling_mode_mean_tokens": True}, f)
+    with open(os.path.join(folder, "config_sentence_transformers.json"), "w") as f:
+        json.dump({"prompts": {"query": "query: ", "doc": "passage: "}, "default_prompt_name": "query"}, f)
+    text = "Hello world"
+    no_prompt = cli_embed(binary, folder, [text], "--normalize", "--prompt", "")[0]
+    folder_default = cli_embed(binary, folder, [text], "--normalize")[0]
+    doc = cli_embed(binary, folder, [text], "--normalize", "--prompt-name", "doc")[0]
+    custom = cli_embed(binary, folder, [text], "--normalize", "--prompt", "custom: ")[0]
+    c.check(max_diff(no_prompt, folder_default) > 1e-3, "the folder's default prompt changes `roberta embed`")
+    for flags, want, what in [([], no_prompt, "no flag: no prompt"),
+                              (["--default-prompt-name", "query"], folder_default, "--default-prompt-name query"),
+                              (["--default-prompt", "custom: "], custom, "--default-prompt")]:
+        server = Server(binary, ["--model", folder, "--quiet", *flags])
+        try:
+            _, _, toks = post_json(server, "/tokenize", {"inputs": text})
+            if not flags:
+                plain_ids = [t["id"] for t in toks[0]]  # <s> Hello world </s>
+            else:
+                c.check(len(toks[0]) > len(plain_ids), f"{what}: /tokenize puts the prompt's tokens first")
+            status, _, out = post_json(server, "/embed", {"inputs": [text, plain_ids]})
+            c.check(status == 200 and max_diff(out[0], want) <= 1e-5,
+                    f"{what}: /embed = roberta embed with that prompt")
+            # TEI: with a prompt, ids are decoded without their special tokens and embedded as prompt + text
+            c.check(max_diff(out[1], want) <= 1e-5, f"{what}: /embed of the text's ids = the same")
+            _, _, named = post_json(server, "/embed", {"inputs": text, "prompt_name": "doc"})
+            c.check(max_diff(named[0], doc) <= 1e-5, f"{what}: a request's prompt_name wins")
+        finally:
+            c.check(server.stop() == 0, "exit 0")
+    try:
+        Server(binary, ["--model", folder, "--quiet", "--default-prompt-name", "nope"]).stop()
+        c.check(False, "--default-prompt-name nope must stop the server")
+    except RuntimeError as e:
+        c.check("--default-prompt-name nope is not one of the model's prompts (doc, query)" in str(e),
+                f"--default-prompt-name nope: refused at startup ({str(e)[-160:]!r})")
+finally:
+    shutil.rmtree(st)
+
+# ---- --cors-allow-origin: only the origins listed are named back
+server = Server(binary, ["--model", model, "--quiet", "--cors-allow-origin", "http://a.example,http://b.example"])
+try:
+    for origin, want in [("http://b.example", "http://b.example"), ("http://c.example", None)]:
+        _, headers, _ = post_json(server, "/embed", {"inputs": "x"}, headers={"Origin": origin})
+        status, pre, _ = request(server, "OPTIONS", "/embed", headers={"Origin": origin})
+        c.check(headers.get("access-control-allow-origin") == want and pre.get("access-control-allow-origin") == want
+                and status == 200, f"--cors-allow-origin: {origin} gets {want}")
+finally:
+    c.check(server.stop() == 0, "exit 0")
+
 # ---- TEI's TASK=sentence-similarity: POST / and /invocations answer as /similarity
 server = Server(binary, ["--model", model, "--quiet"], env={"TASK": "sentence-similarity"})
 try:
@@ -372,6 +468,17 @@ try:
     c.check(status == 200, "right token: 200")
     for path in ("/health", "/", "/ping", "/metrics"):
         c.check(request(server, "GET", path)[0] == 200, f"GET {path} needs no token")
+    # CORS as TEI's layer (tower-http's CorsLayer, any origin by default): a preflight OPTIONS, on
+    # any path and without the token, is 200 with the allowed methods and headers; answers name "*"
+    status, headers, body = request(server, "OPTIONS", "/embed", headers={"Origin": "http://page.example",
+                                                                          "Access-Control-Request-Method": "POST"})
+    c.check(status == 200 and body == b"" and headers.get("access-control-allow-origin") == "*"
+            and headers.get("access-control-allow-methods") == "GET,POST"
+            and "content-type" in headers.get("access-control-allow-headers", ""),
+            f"CORS preflight: 200, any origin, GET and POST ({status} {headers})")
+    status, headers, _ = post_json(server, "/embed", {"inputs": "x"}, headers={"Authorization": "Bearer s3cret",
+                                                                              "Origin": "http://page.example"})
+    c.check(status == 200 and headers.get("access-control-allow-origin") == "*", "CORS: an answer allows any origin")
     c.check(post_json(server, "/", {"inputs": "x"})[0] == 401 and post_json(server, "/similarity", {})[0] == 401,
             "POST / and /similarity need the token")
     c.check(not any(" POST " in l for l in server.lines), "--quiet: no request lines")

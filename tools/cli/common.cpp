@@ -88,6 +88,11 @@ constexpr Option kOptions[] = {
     {"api-key", "KEY", "require \"Authorization: Bearer KEY\" on every route but the health ones (/health, GET /, "
                        "/ping) and /metrics (default: $ROBERTA_API_KEY if set)"},
     {"served-model-name", "NAME", "the model name of /info and OpenAI answers (default: the --model folder)"},
+    {"cors-allow-origin", "ORIGINS", "comma-separated origins whose pages may call the server from a browser "
+                                     "(CORS, as TEI; default: any)"},
+    {"default-prompt-name", "NAME", "one of the folder's prompts, put before every text a request gives no "
+                                    "prompt_name for (as TEI; default: no prompt, whatever the folder's default)"},
+    {"default-prompt", "TEXT", "a prompt put before every text a request gives no prompt_name for (as TEI)"},
     {"quiet", "", "no log line per request"},
     {"request-timeout", "SECONDS", "time a client has to send a whole request before its connection is closed "
                                    "(default 30)"},

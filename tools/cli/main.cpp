@@ -183,7 +183,8 @@ const Command kCommands[] = {
                     "SIGINT: stops accepting, finishes the requests in flight, exits 0.",
      .options = {{"dtype"}, {"host"}, {"port"}, {"max-batch-tokens"}, {"max-batch-requests"},
                  {"max-concurrent-requests"}, {"max-client-batch-size"}, {"payload-limit"}, {"no-auto-truncate"},
-                 {"api-key"}, {"served-model-name"}, {"quiet"}, {"request-timeout"}},
+                 {"api-key"}, {"served-model-name"}, {"cors-allow-origin"}, {"default-prompt-name"},
+                 {"default-prompt"}, {"quiet"}, {"request-timeout"}},
      .run = run_serve},
 };
 

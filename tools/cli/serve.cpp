@@ -1,4 +1,5 @@
 // roberta serve: the HTTP server (src/server/) behind a command line, with SIGTERM/SIGINT draining.
+#include <algorithm>
 #include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
@@ -47,6 +48,18 @@ int run_serve(const Args& args) {
   if (auto name = args.get("served-model-name")) o.served_model_name = *name;
   o.quiet = args.flag("quiet");
   if (const char* task = std::getenv("TASK"); task) o.root_task = task;  // as TEI reads it
+  if (auto origins = args.get("cors-allow-origin")) {
+    for (size_t start = 0; start <= origins->size();) {
+      const size_t comma = std::min(origins->find(',', start), origins->size());
+      if (comma > start) o.cors_allow_origin.push_back(origins->substr(start, comma - start));
+      start = comma + 1;
+    }
+    if (o.cors_allow_origin.empty()) throw UsageError("--cors-allow-origin needs at least one origin");
+  }
+  o.default_prompt_name = args.get("default-prompt-name");
+  o.default_prompt = args.get("default-prompt");
+  if (o.default_prompt_name && o.default_prompt)
+    throw UsageError("--default-prompt-name and --default-prompt cannot both be given");
 
   if (::pipe2(g_signal_pipe, O_CLOEXEC) != 0) throw Error("cannot create a pipe", ErrorKind::kIo);
   struct sigaction sa = {};
