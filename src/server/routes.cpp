@@ -297,14 +297,13 @@ Reply openai_embeddings(State& s, const Call& call) {
   Reply r;
   r.body = "{\"object\":\"list\",\"data\":[";
   const auto rows = finished_rows(req, *e.job);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    r.body += i ? ",{\"object\":\"embedding\",\"index\":" : "{\"object\":\"embedding\",\"index\":";
-    r.body += std::to_string(i) + ",\"embedding\":";
+  for (size_t i = 0; i < rows.size(); ++i) {  // (OpenAI's and TEI's field order: object, embedding, index)
+    r.body += i ? ",{\"object\":\"embedding\",\"embedding\":" : "{\"object\":\"embedding\",\"embedding\":";
     if (format == "base64")
       r.body += "\"" + base64_floats(rows[i].data(), rows[i].size()) + "\"";
     else
       append_floats(r.body, rows[i].data(), rows[i].size());
-    r.body += "}";
+    r.body += ",\"index\":" + std::to_string(i) + "}";
   }
   const std::string tokens = std::to_string(e.tokens);
   r.body += "],\"model\":" + json_string(s.options.served_model_name) + ",\"usage\":{\"prompt_tokens\":" + tokens +

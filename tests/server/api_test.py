@@ -157,6 +157,9 @@ try:
             and all(d["object"] == "embedding" for d in out["data"])
             and all(max_diff(d["embedding"], r) <= 1e-5 for d, r in zip(out["data"], ref)),
             "/v1/embeddings float = roberta embed --normalize")
+    data = request(server, "POST", "/v1/embeddings", {"input": "x", "dimensions": 2})[2]
+    c.check(data.startswith(b'{"object":"list","data":[{"object":"embedding","embedding":[')
+            and b'],"index":0}],"model":' in data, f"/v1/embeddings: OpenAI's and TEI's field order ({data[:90]!r})")
     n_tokens = sum(len(x) for x in post_json(server, "/tokenize", {"inputs": texts})[2])
     c.check(out["usage"] == {"prompt_tokens": n_tokens, "total_tokens": n_tokens}, f"usage counts {n_tokens} tokens: {out['usage']}")
     status, _, b64 = post_json(server, "/v1/embeddings", {"input": texts[:2], "encoding_format": "base64"})
