@@ -95,7 +95,8 @@ PreparedText prepare_ids(State& s, std::span<const int32_t> ids, const EmbedOpti
     if (ids[i] < 0 || ids[i] >= vocab)
       throw Error("token id " + std::to_string(ids[i]) + " at position " + std::to_string(i) +
                   " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
-  if (o.prompt_name || (o.prompt && !o.prompt->empty())) return e.prepare(e.tokenizer().decode(ids, true), o);
+  // (TEI: a prompt that is set, even an empty one, takes this way)
+  if (o.prompt_name || s.default_prompt) return e.prepare(e.tokenizer().decode(ids, true), o);
   EncodeOptions plain;
   plain.add_special_tokens = false;
   PreparedText p;
@@ -172,7 +173,7 @@ EmbedOptions embed_options(State& s, const json& body) {
   o.prompt_name = get_string(body, "prompt_name");
   if (o.prompt_name && !embedder(s).config().prompts.count(*o.prompt_name))
     throw ApiError(422, ErrorType::kValidation, "prompt name \"" + *o.prompt_name + "\" is not one of the model's prompts");
-  if (!o.prompt_name) o.prompt = s.default_prompt;  // TEI's: --default-prompt(-name), never the folder's default
+  if (!o.prompt_name) o.prompt = s.default_prompt.value_or("");  // TEI's --default-prompt(-name), not the folder's
   return o;
 }
 
@@ -285,7 +286,7 @@ Reply openai_embeddings(State& s, const Call& call) {
                    "input"};
   req.options.truncate = s.options.auto_truncate;
   req.options.strip = false;  // as /embed
-  req.options.prompt = s.default_prompt;
+  req.options.prompt = s.default_prompt.value_or("");
   const std::string format = get_string(body, "encoding_format").value_or("float");
   if (format != "float" && format != "base64")
     throw ApiError(400, ErrorType::kValidation, "`encoding_format` must be \"float\" or \"base64\"");
@@ -336,7 +337,7 @@ Reply tokenize(State& s, const Call& call) {
       throw ApiError(422, ErrorType::kValidation, "prompt name \"" + *name + "\" is not one of the model's prompts");
     prompt = it->second;
   } else {
-    prompt = s.default_prompt;
+    prompt = s.default_prompt.value_or("");
   }
   ordered_json out = ordered_json::array();
   for (size_t i = 0; i < in.items.size(); ++i) {

@@ -35,7 +35,8 @@ struct State {
   std::unique_ptr<CrossEncoder> cross_encoder;
   std::unique_ptr<Batcher> batcher;
   std::string model_dtype;                    // "float32", "bfloat16" or "int8"
-  std::string default_prompt;  // put before texts without a prompt_name (TEI's --default-prompt(-name))
+  // Put before texts without a prompt_name (TEI's --default-prompt(-name)); set even when empty.
+  std::optional<std::string> default_prompt;
   std::unique_ptr<Connections> connections;  // set by bind()
   std::atomic<bool> ready{false}, draining{false};
   std::atomic<size_t> in_flight{0};  // requests holding a permit (--max-concurrent-requests)

@@ -298,7 +298,8 @@ void Server::Impl::configure() {
     t_peer = Connections::peer_name(req.remote_addr, req.remote_port);
     // CORS as TEI's layer (tower-http's CorsLayer) answers it: every answer names the allowed
     // origin; an OPTIONS request, on any path, is a preflight answered 200 with the methods and
-    // headers a page may use (TEI allows Content-Type; Authorization too here, for --api-key).
+    // headers a page may use (TEI allows Content-Type only; here also Authorization, for
+    // --api-key, and whatever the preflight asks for).
     const auto& origins = state.options.cors_allow_origin;
     const std::string origin = req.get_header_value("Origin");
     if (origins.empty())
@@ -309,7 +310,10 @@ void Server::Impl::configure() {
     if (req.method == "OPTIONS") {
       res.status = 200;
       res.set_header("Access-Control-Allow-Methods", "GET,POST");
-      res.set_header("Access-Control-Allow-Headers", "content-type,authorization");
+      // (the headers the page asks for, as tower-http's mirror_request: a client library's own
+      // headers, e.g. the OpenAI SDK's x-stainless-*, pass too)
+      const std::string asked = req.get_header_value("Access-Control-Request-Headers");
+      res.set_header("Access-Control-Allow-Headers", asked.empty() ? "content-type,authorization" : asked);
       if (declares_body(req)) close_after(req, res);  // (its body is never read)
       return httplib::Server::HandlerResponse::Handled;
     }

@@ -88,9 +88,11 @@ try:
     want = [cosine(ref_raw[0], r) for r in ref_raw[1:]]
     c.check(status == 200 and len(out) == len(want) and max_diff(out, want) <= 1e-5 and "x-compute-tokens" in headers,
             f"/similarity = cosines of roberta embed rows, in order ({out[:3]} / {want[:3]})")
-    status, _, out = post_json(server, "/similarity", {"inputs": {"source_sentence": texts[1], "sentences": [texts[1]]},
-                                                       "parameters": {"truncate": True, "truncation_direction": "Left"}})
+    status, _, out = post_json(server, "/similarity", {"inputs": {"source_sentence": texts[1], "sentences": [texts[1]]}})
     c.check(status == 200 and abs(out[0] - 1) <= 1e-6, f"/similarity of a text with itself: 1 ({out})")
+    status, _, out = post_json(server, "/similarity", {"inputs": {"source_sentence": "a", "sentences": ["b"]},
+                                                       "parameters": {"truncation_direction": "Sideways"}})
+    c.check(status == 400 and "truncation_direction" in out["error"], f"/similarity reads its parameters ({out})")
     for body, want_status, want_text in [
             ({"inputs": {"source_sentence": "a", "sentences": []}}, 400, "`inputs.sentences` cannot be empty"),
             ({"inputs": {"source_sentence": "a", "sentences": ["b"] * 32}}, 413, "batch size 33 > maximum allowed batch size 32"),
@@ -182,6 +184,19 @@ try:
             f"/embed_all of ids without <s> </s>: no special tokens added, as TEI ({[len(r) for r in rows]})")
     _, _, bare = post_json(server, "/embed", {"inputs": [inner]})
     c.check(max_diff(bare[0], out[1]) > 1e-3, "/embed of ids without <s> </s> is not the text's embedding")
+    # over-long ids: refused without truncation, else cut to max_input_length on the chosen side (no
+    # <s> </s> kept, there are none); Left keeps the end
+    limit = info["max_input_length"]
+    long_ids = post_json(server, "/tokenize", {"inputs": " ".join(texts) * 40, "add_special_tokens": False})[2][0]
+    long_ids = [t["id"] for t in long_ids]
+    status, _, out = post_json(server, "/embed", {"inputs": [long_ids], "truncate": False})
+    c.check(status == 422 and "more than the" in out["error"], f"/embed of over-long ids, truncate false: 422 ({out})")
+    status, _, rows = post_json(server, "/embed_all", {"inputs": [long_ids], "truncate": True})
+    _, _, left = post_json(server, "/embed_all", {"inputs": [long_ids], "truncate": True, "truncation_direction": "Left"})
+    _, _, tail = post_json(server, "/embed_all", {"inputs": [long_ids[-limit:]]})
+    c.check(status == 200 and len(rows[0]) == len(left[0]) == limit and max_diff(left[0][-1], tail[0][-1]) <= 1e-6
+            and max_diff(rows[0][-1], tail[0][-1]) > 1e-3,
+            f"/embed_all of over-long ids, truncated: {limit} rows, Left = the last {limit} ids")
     status, _, both = post_json(server, "/embeddings", {"input": [inner, "Hello world"], "dimensions": 4})
     c.check(status == 200 and len(both["data"]) == 2 and len(both["data"][0]["embedding"]) == 4,
             "/embeddings alias, [[int], str], dimensions 4")
@@ -229,6 +244,9 @@ try:
     def counter(name):
         return int(next(l.split()[1] for l in request(server, "GET", "/metrics")[2].decode().splitlines()
                         if l.startswith(name + " ")))
+    for name in ["te_embed_duration_count", "te_embed_tokenization_duration_count", "te_embed_queue_duration_count",
+                 "te_embed_inference_duration_count"]:
+        c.check(counter(name) > 0, f"/metrics {name} > 0: observed")
     before = counter("te_embed_count"), counter("te_embed_success")
     post_json(server, "/embed", {"inputs": texts[:3]})
     post_json(server, "/embed", {"inputs": ["fine", "x" * 20000], "truncate": False})  # 422: counted, not a success
@@ -316,8 +334,10 @@ try:
     m = request(server, "GET", "/metrics")[2].decode()
     c.check(status == 424 and "not a reranker" in out["error"] and 'te_request_failure{err="model_type"} 1' in m,
             f"/rerank on a 3-label classifier: 424, counted as model_type ({out})")
-    c.check("te_predict_count " in m and "te_predict_success " in m and "te_predict_duration_bucket" in m,
-            "/metrics has te_predict_count, te_predict_success and te_predict_duration")
+    counts = {l.split()[0]: float(l.split()[1]) for l in m.splitlines() if l.startswith("te_predict_")}
+    c.check(all(counts.get(n, 0) > 0 for n in ["te_predict_count", "te_predict_success", "te_predict_duration_count",
+                                                 "te_predict_inference_duration_count"]),
+            f"/metrics te_predict_count, te_predict_success, te_predict_*duration observed ({counts.get('te_predict_count')})")
     # TEI's tokenizer refuses an empty input (400 Empty); a pair only when both texts are empty
     for body, want_status in [({"inputs": ""}, 400), ({"inputs": [["ok"], [""]]}, 400), ({"inputs": [["", ""]]}, 400),
                               ({"inputs": ["", "a pair with an empty first text"]}, 200)]:
@@ -429,6 +449,15 @@ try:
             c.check(max_diff(named[0], doc) <= 1e-5, f"{what}: a request's prompt_name wins")
         finally:
             c.check(server.stop() == 0, "exit 0")
+    # An empty default prompt is still a prompt (TEI: set, not empty, decides): ids without <s> </s>
+    # are decoded and embedded as "" + text, with <s> </s>
+    server = Server(binary, ["--model", folder, "--quiet", "--default-prompt", ""])
+    try:
+        status, _, out = post_json(server, "/embed", {"inputs": [plain_ids[1:-1], text]})
+        c.check(status == 200 and max_diff(out[0], out[1]) <= 1e-6 and max_diff(out[1], no_prompt) <= 1e-5,
+                "--default-prompt '': ids without <s> </s> embed as their text")
+    finally:
+        c.check(server.stop() == 0, "exit 0")
     try:
         Server(binary, ["--model", folder, "--quiet", "--default-prompt-name", "nope"]).stop()
         c.check(False, "--default-prompt-name nope must stop the server")
@@ -439,9 +468,11 @@ finally:
     shutil.rmtree(st)
 
 # ---- --cors-allow-origin: only the origins listed are named back
-server = Server(binary, ["--model", model, "--quiet", "--cors-allow-origin", "http://a.example,http://b.example"])
+server = Server(binary, ["--model", model, "--quiet", "--cors-allow-origin", "http://a.example, http://b.example",
+                         "--cors-allow-origin", "http://d.example"])
 try:
-    for origin, want in [("http://b.example", "http://b.example"), ("http://c.example", None)]:
+    for origin, want in [("http://b.example", "http://b.example"), ("http://d.example", "http://d.example"),
+                         ("http://c.example", None)]:
         _, headers, _ = post_json(server, "/embed", {"inputs": "x"}, headers={"Origin": origin})
         status, pre, _ = request(server, "OPTIONS", "/embed", headers={"Origin": origin})
         c.check(headers.get("access-control-allow-origin") == want and pre.get("access-control-allow-origin") == want
@@ -449,7 +480,22 @@ try:
 finally:
     c.check(server.stop() == 0, "exit 0")
 
-# ---- TEI's TASK=sentence-similarity: POST / and /invocations answer as /similarity
+server = Server(binary, ["--model", model, "--quiet", "--cors-allow-origin", "http://a.example,*"])
+try:
+    _, headers, _ = post_json(server, "/embed", {"inputs": "x"}, headers={"Origin": "http://c.example"})
+    c.check(headers.get("access-control-allow-origin") == "*", "--cors-allow-origin with * among them: any origin")
+finally:
+    c.check(server.stop() == 0, "exit 0")
+
+# ---- TEI's TASK=sentence-similarity: POST / and /invocations answer as /similarity (on an embedding
+# model; a classifier's stays /predict)
+server = Server(binary, ["--model", sentiment, "--quiet"], env={"TASK": "sentence-similarity"})
+try:
+    _, _, want = post_json(server, "/predict", {"inputs": texts[0]})
+    status, _, out = post_json(server, "/", {"inputs": texts[0]})
+    c.check(status == 200 and out == want, f"TASK=sentence-similarity on a classifier: POST / = /predict ({out})")
+finally:
+    c.check(server.stop() == 0, "exit 0")
 server = Server(binary, ["--model", model, "--quiet"], env={"TASK": "sentence-similarity"})
 try:
     body = {"inputs": {"source_sentence": texts[0], "sentences": texts[1:3]}}
@@ -482,6 +528,14 @@ try:
     status, headers, _ = post_json(server, "/embed", {"inputs": "x"}, headers={"Authorization": "Bearer s3cret",
                                                                               "Origin": "http://page.example"})
     c.check(status == 200 and headers.get("access-control-allow-origin") == "*", "CORS: an answer allows any origin")
+    status, headers, _ = request(server, "OPTIONS", "/no/such/route", headers={
+        "Origin": "http://page.example", "Access-Control-Request-Headers": "content-type,x-stainless-os"})
+    c.check(status == 200 and headers.get("access-control-allow-headers") == "content-type,x-stainless-os",
+            f"CORS preflight on any path, the headers asked for allowed ({status} {headers})")
+    status, headers, _ = request(server, "OPTIONS", "/embed", body=b"{}")
+    c.check(status == 200 and headers.get("connection") == "close", "OPTIONS with a body: 200, connection closed")
+    status, headers, _ = request(server, "PUT", "/embed", body=b"{}", headers={"Authorization": "Bearer s3cret"})
+    c.check(status == 405 and headers.get("allow") == "POST", f"PUT /embed: 405 Allow POST ({status})")
     c.check(post_json(server, "/", {"inputs": "x"})[0] == 401 and post_json(server, "/similarity", {})[0] == 401,
             "POST / and /similarity need the token")
     c.check(not any(" POST " in l for l in server.lines), "--quiet: no request lines")

@@ -88,8 +88,8 @@ constexpr Option kOptions[] = {
     {"api-key", "KEY", "require \"Authorization: Bearer KEY\" on every route but the health ones (/health, GET /, "
                        "/ping) and /metrics (default: $ROBERTA_API_KEY if set)"},
     {"served-model-name", "NAME", "the model name of /info and OpenAI answers (default: the --model folder)"},
-    {"cors-allow-origin", "ORIGINS", "comma-separated origins whose pages may call the server from a browser "
-                                     "(CORS, as TEI; default: any)"},
+    {"cors-allow-origin", "ORIGINS", "origins whose pages may call the server from a browser (CORS, as TEI): "
+                                     "comma-separated or the option repeated, * for any (the default)"},
     {"default-prompt-name", "NAME", "one of the folder's prompts, put before every text a request gives no "
                                     "prompt_name for (as TEI; default: no prompt, whatever the folder's default)"},
     {"default-prompt", "TEXT", "a prompt put before every text a request gives no prompt_name for (as TEI)"},
@@ -192,12 +192,17 @@ Args::Args(const std::vector<std::string>& argv, const Command& command) : comma
         }
         // A text given as an option is checked here, so that its error is a usage error naming
         // the option, not an error of every input line.
-        static const std::set<std::string_view> kTexts = {"prompt", "labels",   "template", "targets", "query",
-                                                          "question", "context", "text",     "ignore-labels"};
+        static const std::set<std::string_view> kTexts = {
+            "prompt", "labels", "template", "targets", "query", "question", "context", "text", "ignore-labels",
+            "default-prompt"};
         if (kTexts.count(name))
           if (const auto bad = unicode::find_invalid_utf8(value))
             throw UsageError("--" + name + ": invalid UTF-8 at byte " + std::to_string(*bad));
-        values_[name] = value;
+        // An option that takes a list may also be given more than once (TEI's --cors-allow-origin).
+        if (name == "cors-allow-origin" && values_.count(name))
+          values_[name] += "," + value;
+        else
+          values_[name] = value;
       }
     } else {
       positional_.push_back(a);

@@ -49,12 +49,18 @@ int run_serve(const Args& args) {
   o.quiet = args.flag("quiet");
   if (const char* task = std::getenv("TASK"); task) o.root_task = task;  // as TEI reads it
   if (auto origins = args.get("cors-allow-origin")) {
+    bool any = false;
     for (size_t start = 0; start <= origins->size();) {
       const size_t comma = std::min(origins->find(',', start), origins->size());
-      if (comma > start) o.cors_allow_origin.push_back(origins->substr(start, comma - start));
+      std::string origin = origins->substr(start, comma - start);
+      origin.erase(0, origin.find_first_not_of(" \t"));
+      origin.erase(origin.find_last_not_of(" \t") + 1);
+      if (origin == "*") any = true;  // (as TEI: "*" among them allows any origin)
+      else if (!origin.empty()) o.cors_allow_origin.push_back(origin);
       start = comma + 1;
     }
-    if (o.cors_allow_origin.empty()) throw UsageError("--cors-allow-origin needs at least one origin");
+    if (any) o.cors_allow_origin.clear();
+    else if (o.cors_allow_origin.empty()) throw UsageError("--cors-allow-origin needs at least one origin");
   }
   o.default_prompt_name = args.get("default-prompt-name");
   o.default_prompt = args.get("default-prompt");
