@@ -1,5 +1,5 @@
 // The route handlers of TEI's /embed, /embed_all, /similarity, /tokenize, /decode, /info, /health
-// (also GET / and /ping), /metrics and POST / (/invocations), OpenAI's /v1/embeddings and /v1/models,
+// (also GET / and /ping), /metrics, POST / (/invocations) and /vertex, OpenAI's /v1/embeddings and /v1/models,
 // and the table of every route (/predict, /rerank and /fill_mask are in task_routes.cpp).
 #include <algorithm>
 #include <cmath>
@@ -463,6 +463,42 @@ Reply root(State& s, const Call& call) {
   return s.options.root_task == "sentence-similarity" ? similarity(s, call) : embed(s, call);
 }
 
+// TEI's /vertex (Google Vertex AI's prediction route): {"instances": [request, ...]} answers
+// {"predictions": [answer, ...]}, each instance a request of /rerank when it has a "query" string and
+// "texts" strings, else of /predict on a classifier or reranker, else of /embed; run one after the
+// other. An error of an instance names it ("instances[1]: ...").
+Reply vertex(State& s, const Call& call) {
+  const json body = parse_body(call.body);
+  const auto it = body.find("instances");
+  if (it == body.end() || it->is_null()) throw ApiError(400, ErrorType::kValidation, "missing field `instances`");
+  if (!it->is_array()) throw ApiError(400, ErrorType::kValidation, "`instances` must be a list of requests");
+  Reply out;
+  out.body = "{\"predictions\":[";
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& instance = (*it)[i];
+    const std::string name = "instances[" + std::to_string(i) + "]";
+    if (!instance.is_object()) throw ApiError(400, ErrorType::kValidation, "`" + name + "` must be an object");
+    const auto is_strings = [](const json& v) {
+      return v.is_array() && std::all_of(v.begin(), v.end(), [](const json& t) { return t.is_string(); });
+    };
+    const bool rerank_request = instance.contains("query") && instance["query"].is_string() &&
+                                instance.contains("texts") && is_strings(instance["texts"]);
+    const std::string text = instance.dump();
+    const Call one{text, call.peer, call.start};
+    try {
+      const Reply r = rerank_request ? rerank(s, one) : s.cross_encoder ? predict(s, one) : embed(s, one);
+      out.body += (i ? "," : "") + r.body;
+    } catch (const ApiError& e) {
+      throw ApiError(e.status, e.type, name + ": " + e.what(), e.metric);
+    } catch (const Error& e) {
+      const ApiError a = api_error(e);
+      throw ApiError(a.status, a.type, name + ": " + e.what(), a.metric);
+    }
+  }
+  out.body += "]}";
+  return out;
+}
+
 Reply metrics(State& s, const Call&) {
   return Reply{.status = 200, .body = s.metrics->render(), .content_type = "text/plain; version=0.0.4", .headers = {}};
 }
@@ -474,6 +510,7 @@ constexpr Route kRoutes[] = {
     {"POST", "/", Style::kTei, false, true, root},
     {"POST", "/invocations", Style::kTei, false, true, root},
     {"POST", "/similarity", Style::kTei, false, true, similarity},
+    {"POST", "/vertex", Style::kTei, false, true, vertex},
     {"GET", "/metrics", Style::kTei, true, false, metrics},
     {"GET", "/info", Style::kTei, false, false, info},
     {"POST", "/embed", Style::kTei, false, true, embed},

@@ -116,6 +116,19 @@ try:
         c.check(status == 200 and len(out) == 2 and all(max_diff(o, r) <= 1e-5 for o, r in zip(out, ref_raw)),
                 f"POST {path} = /embed on an embedding model")
 
+    # ---- TEI's /vertex: {"instances": [...]} -> {"predictions": [...]}, each as its route answers it
+    bodies = [{"inputs": texts[0]}, {"inputs": texts[1:3], "normalize": False}, {"inputs": texts[3], "dimensions": 4}]
+    status, _, out = post_json(server, "/vertex", {"instances": bodies})
+    want = [post_json(server, "/embed", b)[2] for b in bodies]
+    c.check(status == 200 and list(out) == ["predictions"] and out["predictions"] == want,
+            "/vertex on an embedding model: each instance answered as /embed, in order")
+    for body, want_status, want_text in [({"instances": [{"inputs": "a"}, {"inputs": ""}]}, 400, "instances[1]: "),
+                                         ({"instances": [{"inputs": "a"}, 3]}, 400, "`instances[1]` must be an object"),
+                                         ({"instances": {"inputs": "a"}}, 400, "`instances` must be a list")]:
+        status, _, out = post_json(server, "/vertex", body)
+        c.check(status == want_status and out["error"].startswith(want_text), f"/vertex {want_status}: {out}")
+    c.check(post_json(server, "/vertex", {"instances": []})[2] == {"predictions": []}, "/vertex of no instances")
+
     # ---- tokenize / decode
     status, _, toks = post_json(server, "/tokenize", {"inputs": "Hello world"})
     t = toks[0] if status == 200 else []
@@ -380,6 +393,12 @@ try:
         status, _, out = post_json(server, path, {"query": texts[0], "texts": texts[1:], "return_text": True})
         c.check(status == 200 and [o["index"] for o in out] == [w["corpus_id"] for w in want],
                 f"POST {path} = /rerank on a reranker")
+    # /vertex on a reranker: an instance with query and texts is a /rerank request, others /predict's
+    bodies = [{"query": texts[0], "texts": texts[1:]}, {"inputs": [texts[0], texts[1]]}]
+    status, _, out = post_json(server, "/vertex", {"instances": bodies})
+    c.check(status == 200 and out["predictions"] == [post_json(server, "/rerank", bodies[0])[2],
+                                                     post_json(server, "/predict", bodies[1])[2]],
+            "/vertex on a reranker: /rerank and /predict instances")
 finally:
     c.check(server.stop() == 0, "exit 0")
 

@@ -174,13 +174,13 @@ const Command kCommands[] = {
      .summary = "an HTTP server: TEI's and OpenAI's embedding APIs, fill-mask, classification, rerank",
      .usage = "[options]",
      .description = "Serves the model over HTTP with the routes of Hugging Face's Text Embeddings Inference (POST /embed,\n"
-                    "/embed_all, /similarity, /tokenize, /decode; GET /health, /info, /metrics; POST / as TEI answers\n"
-                    "it, by the model's type, or /similarity with the environment's TASK=sentence-similarity),\n"
-                    "OpenAI's embeddings API (POST /v1/embeddings, GET /v1/models), POST /fill_mask, and TEI's\n"
-                    "/predict and /rerank on a model with a classification head. Concurrent requests of every route\n"
-                    "are packed into shared forward passes by a budget of real tokens. Prints\n"
-                    "`listening on http://HOST:PORT` on stderr when ready, then one line per request. SIGTERM or\n"
-                    "SIGINT: stops accepting, finishes the requests in flight, exits 0.",
+                    "/embed_all, /similarity, /tokenize, /decode, /vertex; GET /health, /info, /metrics; POST / as\n"
+                    "TEI answers it, by the model's type, or /similarity with the environment's\n"
+                    "TASK=sentence-similarity), OpenAI's embeddings API (POST /v1/embeddings, GET /v1/models),\n"
+                    "POST /fill_mask, and TEI's /predict and /rerank on a model with a classification head.\n"
+                    "Concurrent requests of every route are packed into shared forward passes by a budget of real\n"
+                    "tokens. Prints `listening on http://HOST:PORT` on stderr when ready, then one line per request.\n"
+                    "SIGTERM or SIGINT: stops accepting, finishes the requests in flight, exits 0.",
      .options = {{"dtype"}, {"host"}, {"port"}, {"max-batch-tokens"}, {"max-batch-requests"},
                  {"max-concurrent-requests"}, {"max-client-batch-size"}, {"payload-limit"}, {"no-auto-truncate"},
                  {"api-key"}, {"served-model-name"}, {"cors-allow-origin"}, {"default-prompt-name"},
