@@ -26,6 +26,10 @@ void timing_headers(State& s, const Call& call, const Queued& q, Reply& r);
 double seconds(Clock::duration d);
 std::string ms(double seconds);  // whole milliseconds, as TEI's headers give them
 
+// TEI's /predict input: "text" | ["text", "pair"] (one pair) | a list of those; whether a list was
+// sent. ApiError 400 for other shapes, 413 for more than max_batch.
+std::pair<std::vector<TextInput>, bool> parse_predict_inputs(const json& body, size_t max_batch);
+
 Reply predict(State& s, const Call& call);
 Reply rerank(State& s, const Call& call);
 Reply fill_mask(State& s, const Call& call);

@@ -465,34 +465,54 @@ Reply root(State& s, const Call& call) {
 
 // TEI's /vertex (Google Vertex AI's prediction route): {"instances": [request, ...]} answers
 // {"predictions": [answer, ...]}, each instance a request of /rerank when it has a "query" string and
-// "texts" strings, else of /predict on a classifier or reranker, else of /embed; run one after the
-// other. An error of an instance names it ("instances[1]: ...").
+// "texts" strings, else of /predict on a classifier or reranker, else of /embed; checked first, then
+// run one after the other. An error of an instance names it ("instances[1]: ...").
 Reply vertex(State& s, const Call& call) {
   const json body = parse_body(call.body);
   const auto it = body.find("instances");
   if (it == body.end() || it->is_null()) throw ApiError(400, ErrorType::kValidation, "missing field `instances`");
   if (!it->is_array()) throw ApiError(400, ErrorType::kValidation, "`instances` must be a list of requests");
+  // TEI runs the instances at once, each holding permits of --max-concurrent-requests: more than
+  // that is a 429 there too.
+  if (it->size() > s.options.max_concurrent_requests)
+    throw ApiError(429, ErrorType::kOverloaded,
+                   std::to_string(it->size()) + " instances, more than --max-concurrent-requests " +
+                       std::to_string(s.options.max_concurrent_requests),
+                   "overloaded");
+  const auto is_strings = [](const json& v) {
+    return v.is_array() && std::all_of(v.begin(), v.end(), [](const json& t) { return t.is_string(); });
+  };
+  const auto name = [](size_t i) { return "instances[" + std::to_string(i) + "]"; };
+  std::vector<int> kinds;  // 0 /rerank, 1 /predict, 2 /embed
+  for (size_t i = 0; i < it->size(); ++i) {  // every instance's shape first, as TEI parses them all first
+    const json& instance = (*it)[i];
+    if (!instance.is_object()) throw ApiError(400, ErrorType::kValidation, "`" + name(i) + "` must be an object");
+    const bool rerank_request = instance.contains("query") && instance["query"].is_string() &&
+                                instance.contains("texts") && is_strings(instance["texts"]);
+    try {
+      if (!rerank_request && s.cross_encoder) parse_predict_inputs(instance, s.options.max_client_batch_size);
+      if (!rerank_request && !s.cross_encoder) parse_inputs(instance, "inputs", s.options.max_client_batch_size);
+    } catch (const ApiError& e) {
+      throw ApiError(e.status, e.type, name(i) + ": " + e.what(), e.metric);
+    }
+    kinds.push_back(rerank_request ? 0 : s.cross_encoder ? 1 : 2);
+  }
   Reply out;
   out.body = "{\"predictions\":[";
   for (size_t i = 0; i < it->size(); ++i) {
-    const json& instance = (*it)[i];
-    const std::string name = "instances[" + std::to_string(i) + "]";
-    if (!instance.is_object()) throw ApiError(400, ErrorType::kValidation, "`" + name + "` must be an object");
-    const auto is_strings = [](const json& v) {
-      return v.is_array() && std::all_of(v.begin(), v.end(), [](const json& t) { return t.is_string(); });
-    };
-    const bool rerank_request = instance.contains("query") && instance["query"].is_string() &&
-                                instance.contains("texts") && is_strings(instance["texts"]);
-    const std::string text = instance.dump();
-    const Call one{text, call.peer, call.start};
+    if (s.draining) throw ApiError(503, ErrorType::kUnhealthy, "the server is shutting down", "unhealthy");
+    if (!s.connections->client_alive(call.peer))
+      throw ApiError(499, ErrorType::kBackend, "the client closed the connection before the answer", "dropped");
+    const std::string text = (*it)[i].dump();
+    const Call one{text, call.peer, Clock::now()};  // (each instance's durations its own, as in TEI)
     try {
-      const Reply r = rerank_request ? rerank(s, one) : s.cross_encoder ? predict(s, one) : embed(s, one);
+      const Reply r = kinds[i] == 0 ? rerank(s, one) : kinds[i] == 1 ? predict(s, one) : embed(s, one);
       out.body += (i ? "," : "") + r.body;
     } catch (const ApiError& e) {
-      throw ApiError(e.status, e.type, name + ": " + e.what(), e.metric);
+      throw ApiError(e.status, e.type, name(i) + ": " + e.what(), e.metric);
     } catch (const Error& e) {
       const ApiError a = api_error(e);
-      throw ApiError(a.status, a.type, name + ": " + e.what(), a.metric);
+      throw ApiError(a.status, a.type, name(i) + ": " + e.what(), a.metric);
     }
   }
   out.body += "]}";

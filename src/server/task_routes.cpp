@@ -61,6 +61,15 @@ FillMaskOptions fill_mask_options(const json& body) {
   return o;
 }
 
+// TEI's tokenizer refuses an empty input with 400 Empty; a pair only when both its texts are empty.
+void refuse_empty(const TextInput& in, bool batch, size_t i, const std::string& field = "inputs") {
+  if (in.text.empty() && (!in.text_pair || in.text_pair->empty()))
+    throw ApiError(400, ErrorType::kEmpty,
+                   (batch ? field + "[" + std::to_string(i) + "]" : field) + " cannot be empty");
+}
+
+}  // namespace
+
 // TEI's /predict input: "text" | ["text", "pair"] (one pair) | a list of those ([["a"], ["a", "b"], "c"]).
 std::pair<std::vector<TextInput>, bool> parse_predict_inputs(const json& body, size_t max_batch) {
   const auto it = body.find("inputs");
@@ -88,15 +97,6 @@ std::pair<std::vector<TextInput>, bool> parse_predict_inputs(const json& body, s
   }
   return {inputs, true};
 }
-
-// TEI's tokenizer refuses an empty input with 400 Empty; a pair only when both its texts are empty.
-void refuse_empty(const TextInput& in, bool batch, size_t i, const std::string& field = "inputs") {
-  if (in.text.empty() && (!in.text_pair || in.text_pair->empty()))
-    throw ApiError(400, ErrorType::kEmpty,
-                   (batch ? field + "[" + std::to_string(i) + "]" : field) + " cannot be empty");
-}
-
-}  // namespace
 
 Reply fill_mask(State& s, const Call& call) {
   const json body = parse_body(call.body);

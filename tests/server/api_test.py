@@ -128,6 +128,20 @@ try:
         status, _, out = post_json(server, "/vertex", body)
         c.check(status == want_status and out["error"].startswith(want_text), f"/vertex {want_status}: {out}")
     c.check(post_json(server, "/vertex", {"instances": []})[2] == {"predictions": []}, "/vertex of no instances")
+    # every instance is checked before any runs (as TEI parses them all first); a rerank instance on
+    # an embedding model is a 424; more instances than --max-concurrent-requests a 429, as in TEI
+    def embeds_run():
+        m = request(server, "GET", "/metrics")[2].decode()
+        return int(next(l.split()[1] for l in m.splitlines() if l.startswith("te_embed_count ")))
+    before = embeds_run()
+    status, _, out = post_json(server, "/vertex", {"instances": [{"inputs": "a"}, {"inputs": 3}]})
+    c.check(status == 400 and out["error"].startswith("instances[1]: `inputs` must be") and embeds_run() == before,
+            f"/vertex with a bad instance: 400 naming it, before any instance ran ({out})")
+    status, _, out = post_json(server, "/vertex", {"instances": [{"query": "q", "texts": ["a"]}]})
+    c.check(status == 424 and out["error"].startswith("instances[0]: "),
+            f"/vertex rerank instance, embedding model: {out}")
+    status, _, out = post_json(server, "/vertex", {"instances": [{"inputs": "a"}] * 513})
+    c.check(status == 429 and out["error_type"] == "Overloaded", f"/vertex of 513 instances: 429 ({status})")
 
     # ---- tokenize / decode
     status, _, toks = post_json(server, "/tokenize", {"inputs": "Hello world"})
@@ -542,7 +556,7 @@ try:
                                                                           "Access-Control-Request-Method": "POST"})
     c.check(status == 200 and body == b"" and headers.get("access-control-allow-origin") == "*"
             and headers.get("access-control-allow-methods") == "GET,POST"
-            and "content-type" in headers.get("access-control-allow-headers", ""),
+            and headers.get("access-control-allow-headers") == "content-type,authorization",
             f"CORS preflight: 200, any origin, GET and POST ({status} {headers})")
     status, headers, _ = post_json(server, "/embed", {"inputs": "x"}, headers={"Authorization": "Bearer s3cret",
                                                                               "Origin": "http://page.example"})
