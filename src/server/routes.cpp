@@ -472,13 +472,14 @@ Reply vertex(State& s, const Call& call) {
   const auto it = body.find("instances");
   if (it == body.end() || it->is_null()) throw ApiError(400, ErrorType::kValidation, "missing field `instances`");
   if (!it->is_array()) throw ApiError(400, ErrorType::kValidation, "`instances` must be a list of requests");
-  // TEI runs the instances at once, each holding permits of --max-concurrent-requests: more than
-  // that is a 429 there too.
+  // TEI runs the instances at once, each holding permits of --max-concurrent-requests, so more
+  // than that fail there (429, as overload); here a 413, as a request over a size limit, which a
+  // retry cannot cure.
   if (it->size() > s.options.max_concurrent_requests)
-    throw ApiError(429, ErrorType::kOverloaded,
+    throw ApiError(413, ErrorType::kValidation,
                    std::to_string(it->size()) + " instances, more than --max-concurrent-requests " +
                        std::to_string(s.options.max_concurrent_requests),
-                   "overloaded");
+                   "batch_size");
   const auto is_strings = [](const json& v) {
     return v.is_array() && std::all_of(v.begin(), v.end(), [](const json& t) { return t.is_string(); });
   };
