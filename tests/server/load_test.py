@@ -7,9 +7,11 @@ The throughput floor is low on purpose: this is a functional test, not a benchma
 (tools/bench_serve.sh is). On a 2-core CPU in fp32 a pass of ~1,000 tokens runs the GEMMs only ~1.3x
 more efficiently per token than a pass of ~20 (roberta-kernel-bench, Zen 4), and the 64 Python
 clients share the 2 cores with the server, so the ratio sits near 1.4-1.6 there (1.37-1.51 in six
-runs on 2026-11-24) and a 1.5 floor failed on noise alone.
+runs on 2026-11-24) and a 1.5 floor failed on noise alone. On the 2-core Xeon with AMX (fp32, AVX-512)
+it sits lower, 1.28-1.33 in seven runs of 10 s on 2026-11-26 (the same before and after that day's
+server changes), and a 1.2 floor failed once in CTest: the floor is 1.1.
 
-Usage: load_test.py ROBERTA_BINARY MODEL_DIR [--seconds 30] [--clients 64] [--min-ratio 1.5]
+Usage: load_test.py ROBERTA_BINARY MODEL_DIR [--seconds 30] [--clients 64] [--min-ratio 1.1]
 """
 import argparse
 import http.client
@@ -26,8 +28,8 @@ p.add_argument("binary")
 p.add_argument("model")
 p.add_argument("--seconds", type=float, default=30, help="duration of each phase")
 p.add_argument("--clients", type=int, default=64)
-p.add_argument("--min-ratio", type=float, default=float(os.environ.get("ROBERTA_SERVE_MIN_RATIO", 1.2)),
-               help="default 1.2, or $ROBERTA_SERVE_MIN_RATIO (the sanitizer runs set 0)")
+p.add_argument("--min-ratio", type=float, default=float(os.environ.get("ROBERTA_SERVE_MIN_RATIO", 1.1)),
+               help="default 1.1, or $ROBERTA_SERVE_MIN_RATIO (the sanitizer runs set 0)")
 p.add_argument("--min-batch", type=float, default=8.0,
                help="requests per forward pass, on average over the concurrent phase (default 8)")
 p.add_argument("--threads", default=None, help="--threads of the server")
