@@ -8,8 +8,8 @@ The throughput floor is low on purpose: this is a functional test, not a benchma
 more efficiently per token than a pass of ~20 (roberta-kernel-bench, Zen 4), and the 64 Python
 clients share the 2 cores with the server, so the ratio sits near 1.4-1.6 there (1.37-1.51 in six
 runs on 2026-11-24) and a 1.5 floor failed on noise alone. On the 2-core Xeon with AMX (fp32, AVX-512)
-it sits lower, 1.28-1.33 in seven runs of 10 s on 2026-11-26 (the same before and after that day's
-server changes), and a 1.2 floor failed once in CTest: the floor is 1.1.
+it sits lower, 1.28-1.33 in seven runs of 10 s on 2026-11-26 (the binaries before and after that
+day's server changes alike), and a 1.2 floor failed once in CTest: the floor is 1.1.
 
 Usage: load_test.py ROBERTA_BINARY MODEL_DIR [--seconds 30] [--clients 64] [--min-ratio 1.1]
 """
