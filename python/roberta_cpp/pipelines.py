@@ -264,7 +264,7 @@ class TextClassificationPipeline(Pipeline):
         max_length = 0 if max_length is None else _check_count(max_length, "max_length")
         if top_k is not None:
             top_k = _check_count(top_k, "top_k", 0)  # (0: an empty list, as transformers' [:0])
-        results = self._classify(pairs, top_k=top_k if not top_k else max(top_k, 1),
+        results = self._classify(pairs, top_k=None if top_k is None else max(top_k, 1),
                                  return_all_scores=bool(legacy and all_scores), function_to_apply=str(function),
                                  truncation=strategy is not None, truncation_strategy=strategy or "longest_first",
                                  max_length=max_length)

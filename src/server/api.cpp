@@ -63,11 +63,12 @@ json parse_body(const std::string& body) {
   return v;
 }
 
-namespace {
 const json* field_of(const json& body, const char* field) {
   const auto it = body.find(field);
   return it == body.end() || it->is_null() ? nullptr : &*it;
 }
+
+namespace {
 [[noreturn]] void wrong_type(const char* field, const char* expected) {
   throw ApiError(400, ErrorType::kValidation, std::string("`") + field + "` must be " + expected);
 }

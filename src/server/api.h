@@ -51,6 +51,8 @@ std::string openai_error_body(const ApiError& e);
 
 json parse_body(const std::string& body);  // a JSON object, else ApiError 400
 
+// A field of an object, nullptr when it is absent or null.
+const json* field_of(const json& body, const char* field);
 // Field readers: absent or null gives the default; a value of the wrong type is ApiError 400.
 bool get_bool(const json& body, const char* field, bool fallback);
 std::optional<size_t> get_size(const json& body, const char* field);

@@ -203,15 +203,11 @@ Reply embed(State& s, const Call& call) {
 Reply similarity(State& s, const Call& call) {
   const json body = parse_body(call.body);
   const auto bad = [](const std::string& m) { return ApiError(400, ErrorType::kValidation, m); };
-  const auto field = [](const json& o, const char* key) {
-    const auto it = o.find(key);
-    return it == o.end() || it->is_null() ? nullptr : &*it;
-  };
-  const json* in = field(body, "inputs");
+  const json* in = field_of(body, "inputs");
   if (!in) throw bad("missing field `inputs`");
   if (!in->is_object()) throw bad("`inputs` must be an object: {\"source_sentence\": str, \"sentences\": [str]}");
-  const json* source = field(*in, "source_sentence");
-  const json* sentences = field(*in, "sentences");
+  const json* source = field_of(*in, "source_sentence");
+  const json* sentences = field_of(*in, "sentences");
   if (!source) throw bad("missing field `inputs.source_sentence`");
   if (!source->is_string()) throw bad("`inputs.source_sentence` must be a string");
   if (!sentences) throw bad("missing field `inputs.sentences`");
@@ -223,7 +219,7 @@ Reply similarity(State& s, const Call& call) {
                    "batch size " + std::to_string(n) + " > maximum allowed batch size " +
                        std::to_string(s.options.max_client_batch_size),
                    "batch_size");
-  const json* params = field(body, "parameters");
+  const json* params = field_of(body, "parameters");
   if (params && !params->is_object()) throw bad("`parameters` must be an object");
   EmbedRequest req{{}, embed_options(s, params ? *params : json::object()), false, {}};
   req.inputs.batch = true;
@@ -469,8 +465,8 @@ Reply root(State& s, const Call& call) {
 // run one after the other. An error of an instance names it ("instances[1]: ...").
 Reply vertex(State& s, const Call& call) {
   const json body = parse_body(call.body);
-  const auto it = body.find("instances");
-  if (it == body.end() || it->is_null()) throw ApiError(400, ErrorType::kValidation, "missing field `instances`");
+  const json* it = field_of(body, "instances");
+  if (!it) throw ApiError(400, ErrorType::kValidation, "missing field `instances`");
   if (!it->is_array()) throw ApiError(400, ErrorType::kValidation, "`instances` must be a list of requests");
   // TEI runs the instances at once, each holding permits of --max-concurrent-requests, so more
   // than that fail there (429, as overload); here a 413, as a request over a size limit, which a
@@ -484,7 +480,7 @@ Reply vertex(State& s, const Call& call) {
     return v.is_array() && std::all_of(v.begin(), v.end(), [](const json& t) { return t.is_string(); });
   };
   const auto name = [](size_t i) { return "instances[" + std::to_string(i) + "]"; };
-  std::vector<int> kinds;  // 0 /rerank, 1 /predict, 2 /embed
+  std::vector<Reply (*)(State&, const Call&)> handlers;  // each instance's route
   for (size_t i = 0; i < it->size(); ++i) {  // every instance's shape first, as TEI parses them all first
     const json& instance = (*it)[i];
     if (!instance.is_object()) throw ApiError(400, ErrorType::kValidation, "`" + name(i) + "` must be an object");
@@ -496,7 +492,7 @@ Reply vertex(State& s, const Call& call) {
     } catch (const ApiError& e) {
       throw ApiError(e.status, e.type, name(i) + ": " + e.what(), e.metric);
     }
-    kinds.push_back(rerank_request ? 0 : s.cross_encoder ? 1 : 2);
+    handlers.push_back(rerank_request ? rerank : s.cross_encoder ? predict : embed);
   }
   Reply out;
   out.body = "{\"predictions\":[";
@@ -507,8 +503,7 @@ Reply vertex(State& s, const Call& call) {
     const std::string text = (*it)[i].dump();
     const Call one{text, call.peer, Clock::now()};  // (each instance's durations its own, as in TEI)
     try {
-      const Reply r = kinds[i] == 0 ? rerank(s, one) : kinds[i] == 1 ? predict(s, one) : embed(s, one);
-      out.body += (i ? "," : "") + r.body;
+      out.body += (i ? "," : "") + handlers[i](s, one).body;
     } catch (const ApiError& e) {
       throw ApiError(e.status, e.type, name(i) + ": " + e.what(), e.metric);
     } catch (const Error& e) {

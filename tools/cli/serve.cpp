@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "common.h"
+#include "roberta/zero_shot_classifier.h"
 #include "server/server.h"
 
 namespace roberta::cli {
@@ -49,18 +50,10 @@ int run_serve(const Args& args) {
   o.quiet = args.flag("quiet");
   if (const char* task = std::getenv("TASK"); task) o.root_task = task;  // as TEI reads it
   if (auto origins = args.get("cors-allow-origin")) {
-    bool any = false;
-    for (size_t start = 0; start <= origins->size();) {
-      const size_t comma = std::min(origins->find(',', start), origins->size());
-      std::string origin = origins->substr(start, comma - start);
-      origin.erase(0, origin.find_first_not_of(" \t"));
-      origin.erase(origin.find_last_not_of(" \t") + 1);
-      if (origin == "*") any = true;  // (as TEI: "*" among them allows any origin)
-      else if (!origin.empty()) o.cors_allow_origin.push_back(origin);
-      start = comma + 1;
-    }
-    if (any) o.cors_allow_origin.clear();
-    else if (o.cors_allow_origin.empty()) throw UsageError("--cors-allow-origin needs at least one origin");
+    // (split at commas, stripped, empty parts dropped, as a zero-shot label list is)
+    o.cors_allow_origin = parse_candidate_labels(*origins);
+    if (o.cors_allow_origin.empty()) throw UsageError("--cors-allow-origin needs at least one origin");
+    if (std::ranges::count(o.cors_allow_origin, "*")) o.cors_allow_origin.clear();  // (as TEI: "*" allows any)
   }
   o.default_prompt_name = args.get("default-prompt-name");
   o.default_prompt = args.get("default-prompt");
