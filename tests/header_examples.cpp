@@ -32,6 +32,10 @@ namespace roberta::examples {
   t.aggregation = roberta::Aggregation::kSimple;
   for (const auto& e : ner("Angela Merkel visited New York", t))
     std::cout << e.entity << " " << e.word << " " << e.start << "-" << e.end << "\n";
+  const std::vector<std::string> words{"Angela", "Merkel", "visited", "New", "York"};
+  for (const auto& e : ner.classify_words(words, " ", t)) std::cout << e.entity << " " << e.start << "\n";
+  roberta::Tokenizer words_tok = roberta::Tokenizer::from_dir("models/roberta-ner");
+  for (const auto& token : words_tok.encode_words(words).tokens) std::cout << token << "\n";
 
   roberta::QuestionAnswerer qa = roberta::QuestionAnswerer::load("models/roberta-base-squad2");
   auto answers = qa("Where do I live?", "My name is Wolfgang and I live in Berlin");
@@ -82,8 +86,12 @@ namespace roberta::examples {
   clf.require_head(roberta::Head::kSequenceClassification, "so it cannot classify texts");
   roberta::Outputs o = clf.forward(batch, {.sequence_logits = true});
   const std::string& label = clf.config().id2label[0];
+  const std::vector<std::string> words{"Angela", "Merkel", "visited", "Paris"};
+  roberta::TokenClassifier ner = roberta::TokenClassifier::load("models/roberta-ner");
+  auto entities = ner.classify_words(words, " ", {.aggregation = roberta::Aggregation::kSimple});
+  roberta::Encoding by_word = tok.encode_words(words);  // word_ids 0..3, offsets into each word
   roberta::set_num_threads(2);
-  (void)e, (void)out, (void)o, (void)label;
+  (void)e, (void)out, (void)o, (void)label, (void)entities, (void)by_word;
 }
 
 // The usage comments at the top of the other headers, as written there.

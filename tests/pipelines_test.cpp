@@ -369,6 +369,74 @@ TEST(TokenClassifierGolden, MatchesTransformers) {
   }
 }
 
+// transformers' is_split_into_words=True: token_classification_words.jsonl.
+TEST(TokenClassifierGolden, SplitIntoWordsMatchesTransformers) {
+  std::ifstream in(kTokenizerDir + "/tokenizer.json");
+  const json base = json::parse(in);
+  size_t sentences = 0;
+  for (const json& rec : read_jsonl("token_classification_words.jsonl")) {
+    const std::string name = rec["name"];
+    SCOPED_TRACE(name);
+    json doc = base;
+    for (const json& p : rec["tokenizer_patch"]) doc[json::json_pointer(p[0].get<std::string>())] = p[1];
+    const Tokenizer tok = Tokenizer::from_tokenizer_json_text(doc.dump(), name);
+    const json& kw = rec["options"];
+    TokenClassifyOptions o;
+    o.aggregation = parse_aggregation(kw.value("aggregation_strategy", std::string("none")));
+    if (kw.contains("stride")) o.stride = kw["stride"].get<size_t>();
+    const std::string delimiter = kw.value("delimiter", std::string(" "));
+    const TokenClassifier ner(tok, make_config(rec["config"]));
+    ASSERT_EQ(rec["sentences"].size(), rec["expected"].size());
+    for (size_t s = 0; s < rec["sentences"].size(); ++s) {
+      const json& sentence = rec["sentences"][s];
+      const auto words = sentence["words"].get<std::vector<std::string>>();
+      const auto p = ner.prepare_words(words, delimiter, o);
+      std::string joined;
+      for (size_t i = 0; i < words.size(); ++i) joined += (i ? delimiter : "") + words[i];
+      ASSERT_EQ(p.text, joined);
+      ASSERT_EQ(p.windows.size(), sentence["windows"].size());
+      for (size_t w = 0; w < p.windows.size(); ++w) {
+        const json& hf = sentence["windows"][w];
+        const Encoding& e = p.windows[w];
+        ASSERT_EQ(e.ids, hf["ids"].get<std::vector<int32_t>>()) << w;
+        EXPECT_EQ(json(e.word_ids), hf["word_ids"]) << w;
+        for (size_t t = 0; t < e.size(); ++t) {
+          const int32_t word = e.word_ids[t];
+          if (word < 0) continue;
+          // HF's offsets are into each word, ours into the joined text (gather_pre_entities adds the
+          // word's start: the code points of the words and delimiters before it)
+          std::string before;
+          for (int32_t i = 0; i < word; ++i) before += words[static_cast<size_t>(i)] + delimiter;
+          int64_t cps = 0;
+          for (unsigned char c : before) cps += (c & 0xC0) != 0x80;
+          EXPECT_EQ(e.offsets[t].first, hf["offsets"][t][0].get<int64_t>() + cps) << w << " token " << t;
+          EXPECT_EQ(e.offsets[t].second, hf["offsets"][t][1].get<int64_t>() + cps) << w << " token " << t;
+          EXPECT_EQ(p.text.substr(e.byte_offsets[t].first, e.byte_offsets[t].second - e.byte_offsets[t].first),
+                    pipeline_test_slice(p.text, e.offsets[t].first, e.offsets[t].second));
+        }
+      }
+      json rows = json::array();
+      for (const auto& window : sentence["logits"])
+        for (const auto& row : window) rows.push_back(row);
+      const auto got = rows.empty() ? std::vector<TokenEntity>{} : ner.finish(p, matrix(rows), o);
+      const json& expected = rec["expected"][s];
+      ASSERT_EQ(got.size(), expected.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        const json& x = expected[i];
+        const bool grouped = x.contains("entity_group");
+        EXPECT_EQ(got[i].entity, x[grouped ? "entity_group" : "entity"].get<std::string>()) << i;
+        EXPECT_NEAR(got[i].score, x["score"].get<double>(), kTol) << i;
+        EXPECT_EQ(got[i].word, x["word"].get<std::string>()) << i;
+        EXPECT_EQ(got[i].start, x["start"].get<int64_t>()) << i;
+        EXPECT_EQ(got[i].end, x["end"].get<int64_t>()) << i;
+        EXPECT_EQ(got[i].index, grouped ? -1 : x["index"].get<int64_t>()) << i;
+      }
+      ++sentences;
+    }
+  }
+  EXPECT_GE(sentences, 20u);
+}
+
 TEST(TokenClassifier, ByteOffsetsAndErrors) {
   const TokenClassifier ner(tokenizer(), make_config({{"id2label", {"O", "B-LOC"}}, {"model_max_length", 10}}));
   const std::string text = "Zürich and São Paulo are cities, as is Lyon.";

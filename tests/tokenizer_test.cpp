@@ -345,6 +345,83 @@ TEST(HfGoldens, TokenizerJsonVariants) {
   }
 }
 
+// Lists of words (HF's is_pretokenized / transformers' is_split_into_words): each word tokenized
+// alone, offsets into the word, word id = the word's index (tools/hf_goldens/pretokenized.js).
+TEST(HfGoldens, PretokenizedWords) {
+  const auto records = read_jsonl(kHfData + "pretokenized.jsonl");
+  ASSERT_GE(records.size(), 120u);
+  std::ifstream in(kShared + "/assets/roberta-base-tokenizer/tokenizer.json");
+  const json base = json::parse(in);
+  std::map<std::string, roberta::Tokenizer> variants;
+  size_t checked = 0, errors = 0;
+  for (const json& r : records) {
+    const std::string name = r["variant"];
+    if (!variants.count(name)) {
+      json doc = base;
+      for (const json& p : r["patch"]) doc[json::json_pointer(p[0].get<std::string>())] = p[1];
+      variants.emplace(name, roberta::Tokenizer::from_tokenizer_json_text(doc.dump(), name));
+    }
+    const roberta::Tokenizer& tok = variants.at(name);
+    roberta::EncodeOptions options;
+    options.add_special_tokens = r["add_special_tokens"];
+    if (!r["truncation"].is_null()) {
+      const json& t = r["truncation"];
+      options.max_length = t["max_length"];
+      options.truncation = t["strategy"] == "only_first"    ? roberta::TruncationStrategy::kOnlyFirst
+                           : t["strategy"] == "only_second" ? roberta::TruncationStrategy::kOnlySecond
+                                                            : roberta::TruncationStrategy::kLongestFirst;
+      options.truncation_side = t["direction"] == "left" ? roberta::Side::kLeft : roberta::Side::kRight;
+    }
+    const auto words = r["words"].get<std::vector<std::string>>();
+    const bool pair = !r["pair_words"].is_null();
+    const auto pair_words = pair ? r["pair_words"].get<std::vector<std::string>>() : std::vector<std::string>{};
+    const std::string what = name + " " + r["words"].dump() + (pair ? " / " + r["pair_words"].dump() : "") + " " +
+                             r["truncation"].dump() + (options.add_special_tokens ? " with specials" : "");
+    const auto encode = [&] {
+      return pair ? tok.encode_words_pair(words, pair_words, options) : tok.encode_words(words, options);
+    };
+    if (!r["error"].is_null()) {
+      EXPECT_THROW(encode(), roberta::Error) << what << " (HF: " << r["error"] << ")";
+      ++errors;
+      continue;
+    }
+    const roberta::Encoding e = encode();
+    EXPECT_EQ(diff_encoding(r, e), "") << what;
+    EXPECT_EQ(json(e.word_ids), r["word_ids"]) << what;
+    for (size_t t = 0; t < e.size(); ++t) {  // byte offsets: the same spans in the word's bytes
+      if (e.special_tokens_mask[t]) continue;
+      const std::string& word = (e.sequence_ids[t] == 1 ? pair_words : words).at(static_cast<size_t>(e.word_ids[t]));
+      std::vector<int64_t> byte_of_char;
+      for (size_t i = 0; i < word.size(); ++i)
+        if ((static_cast<unsigned char>(word[i]) & 0xC0) != 0x80) byte_of_char.push_back(static_cast<int64_t>(i));
+      byte_of_char.push_back(static_cast<int64_t>(word.size()));
+      EXPECT_EQ(e.byte_offsets[t], roberta::Offsets(byte_of_char.at(e.offsets[t].first),
+                                                    byte_of_char.at(e.offsets[t].second)))
+          << what << " token " << t;
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 120u);
+  EXPECT_GE(errors, 1u);
+}
+
+TEST(InvalidUtf8, PretokenizedErrorNamesTheWord) {
+  const auto& tok = tokenizer_json();
+  const std::vector<std::string> words{"fine", "bad\xff"};
+  try {
+    (void)tok.encode_words(words);
+    FAIL() << "no error";
+  } catch (const roberta::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("word 2 of text at byte 3"), std::string::npos) << e.what();
+  }
+  roberta::EncodeOptions replace;
+  replace.invalid_utf8 = roberta::InvalidUtf8::kReplace;
+  const roberta::Encoding e = tok.encode_words(words, replace);
+  EXPECT_EQ(e.word_ids.back(), -1);
+  EXPECT_EQ(e.word_ids[e.size() - 2], 1);
+  EXPECT_EQ(e.offsets[e.size() - 2].second, 4);  // "bad\uFFFD": offsets into the repaired word
+}
+
 TEST(Offsets, ByteOffsetsAreTheCodePointOffsetsInBytes) {
   for (const json& c : read_jsonl(kShared + "/assets/tokenizer-cases.expected.jsonl")) {
     const std::string text = c["text"];

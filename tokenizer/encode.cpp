@@ -226,19 +226,35 @@ void Tokenizer::as_first_token(Encoding& e, size_t i) const {
   }
 }
 
+void Tokenizer::Impl::tokenize_input(const Input& in, int8_t sequence_id, const EncodeOptions& options,
+                                     const char* which, Encoding& enc, std::vector<Trim>& trims) const {
+  std::string repaired;
+  if (!in.pretokenized) {
+    tokenize(checked_text(in.text, options.invalid_utf8, repaired, which), sequence_id, enc, trims);
+    return;
+  }
+  // HF's encode_single_sequence of a pre-tokenized input: each word encoded alone (added tokens,
+  // pre-tokenizer with its prefix space, BPE), its tokens' word id its index, their offsets into
+  // the word; then merged without moving the offsets (Encoding::merge, growing_offsets false).
+  for (size_t w = 0; w < in.words.size(); ++w) {
+    const std::string name = std::string("word ") + std::to_string(w + 1) + " of " + which;
+    const size_t first = enc.ids.size();
+    tokenize(checked_text(in.words[w], options.invalid_utf8, repaired, name.c_str()), sequence_id, enc, trims);
+    std::fill(enc.word_ids.begin() + static_cast<ptrdiff_t>(first), enc.word_ids.end(), static_cast<int32_t>(w));
+  }
+}
+
 // Checks and tokenizes A (then B), truncates them, then adds the special tokens.
-Encoding Tokenizer::Impl::encode(std::string_view a, const std::string_view* b, const EncodeOptions& options) const {
-  std::string repaired_a, repaired_b;
+Encoding Tokenizer::Impl::encode(const Input& a, const Input* b, const EncodeOptions& options) const {
   Encoding ea, eb;
-  const std::string_view ta = checked_text(a, options.invalid_utf8, repaired_a, b ? "text A" : "text");
-  const std::string_view tb = b ? checked_text(*b, options.invalid_utf8, repaired_b, "text B") : std::string_view();
   thread_local std::vector<Trim> trims_a, trims_b;  // (kept between calls: no allocation per text)
   trims_a.clear(), trims_b.clear();
-  tokenize(ta, 0, ea, trims_a);
-  if (b) tokenize(tb, 1, eb, trims_b);
+  tokenize_input(a, 0, options, b ? "text A" : "text", ea, trims_a);
+  if (b) tokenize_input(*b, 1, options, "text B", eb, trims_b);
   const bool specials = options.add_special_tokens && roberta_specials;
   if (options.max_length > 0) {
-    truncate_inputs(ea, b ? &eb : nullptr, options, specials ? (b ? 4 : 2) : 0, is_added_id);
+    truncate_inputs(ea, b ? &eb : nullptr, options, specials ? (b ? 4 : 2) : 0, is_added_id, a.pretokenized,
+                    b && b->pretokenized);
     const auto cut = [&](std::vector<Trim>& t, size_t n) {
       if (options.truncation_side == Side::kRight)
         t.resize(n);
@@ -271,12 +287,23 @@ Encoding Tokenizer::Impl::encode(std::string_view a, const std::string_view* b, 
 
 // <s> text </s> (RobertaProcessing), or the bare tokens without a post-processor.
 Encoding Tokenizer::encode(std::string_view text, const EncodeOptions& options) const {
-  return impl_->encode(text, nullptr, options);
+  return impl_->encode({.text = text}, nullptr, options);
 }
 
 // <s> A </s></s> B </s>
 Encoding Tokenizer::encode_pair(std::string_view a, std::string_view b, const EncodeOptions& options) const {
-  return impl_->encode(a, &b, options);
+  const Impl::Input second{.text = b};
+  return impl_->encode({.text = a}, &second, options);
+}
+
+Encoding Tokenizer::encode_words(std::span<const std::string> words, const EncodeOptions& options) const {
+  return impl_->encode({.words = words, .pretokenized = true}, nullptr, options);
+}
+
+Encoding Tokenizer::encode_words_pair(std::span<const std::string> a, std::span<const std::string> b,
+                                      const EncodeOptions& options) const {
+  const Impl::Input second{.words = b, .pretokenized = true};
+  return impl_->encode({.words = a, .pretokenized = true}, &second, options);
 }
 
 // The ids tokenize() gives, without offsets, token strings or special tokens.

@@ -14,6 +14,7 @@
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -86,8 +87,18 @@ struct Tokenizer::Impl {
   void tokenize(std::string_view text, int8_t sequence_id, Encoding& enc, std::vector<Trim>& trims) const;
   // trim_offsets on the tokens of one text in `e` (`trims` theirs), after truncation.
   void trim(Encoding& e, const std::vector<Trim>& trims) const;
+  // One input of encode: a text, or (HF's is_pretokenized) words, each tokenized on its own.
+  struct Input {
+    std::string_view text{};
+    std::span<const std::string> words{};
+    bool pretokenized = false;  // the input is `words`, not `text`
+  };
+  // Checks `in` (invalid UTF-8 per options) and appends its tokens to `enc` as tokenize() does;
+  // words give their tokens the word's index as word id and offsets into the word.
+  void tokenize_input(const Input& in, int8_t sequence_id, const EncodeOptions& options, const char* which,
+                      Encoding& enc, std::vector<Trim>& trims) const;
   // encode (b null) or encode_pair: tokenize, truncate, add the special tokens.
-  Encoding encode(std::string_view a, const std::string_view* b, const EncodeOptions& options) const;
+  Encoding encode(const Input& a, const Input* b, const EncodeOptions& options) const;
 };
 
 }  // namespace roberta

@@ -53,15 +53,15 @@ void precut(Encoding& e, size_t limit, Side side, const std::vector<uint8_t>& is
 // The strategies of HF: longest_first takes tokens from the longer text (splitting max_length
 // evenly when both are long), only_first / only_second from one text only.
 void truncate_inputs(Encoding& a, Encoding* b, const EncodeOptions& options, size_t specials,
-                     const std::vector<uint8_t>& is_added_id) {
+                     const std::vector<uint8_t>& is_added_id, bool words_a, bool words_b) {
   const Side side = options.truncation_side;
   if (options.max_length < specials)
     throw Error("max_length " + std::to_string(options.max_length) + " is smaller than the " +
                 std::to_string(specials) + " special tokens it must hold");
   const size_t max_len = options.max_length - specials;
   const size_t limit = std::max<size_t>(options.max_length, 1);
-  if (options.truncation != TruncationStrategy::kOnlySecond) precut(a, limit, side, is_added_id);
-  if (b) precut(*b, limit, side, is_added_id);
+  if (options.truncation != TruncationStrategy::kOnlySecond && !words_a) precut(a, limit, side, is_added_id);
+  if (b && !words_b) precut(*b, limit, side, is_added_id);
   const size_t total = a.size() + (b ? b->size() : 0);
   if (max_len == 0) {  // as HF: nothing but the special tokens remains, whatever the strategy
     truncate_encoding(a, 0, side);

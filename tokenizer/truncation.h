@@ -14,7 +14,9 @@ namespace roberta {
 // the `specials` special tokens still to be added fit options.max_length (which must be > 0).
 // is_added_id: 1 for the ids of added tokens, where the whole-word pre-cut never stops. Throws Error
 // when max_length cannot hold the specials or the strategy cannot remove enough tokens.
+// A pre-tokenized input (`words_a`, `words_b`) gets no pre-cut: HF tokenizes each of its words
+// alone with the limit, which changes nothing unless one word outgrows it, and keeps word ids.
 void truncate_inputs(Encoding& a, Encoding* b, const EncodeOptions& options, size_t specials,
-                     const std::vector<uint8_t>& is_added_id);
+                     const std::vector<uint8_t>& is_added_id, bool words_a = false, bool words_b = false);
 
 }  // namespace roberta

@@ -8,6 +8,8 @@
 //   for (const auto& e : ner("Angela Merkel visited New York", o))
 //     std::cout << e.entity << " " << e.word << " " << e.start << "-" << e.end << "\n";
 //   // PER "Angela Merkel" 0-13, LOC " New York" 22-30  (words keep their leading space, as HF)
+//   const std::vector<std::string> words{"Angela", "Merkel", "visited", "New", "York"};
+//   ner.classify_words(words, " ", o);  // transformers' is_split_into_words=True
 //
 // Long texts: without `stride` the text is cut at the model's length, as HF does. With a stride,
 // the whole text is read in windows of max_length tokens (<s> and </s> included) that overlap by
@@ -20,6 +22,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,7 +40,7 @@ Aggregation parse_aggregation(const std::string& name);  // "none", "simple", "f
 struct TokenClassifyOptions {
   Aggregation aggregation = Aggregation::kNone;
   std::vector<std::string> ignore_labels{"O"};  // entities (or groups) with these labels are dropped
-  std::optional<size_t> stride;  // read the whole text in overlapping windows (needs an aggregation)
+  std::optional<size_t> stride{};  // read the whole text in overlapping windows (needs an aggregation)
   size_t max_length = 0;         // tokens per window with <s> </s>; 0: the model's maximum
 };
 
@@ -72,11 +75,19 @@ class TokenClassifier {
 
   // Errors (kInvalidInput): invalid UTF-8, a stride without aggregation or too large for the window.
   Prepared prepare(std::string_view text, const TokenClassifyOptions& options = {}) const;
+  // transformers' is_split_into_words=True: `words` joined by `delimiter` are the text that
+  // entities' start / end / word refer to (HF's `sentence`), but each word is tokenized on its own
+  // (Tokenizer::encode_words: without add_prefix_space no word gets a leading space, as in
+  // transformers 5; 4.x refused such tokenizers). Errors: invalid UTF-8 naming the word, as prepare.
+  Prepared prepare_words(std::span<const std::string> words, std::string_view delimiter = " ",
+                         const TokenClassifyOptions& options = {}) const;
   // Token logits of every window, packed in window order: (tokens of all windows, num_labels).
   Matrix run(const Prepared& prepared) const;
   std::vector<TokenEntity> finish(const Prepared& prepared, const Matrix& logits,
                                   const TokenClassifyOptions& options = {}) const;
   std::vector<TokenEntity> operator()(std::string_view text, const TokenClassifyOptions& options = {}) const;
+  std::vector<TokenEntity> classify_words(std::span<const std::string> words, std::string_view delimiter = " ",
+                                          const TokenClassifyOptions& options = {}) const;
 
   const ModelConfig& config() const { return config_; }
   // Tokens per window when options.max_length is 0: the positions' limit, or the tokenizer's
@@ -84,6 +95,8 @@ class TokenClassifier {
   size_t max_length() const;
 
  private:
+  // The windows of `full` (the encoding of `text`), offsets as the tokenizer gave them.
+  Prepared windows(std::string text, const Encoding& full, const TokenClassifyOptions& options) const;
   std::optional<Model> model_;
   Tokenizer tokenizer_;
   ModelConfig config_;

@@ -90,6 +90,15 @@ class Tokenizer {
   // <s> A </s></s> B </s>
   Encoding encode_pair(std::string_view a, std::string_view b,
                        const EncodeOptions& options = {}) const;
+  // Pre-tokenized input, as HF tokenizers' encode(..., is_pretokenized=True) and transformers'
+  // is_split_into_words=True: each word is tokenized on its own (with add_prefix_space each gets
+  // its leading space; an empty word gives no token); every token of word i has word id i and
+  // offsets into word i (not into a joined text). Invalid UTF-8 errors name the word.
+  //   const std::vector<std::string> words{"New", "York"};
+  //   tok.encode_words(words).tokens  // with add_prefix_space: <s> ĠNew ĠYork </s>, word ids -1 0 1 -1
+  Encoding encode_words(std::span<const std::string> words, const EncodeOptions& options = {}) const;
+  Encoding encode_words_pair(std::span<const std::string> a, std::span<const std::string> b,
+                             const EncodeOptions& options = {}) const;
   // Encodes on `num_threads` threads (0: all cores); results are in input order. The failure of
   // the first failing text is rethrown: a roberta::Error naming it, counted from 1 as the
   // pipelines count inputs ("input 3: ..." for texts[2]), any other exception unchanged.

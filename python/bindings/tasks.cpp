@@ -23,6 +23,16 @@ py::dict entity_dict(const TokenEntity& e, bool aggregated) {
   return d;
 }
 
+py::list entity_lists(const std::vector<std::vector<TokenEntity>>& results, bool aggregated) {
+  py::list out;
+  for (const auto& r : results) {
+    py::list rows;
+    for (const auto& e : r) rows.append(entity_dict(e, aggregated));
+    out.append(rows);
+  }
+  return out;
+}
+
 std::optional<CrossEncoderActivation> activation_of(const std::optional<std::string>& name) {
   if (!name) return std::nullopt;
   return parse_cross_encoder_activation(*name);
@@ -126,18 +136,32 @@ void register_tasks(py::module_& m) {
               for (size_t i = 0; i < texts.size(); ++i)
                 results.push_back(for_input(i, texts.size(), [&] { return c(texts[i], o); }));
             }
-            const bool aggregated = o.aggregation != Aggregation::kNone;
-            py::list out;
-            for (const auto& r : results) {
-              py::list rows;
-              for (const auto& e : r) rows.append(entity_dict(e, aggregated));
-              out.append(rows);
-            }
-            return out;
+            return entity_lists(results, o.aggregation != Aggregation::kNone);
           },
           py::arg("texts"), py::arg("aggregation_strategy") = "none",
           py::arg("ignore_labels") = std::vector<std::string>{"O"}, py::arg("stride") = py::none(),
-          "For each text: a list of entity dicts (entity or entity_group, score, [index,] word, start, end).");
+          "For each text: a list of entity dicts (entity or entity_group, score, [index,] word, start, end).")
+      .def(
+          "words",
+          [](const TokenClassifier& c, const std::vector<std::vector<std::string>>& sentences,
+             const std::string& delimiter, const std::string& aggregation,
+             const std::vector<std::string>& ignore_labels, std::optional<size_t> stride) {
+            TokenClassifyOptions o;
+            o.aggregation = parse_aggregation(aggregation);
+            o.ignore_labels = ignore_labels;
+            o.stride = stride;
+            std::vector<std::vector<TokenEntity>> results;
+            {
+              py::gil_scoped_release nogil;
+              for (size_t i = 0; i < sentences.size(); ++i)
+                results.push_back(
+                    for_input(i, sentences.size(), [&] { return c.classify_words(sentences[i], delimiter, o); }));
+            }
+            return entity_lists(results, o.aggregation != Aggregation::kNone);
+          },
+          py::arg("sentences"), py::arg("delimiter") = " ", py::arg("aggregation_strategy") = "none",
+          py::arg("ignore_labels") = std::vector<std::string>{"O"}, py::arg("stride") = py::none(),
+          "is_split_into_words: for each list of words, the entities; start / end index delimiter.join(words).");
 
   py::class_<QuestionAnswerer>(m, "QuestionAnswerer", "transformers' question-answering pipeline in C++.")
       .def(py::init([](const Model& model, const Tokenizer& tok) { return QuestionAnswerer(model, tok); }),

@@ -106,6 +106,21 @@ void register_tokenizer(py::module_& m) {
           py::arg("max_length") = py::none(), py::arg("truncation_strategy") = "longest_first",
           py::arg("truncation_side") = "right", kEncodeDoc)
       .def(
+          "encode_words",
+          [](const Tokenizer& t, const std::vector<std::string>& words, std::optional<std::vector<std::string>> pair,
+             bool add_special_tokens, std::optional<size_t> max_length, const std::string& strategy,
+             const std::string& side) {
+            const EncodeOptions o = encode_options(add_special_tokens, max_length, strategy, side);
+            py::gil_scoped_release nogil;
+            return pair ? t.encode_words_pair(words, *pair, o) : t.encode_words(words, o);
+          },
+          py::arg("words"), py::arg("pair") = py::none(), py::arg("add_special_tokens") = true,
+          py::arg("max_length") = py::none(), py::arg("truncation_strategy") = "longest_first",
+          py::arg("truncation_side") = "right",
+          "encode_words(words, pair=None, ...) -> Encoding\n\n"
+          "A pre-tokenized input (tokenizers' is_pretokenized=True): each word tokenized on its own; word_ids\n"
+          "are the words' indices, offsets are into each word.")
+      .def(
           "encode_batch",
           [](const Tokenizer& t, const std::vector<std::variant<std::string, std::pair<std::string, std::string>>>& inputs,
              bool add_special_tokens, std::optional<size_t> max_length, const std::string& strategy,

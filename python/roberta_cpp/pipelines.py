@@ -75,9 +75,12 @@ class Pipeline:
             else:
                 raise TypeError("pass several inputs as one list")
         params = {**self._defaults, **self._check_parameters(kwargs)}
+        return self._call(inputs, self._call_batch_size(batch_size), params)
+
+    def _call(self, inputs: Any, batch_size: int, params: Dict[str, Any]) -> Any:
         single = isinstance(inputs, str)
         texts = [_check_text(inputs, "inputs")] if single else _check_texts(list(inputs), "inputs")
-        results = self._run(texts, batch_size=self._call_batch_size(batch_size), **params)
+        results = self._run(texts, batch_size=batch_size, **params)
         return results[0] if single else results
 
     def _call_batch_size(self, batch_size: Optional[int]) -> int:
@@ -317,21 +320,50 @@ class TokenClassificationPipeline(Pipeline):
     Per text a list of entities: without aggregation {"entity", "score", "index", "word",
     "start", "end"} per token; with aggregation_strategy "simple" / "first" / "average" / "max"
     {"entity_group", "score", "word", "start", "end"} per group. ignore_labels (default ["O"]);
-    stride reads long texts in overlapping windows (needs an aggregation)."""
+    stride reads long texts in overlapping windows (needs an aggregation).
+
+    is_split_into_words=True takes lists of words (one list, or a list of lists) instead of texts,
+    as transformers: each word is tokenized on its own, start / end index the words joined by
+    `delimiter` (default " "), and one list gives a list holding one result, as there."""
 
     task = "token-classification"
-    _parameters = ("aggregation_strategy", "ignore_labels", "stride")
+    _parameters = ("aggregation_strategy", "ignore_labels", "stride", "is_split_into_words", "delimiter")
 
     def __init__(self, model: Model, tokenizer: Tokenizer, task: str = "", **kwargs: Any):
         super().__init__(model, tokenizer, task, **kwargs)
         self._ner = _core.TokenClassifier(model._model, tokenizer)
 
-    def _run(self, texts: List[str], batch_size: int, aggregation_strategy: Any = "none",
-             ignore_labels: Optional[Sequence[str]] = None, stride: Optional[int] = None) -> List[Any]:
+    def _call(self, inputs: Any, batch_size: int, params: Dict[str, Any]) -> Any:
+        split = params.pop("is_split_into_words", False)
+        delimiter = params.pop("delimiter", None)
+        if not split:  # (transformers ignores a delimiter then)
+            return super()._call(inputs, batch_size, params)
+        if delimiter is None:
+            delimiter = " "
+        _check_text(delimiter, "delimiter")
+        if isinstance(inputs, (list, tuple)) and not inputs:
+            raise ValueError("At least one input is required.")
+        # transformers: a list of lists is a batch; anything else is one input, wrapped in a list
+        batched = isinstance(inputs, list) and all(isinstance(x, list) for x in inputs)
+        batch = list(inputs) if batched else [inputs]
+        for i, words in enumerate(batch):
+            what = f"inputs[{i}]" if batched else "inputs"
+            if not isinstance(words, list):
+                raise ValueError(f"{what}: when `is_split_into_words=True`, `sentence` must be a list of tokens, "
+                                 f"not {type(words).__name__}")
+            _check_texts(words, what)
+        strategy, labels, stride = self._options(**params)
+        return self._ner.words(batch, delimiter, strategy, labels, stride)
+
+    def _options(self, aggregation_strategy: Any = "none", ignore_labels: Optional[Sequence[str]] = None,
+                 stride: Optional[int] = None) -> tuple:
         strategy = _check_text(getattr(aggregation_strategy, "value", aggregation_strategy) or "none",
                                "aggregation_strategy")
         labels = ["O"] if ignore_labels is None else _check_texts(list(ignore_labels), "ignore_labels")
-        return self._ner(texts, str(strategy).lower(), labels, None if stride is None else _check_count(stride, "stride", 0))
+        return str(strategy).lower(), labels, None if stride is None else _check_count(stride, "stride", 0)
+
+    def _run(self, texts: List[str], batch_size: int, **params: Any) -> List[Any]:
+        return self._ner(texts, *self._options(**params))
 
 
 class QuestionAnsweringPipeline(Pipeline):

@@ -203,17 +203,44 @@ class Tokenizer(_core.Tokenizer):
 
     # The C++ methods behind argument checks that name the argument (TypeError, InvalidInputError
     # for a lone surrogate, OverflowError for an id tokenizers' u32 cannot hold).
-    def encode(self, sequence: Any, pair: Any = None, *args: Any, **kwargs: Any) -> _core.Encoding:
-        check_text(sequence, "sequence")
-        if pair is not None:
-            check_text(pair, "pair")
-        e = super().encode(sequence, pair, *args, **self._with_truncation(kwargs, len(args)))
+    # tokenizers' signatures: encode(sequence, pair=None, is_pretokenized=False, add_special_tokens=True),
+    # encode_batch(input, is_pretokenized=False, add_special_tokens=True); with is_pretokenized a
+    # sequence is a list of words, each tokenized on its own (word_ids: the words' indices, offsets
+    # into each word). Also max_length / truncation_strategy / truncation_side as keywords.
+    def encode(self, sequence: Any, pair: Any = None, is_pretokenized: bool = False, add_special_tokens: bool = True,
+               **kwargs: Any) -> _core.Encoding:
+        kwargs = self._with_truncation(kwargs, 0)
+        if is_pretokenized:
+            words = _check_words(sequence, "sequence")
+            e = super().encode_words(words, None if pair is None else _check_words(pair, "pair"), add_special_tokens,
+                                     **kwargs)
+        else:
+            check_text(sequence, "sequence")
+            if pair is not None:
+                check_text(pair, "pair")
+            e = super().encode(sequence, pair, add_special_tokens, **kwargs)
         return self._padded([e])[0]
 
-    def encode_batch(self, inputs: Sequence[Any], *args: Any, **kwargs: Any) -> List[_core.Encoding]:
+    def encode_batch(self, inputs: Sequence[Any], is_pretokenized: bool = False, add_special_tokens: bool = True,
+                     **kwargs: Any) -> List[_core.Encoding]:
         inputs = list(inputs)
+        kwargs = self._with_truncation(kwargs, 0)
+        if is_pretokenized:
+            return self._padded([self._encode_words(x, f"inputs[{i}]", add_special_tokens, kwargs)
+                                 for i, x in enumerate(inputs)])
         _check_inputs(inputs, "inputs")
-        return self._padded(super().encode_batch(inputs, *args, **self._with_truncation(kwargs, len(args))))
+        return self._padded(super().encode_batch(inputs, add_special_tokens, **kwargs))
+
+    def _encode_words(self, x: Any, what: str, add_special_tokens: bool, kwargs: Dict[str, Any]) -> _core.Encoding:
+        """One pre-tokenized input: a list of words, or a pair of them (two lists)."""
+        if isinstance(x, (list, tuple)) and len(x) == 2 and all(isinstance(p, (list, tuple)) for p in x):
+            a, b = _check_words(x[0], f"{what}[0]"), _check_words(x[1], f"{what}[1]")
+        else:
+            a, b = _check_words(x, what), None
+        try:
+            return _core.Tokenizer.encode_words(self, a, b, add_special_tokens, **kwargs)
+        except _core.InvalidInputError as e:
+            raise _core.InvalidInputError(f"{what}: {e}") from None
 
     def decode(self, ids: Any, skip_special_tokens: bool = True) -> str:
         return super().decode(check_ids(ids, "ids"), skip_special_tokens)
@@ -241,6 +268,7 @@ class Tokenizer(_core.Tokenizer):
         return_special_tokens_mask: bool = False,
         return_offsets_mapping: bool = False,
         return_length: bool = False,
+        is_split_into_words: bool = False,
     ) -> BatchEncoding:
         """Tokenizes one text (lists of ints) or a batch (lists of lists), as transformers'
         ``tokenizer(...)``: keys input_ids and attention_mask (RoBERTa's model inputs), plus
@@ -249,8 +277,13 @@ class Tokenizer(_core.Tokenizer):
         padding: False, True or "longest" (to the longest of the batch), "max_length" (to
         max_length). truncation: True / "longest_first" / "only_first" / "only_second" cut to
         max_length (default: the model's maximum when known). return_tensors: None (lists), "np"
-        (int64 arrays) or "pt" (torch tensors, if torch is installed).
+        (int64 arrays) or "pt" (torch tensors, if torch is installed). is_split_into_words: text (and
+        text_pair) are lists of words, or batches of such lists; each word is tokenized on its own.
         """
+        if is_split_into_words:
+            return self._call_words(text, text_pair, add_special_tokens, padding, truncation, max_length,
+                                    pad_to_multiple_of, return_tensors, return_token_type_ids, return_attention_mask,
+                                    return_special_tokens_mask, return_offsets_mapping, return_length)
         single = isinstance(text, str)
         texts = [text] if single else list(text)
         if single:
@@ -265,6 +298,17 @@ class Tokenizer(_core.Tokenizer):
             inputs: List[TextInput] = [(a, b) for a, b in zip(texts, pairs)]
         else:
             inputs = list(texts)
+        strategy, limit = self._call_truncation(truncation, max_length)
+        # (checked above; transformers' call ignores the tokenizers-style settings of enable_truncation /
+        # enable_padding and the file's, as it does)
+        encodings = _core.Tokenizer.encode_batch(self, inputs, add_special_tokens=add_special_tokens, max_length=limit,
+                                                 truncation_strategy=strategy)
+        return self._batch_encoding(encodings, single, padding, max_length, pad_to_multiple_of, return_tensors,
+                                    return_token_type_ids, return_attention_mask, return_special_tokens_mask,
+                                    return_offsets_mapping, return_length)
+
+    def _call_truncation(self, truncation: Any, max_length: Optional[int]) -> Tuple[str, Optional[int]]:
+        """transformers' truncation argument as (strategy, max_length or None)."""
         strategy = "longest_first"
         limit = None
         if truncation not in (None, False, "do_not_truncate"):
@@ -273,10 +317,39 @@ class Tokenizer(_core.Tokenizer):
             limit = max_length if max_length is not None else self.model_max_length
             if limit is None:
                 raise ValueError("truncation needs max_length (the tokenizer does not know the model's maximum)")
-        # (checked above; transformers' call ignores the tokenizers-style settings of enable_truncation /
-        # enable_padding and the file's, as it does)
-        encodings = _core.Tokenizer.encode_batch(self, inputs, add_special_tokens=add_special_tokens, max_length=limit,
-                                                 truncation_strategy=strategy)
+        return strategy, limit
+
+    def _call_words(self, text: Any, text_pair: Any, add_special_tokens: bool, padding: Any, truncation: Any,
+                    max_length: Optional[int], pad_to_multiple_of: Optional[int], return_tensors: Optional[str],
+                    return_token_type_ids: Optional[bool], return_attention_mask: Optional[bool],
+                    return_special_tokens_mask: bool, return_offsets_mapping: bool,
+                    return_length: bool) -> BatchEncoding:
+        """__call__ with is_split_into_words=True: as transformers, a list of lists is a batch."""
+        if not isinstance(text, (list, tuple)):
+            raise TypeError(f"text is {type(text).__name__}; with is_split_into_words=True it must be a list of words "
+                            "or a list of such lists")
+        batched = bool(text) and isinstance(text[0], (list, tuple))
+        texts = list(text) if batched else [text]
+        if text_pair is None:
+            inputs: List[Any] = texts
+        else:
+            pairs = list(text_pair) if batched else [text_pair]
+            if len(pairs) != len(texts):
+                raise ValueError(f"text_pair has {len(pairs)} entries but text has {len(texts)}")
+            inputs = [(a, b) for a, b in zip(texts, pairs)]
+        strategy, limit = self._call_truncation(truncation, max_length)
+        encodings = [self._encode_words(x, f"text[{i}]" if batched else "text", add_special_tokens,
+                                        {"max_length": limit, "truncation_strategy": strategy})
+                     for i, x in enumerate(inputs)]
+        return self._batch_encoding(encodings, not batched, padding, max_length, pad_to_multiple_of, return_tensors,
+                                    return_token_type_ids, return_attention_mask, return_special_tokens_mask,
+                                    return_offsets_mapping, return_length)
+
+    def _batch_encoding(self, encodings: List[_core.Encoding], single: bool, padding: Any, max_length: Optional[int],
+                        pad_to_multiple_of: Optional[int], return_tensors: Optional[str],
+                        return_token_type_ids: Optional[bool], return_attention_mask: Optional[bool],
+                        return_special_tokens_mask: bool, return_offsets_mapping: bool,
+                        return_length: bool) -> BatchEncoding:
         if padding in (True, "longest", "max_length"):
             length = max_length if padding == "max_length" else None
             if padding == "max_length" and length is None:
@@ -306,6 +379,13 @@ class Tokenizer(_core.Tokenizer):
 def _snake(name: str) -> str:
     """tokenizer.json's "LongestFirst" as the Python API's "longest_first"."""
     return "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
+
+
+def _check_words(words: Any, what: str) -> List[str]:
+    """A pre-tokenized sequence: a list (or tuple) of str."""
+    if not isinstance(words, (list, tuple)):
+        raise TypeError(f"{what} is {type(words).__name__}; a pre-tokenized sequence is a list of words (str)")
+    return check_texts([str(w) if isinstance(w, np.str_) else w for w in words], what)
 
 
 def _check_inputs(inputs: List[Any], what: str) -> None:

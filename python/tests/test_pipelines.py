@@ -185,6 +185,63 @@ def test_token_classification_matches_pytorch(work):
         assert e["entity_group"] in ("PER", "LOC") and text[e["start"]:e["end"]].strip() == e["word"].strip()
 
 
+def test_token_classification_split_into_words_matches_pytorch(work):
+    """ner(words, is_split_into_words=True) against PyTorch's token logits on the ids HF's tokenizer gives
+    the words (tests/data/hf/pretokenized.jsonl, add_prefix_space as the model folder sets it) and
+    transformers' rule: each token's offsets in its word, moved by the word's start in " ".join(words)."""
+    labels = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+    path = make_model(work, "ner-words", "--seed", "9", "--head", "token", "--labels", ",".join(labels))
+    config = path / "tokenizer_config.json"
+    settings = json.loads(config.read_text()) if config.exists() else {}
+    config.write_text(json.dumps({**settings, "add_prefix_space": True}))
+    words = ["Angela", "Merkel", "visited", "New", "York", "."]
+    with open(Path(__file__).parents[2] / "tests" / "data" / "hf" / "pretokenized.jsonl", encoding="utf-8") as f:
+        [hf] = [r for r in map(json.loads, f) if r["variant"] == "aps" and r["words"] == words
+                and r["pair_words"] is None and r["add_special_tokens"] and r["truncation"] is None]
+    ref = dump_reference(path, work / "dump-ner-words", ids=[hf["ids"]])
+    probs = softmax(ref["token_logits"][0].astype(np.float64))
+
+    def expected(delimiter):
+        starts = [len(delimiter.join(words[:w] + [""])) if w else 0 for w in range(len(words))]
+        want = []
+        for i, w in enumerate(hf["word_ids"]):
+            label = labels[int(probs[i].argmax())]
+            if w >= 0 and label != "O":
+                s, e = hf["offsets"][i]
+                want.append({"entity": label, "score": probs[i].max(), "index": i, "word": hf["tokens"][i],
+                             "start": s + starts[w], "end": e + starts[w]})
+        return want
+
+    def same(got, want):
+        assert [{k: v for k, v in g.items() if k != "score"} for g in got] == \
+            [{k: v for k, v in w.items() if k != "score"} for w in want]
+        np.testing.assert_allclose([g["score"] for g in got], [w["score"] for w in want], atol=1e-5)
+
+    ner = roberta_cpp.pipeline("ner", model=path)
+    assert len(expected(" ")) >= 2
+    one = ner(words, is_split_into_words=True)
+    assert isinstance(one, list) and len(one) == 1  # one list of words: a list of one result, as transformers
+    same(one[0], expected(" "))
+    same(ner(words, is_split_into_words=True, delimiter="--")[0], expected("--"))
+    batch = ner([words, words[:2], []], is_split_into_words=True)
+    assert len(batch) == 3 and batch[0] == one[0] and batch[2] == []
+    grouped = ner(words, is_split_into_words=True, aggregation_strategy="simple")[0]
+    sentence = " ".join(words)
+    for e in grouped:
+        assert sentence[e["start"]:e["end"]].strip() == e["word"].strip()
+    assert ner(words, is_split_into_words=True, aggregation_strategy="first", stride=2)[0]  # windows of words
+    # not split: the list is a batch of texts, each word a text (transformers' default)
+    assert len(ner(words)) == len(words)
+    with pytest.raises(ValueError, match="At least one input is required"):
+        ner([], is_split_into_words=True)
+    with pytest.raises(ValueError, match="must be a list of tokens"):
+        ner("Angela Merkel", is_split_into_words=True)
+    with pytest.raises(TypeError, match=r"inputs\[1\]"):
+        ner([words, ["ok", 3]], is_split_into_words=True)
+    with pytest.raises(ValueError, match="stride.*aggregation"):
+        ner(words, is_split_into_words=True, stride=2)
+
+
 def test_question_answering_format(work):
     path = make_model(work, "qa", "--seed", "8", "--head", "qa")
     qa = roberta_cpp.pipeline("question-answering", model=path)

@@ -184,3 +184,68 @@ def test_from_file_applies_the_files_truncation_and_padding(tmp_path, tokenizer_
     (tmp_path / "bad.json").write_text(json.dumps(bad), encoding="utf-8")
     with pytest.raises(roberta_cpp.ModelError, match="bad.json: truncation"):
         roberta_cpp.Tokenizer.from_file(tmp_path / "bad.json")
+
+
+def patched_tokenizer(tmp_path, tokenizer_dir, patch):
+    """roberta-base's tokenizer.json edited as a golden record's `patch` says (JSON pointer, value)."""
+    spec = json.loads((tokenizer_dir / "tokenizer.json").read_text(encoding="utf-8"))
+    for pointer, value in patch:
+        node = spec
+        keys = pointer.split("/")[1:]
+        for k in keys[:-1]:
+            node = node[k]
+        node[keys[-1]] = value
+    path = tmp_path / f"tokenizer-{len(list(tmp_path.iterdir()))}.json"
+    path.write_text(json.dumps(spec), encoding="utf-8")
+    return roberta_cpp.Tokenizer.from_file(path)
+
+
+def test_pretokenized_words_match_hf(tmp_path, tokenizer_dir):
+    """encode(words, is_pretokenized=True), encode_batch and transformers' is_split_into_words against
+    HF's encodings of word lists (tests/data/hf/pretokenized.jsonl)."""
+    tokenizers, checked = {}, 0
+    for r in records("pretokenized.jsonl"):
+        if r["variant"] not in tokenizers:
+            tokenizers[r["variant"]] = patched_tokenizer(tmp_path, tokenizer_dir, r["patch"])
+        t = tokenizers[r["variant"]]
+        kwargs = {}
+        if r["truncation"]:
+            kwargs = {"max_length": r["truncation"]["max_length"], "truncation_strategy": r["truncation"]["strategy"],
+                      "truncation_side": r["truncation"]["direction"]}
+        if r["error"]:
+            with pytest.raises(ValueError):
+                t.encode(r["words"], r["pair_words"], True, r["add_special_tokens"], **kwargs)
+            continue
+        e = t.encode(r["words"], r["pair_words"], True, r["add_special_tokens"], **kwargs)
+        what = (r["variant"], r["words"], r["pair_words"], r["truncation"])
+        assert e.ids == r["ids"] and e.tokens == r["tokens"], what
+        assert [list(o) for o in e.offsets] == r["offsets"], what
+        assert e.word_ids == none_for_minus_one(r["word_ids"]), what
+        assert e.sequence_ids == none_for_minus_one(r["sequence_ids"]), what
+        assert e.special_tokens_mask == r["special_tokens_mask"], what
+        item = r["words"] if r["pair_words"] is None else (r["words"], r["pair_words"])
+        [b] = t.encode_batch([item], is_pretokenized=True, add_special_tokens=r["add_special_tokens"], **kwargs)
+        assert b.ids == r["ids"], what
+        if not r["truncation"]:  # transformers' call
+            call = t(r["words"], r["pair_words"], add_special_tokens=r["add_special_tokens"], is_split_into_words=True,
+                     return_offsets_mapping=True)
+            assert call["input_ids"] == r["ids"] and [list(o) for o in call["offset_mapping"]] == r["offsets"], what
+            assert call.word_ids() == none_for_minus_one(r["word_ids"]), what
+        checked += 1
+    assert checked >= 120
+
+
+def test_pretokenized_batches_and_errors(tok):
+    words = [["Hello", "world"], ["a"]]
+    batch = tok(words, is_split_into_words=True, padding=True, return_tensors="np")
+    assert batch["input_ids"].shape == (2, 4)
+    assert batch["input_ids"][0].tolist() == tok(words[0], is_split_into_words=True)["input_ids"]
+    assert tok.encode_batch(words, is_pretokenized=True)[1].ids == tok.encode(["a"], is_pretokenized=True).ids
+    with pytest.raises(TypeError, match="sequence is str"):
+        tok.encode("Hello world", is_pretokenized=True)
+    with pytest.raises(TypeError, match=r"inputs\[1\]\[0\]"):
+        tok.encode_batch([["ok"], [3]], is_pretokenized=True)
+    with pytest.raises(TypeError, match="is_split_into_words"):
+        tok("Hello world", is_split_into_words=True)
+    with pytest.raises(roberta_cpp.InvalidInputError, match="lone surrogate"):
+        tok.encode(["fine", "\ud800"], is_pretokenized=True)

@@ -112,14 +112,47 @@ size_t TokenClassifier::max_length() const { return pipeline::truncation_length(
 
 TokenClassifier::Prepared TokenClassifier::prepare(std::string_view text, const TokenClassifyOptions& options) const {
   pipeline::require_utf8(text, "text");
+  return windows(std::string(text), tokenizer_.encode(text), options);
+}
+
+TokenClassifier::Prepared TokenClassifier::prepare_words(std::span<const std::string> words, std::string_view delimiter,
+                                                         const TokenClassifyOptions& options) const {
+  pipeline::require_utf8(delimiter, "delimiter");
+  for (size_t i = 0; i < words.size(); ++i) pipeline::require_utf8(words[i], "word " + std::to_string(i + 1));
+  const auto code_points = [](std::string_view s) {
+    return static_cast<int64_t>(std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+  };
+  // HF's sentence = delimiter.join(words) and word_to_chars_map (each word's start in it)
+  std::string text;
+  std::vector<std::pair<int64_t, int64_t>> starts;  // code point, byte
+  int64_t chars = 0;
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (i > 0) text += delimiter, chars += code_points(delimiter);
+    starts.emplace_back(chars, static_cast<int64_t>(text.size()));
+    text += words[i], chars += code_points(words[i]);
+  }
+  Prepared p = windows(std::move(text), tokenizer_.encode_words(words), options);
+  // gather_pre_entities moves each token's offsets from its word into the sentence (after the
+  // tokenizer trimmed each window, which looks at offsets into the word).
+  for (Encoding& w : p.windows)
+    for (size_t i = 0; i < w.size(); ++i) {
+      if (w.word_ids[i] < 0) continue;
+      const auto [c, b] = starts.at(static_cast<size_t>(w.word_ids[i]));
+      w.offsets[i].first += c, w.offsets[i].second += c;
+      w.byte_offsets[i].first += b, w.byte_offsets[i].second += b;
+    }
+  return p;
+}
+
+TokenClassifier::Prepared TokenClassifier::windows(std::string text, const Encoding& full,
+                                                   const TokenClassifyOptions& options) const {
   // HF truncates at the tokenizer's model_max_length, and cuts windows of it with a stride.
   const size_t max_len = options.max_length ? std::min(options.max_length, pipeline::model_max_length(config_))
                                             : max_length();
   if (max_len < 3) throw Error("max_length " + std::to_string(max_len) + " leaves no room for a token");
   const size_t budget = max_len - 2;
   Prepared p;
-  p.text = std::string(text);
-  const Encoding full = tokenizer_.encode(text);
+  p.text = std::move(text);
   const size_t n = full.size() - 2;  // tokens between <s> and </s>
   p.tokens = n;
   if (!options.stride) {
@@ -289,6 +322,12 @@ std::vector<TokenEntity> TokenClassifier::finish(const Prepared& prepared, const
 
 std::vector<TokenEntity> TokenClassifier::operator()(std::string_view text, const TokenClassifyOptions& options) const {
   const Prepared p = prepare(text, options);
+  return finish(p, run(p), options);
+}
+
+std::vector<TokenEntity> TokenClassifier::classify_words(std::span<const std::string> words, std::string_view delimiter,
+                                                         const TokenClassifyOptions& options) const {
+  const Prepared p = prepare_words(words, delimiter, options);
   return finish(p, run(p), options);
 }
 

@@ -1,7 +1,10 @@
 // libFuzzer target: arbitrary bytes as text through the roberta-base tokenizer (encode with and
-// without special tokens, pairs, truncation, invalid UTF-8 both ways) and arbitrary ids to decode.
+// without special tokens, pairs, lists of words, truncation, invalid UTF-8 both ways) and arbitrary
+// ids to decode.
 #include <cstdint>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "roberta/tokenizer.h"
 
@@ -20,6 +23,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (e.ids.size() != e.offsets.size() || e.ids.size() != e.tokens.size()) __builtin_trap();
   const size_t half = size / 2;
   tok.encode_pair(text.substr(0, half), text.substr(half), options);
+  // the bytes cut at spaces as a list of words (is_pretokenized), alone and as a pair
+  std::vector<std::string> words(1);
+  for (char c : text) {
+    if (c == ' ')
+      words.emplace_back();
+    else
+      words.back().push_back(c);
+  }
+  const roberta::Encoding w = tok.encode_words(words, options);
+  if (w.word_ids.size() != w.ids.size()) __builtin_trap();
+  for (size_t i = 0; i < w.size(); ++i) {
+    if (w.word_ids[i] >= static_cast<int32_t>(words.size())) __builtin_trap();
+    if (w.byte_offsets[i].first > w.byte_offsets[i].second || w.offsets[i].first > w.offsets[i].second)
+      __builtin_trap();
+  }
+  const size_t cut = words.size() / 2;
+  try {
+    tok.encode_words_pair(std::span(words).first(cut), std::span(words).subspan(cut), options);
+  } catch (const roberta::Error&) {  // (a truncation strategy may not be able to cut enough)
+  }
   std::vector<int32_t> ids;
   for (size_t i = 0; i + 4 <= size; i += 4) ids.push_back(static_cast<int32_t>(data[i] | data[i + 1] << 8 | data[i + 2] << 16) - 1000);
   tok.decode(ids, size % 2 == 0);

@@ -113,6 +113,8 @@ class Pipeline:
         preprocess_params = {**self._preprocess_params, **preprocess_params}
         forward_params = {**self._forward_params, **forward_params}
         postprocess_params = {**self._postprocess_params, **postprocess_params}
+        if isinstance(inputs, list):  # base.py: a list is a batch, one result per item (run_multi)
+            return [self.run_single(item, preprocess_params, forward_params, postprocess_params) for item in inputs]
         return self.run_single(inputs, preprocess_params, forward_params, postprocess_params)
 
     def forward(self, model_inputs, **forward_params):
@@ -176,10 +178,12 @@ def install_transformers_stubs():
         setattr(sys.modules["transformers"], n, type(n, (), {}))
 
 
-def load_source(name, path):
+def load_source(name, path, names=None):
+    """Runs the file `path` as module `name`; `names` are set in the module before it runs."""
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     mod.__package__ = name.rsplit(".", 1)[0]
+    mod.__dict__.update(names or {})
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
@@ -241,6 +245,9 @@ class BatchEncodingShim(dict):
     def sequence_ids(self, i):
         return [None if s < 0 else s for s in self._encodings[i]["sequence_ids"]]
 
+    def word_ids(self, i=0):
+        return [None if w < 0 else w for w in self._encodings[i]["word_ids"]]
+
     def to(self, device):
         return self
 
@@ -273,9 +280,12 @@ class TokenizerShim:
     def __call__(self, text=None, text_pair=None, add_special_tokens=True, padding=False, truncation=None,
                  max_length=None, stride=0, return_tensors=None, return_token_type_ids=None,
                  return_overflowing_tokens=False, return_offsets_mapping=False, return_special_tokens_mask=False,
-                 **kwargs):
+                 is_split_into_words=False, **kwargs):
         assert not kwargs, kwargs
-        if isinstance(text, list):  # a batch of pairs [[a, b], ...]
+        if is_split_into_words:  # one list of words (what token_classification.py passes)
+            assert isinstance(text, list) and all(isinstance(w, str) for w in text) and text_pair is None, text
+            rows = [(text, None)]
+        elif isinstance(text, list):  # a batch of pairs [[a, b], ...]
             rows = [(p[0], p[1]) for p in text]
         else:
             rows = [(text, text_pair)]
@@ -291,7 +301,11 @@ class TokenizerShim:
                     None: None}[truncation]
         encodings, sample = [], []
         for r, (a, b) in enumerate(rows):
-            if return_overflowing_tokens:
+            if is_split_into_words:
+                trunc = None if strategy is None else {"max_length": max_length, "strategy": strategy, "stride": stride}
+                ans = self.server.call("encode_words", words=a, add_special_tokens=add_special_tokens, truncation=trunc,
+                                       overflow=bool(return_overflowing_tokens))
+            elif return_overflowing_tokens:
                 ans = self.server.call("windows", a=a, b=b, max_length=max_length, strategy=strategy, stride=stride)
             else:
                 trunc = None if strategy is None else {"max_length": max_length, "strategy": strategy, "stride": stride}
@@ -686,6 +700,95 @@ def gen_token_classification(ner_module, server, rng):
     return out
 
 
+# is_split_into_words: lists of words. words, [(word index, [label per token...])], options, model_max_length
+
+NER_WORDS = ["Angela", "Merkel", "visited", "Microsoftcorp", "in", "New", "York-based", "offices", "on",
+             "Monday", ",", "then", "met", "Olaf", "Scholz", "."]
+NER_WORDS_SPANS = [(0, ["B-PER"]), (1, ["I-PER"]), (3, ["B-ORG", "I-PER"]), (5, ["B-LOC"]),
+                   (6, ["I-LOC", "I-LOC", "O"]), (9, ["DATE"]), (13, ["B-PER"]), (14, ["I-PER"])]
+NER_WORDS_ODD = ["São", "Paulo", "", "Zürich", "New York", "café!", "<unk>", "\u00e9t\u00e9"]
+NER_WORDS_ODD_SPANS = [(0, ["B-LOC"]), (1, ["I-LOC"]), (3, ["B-LOC"]), (4, ["B-LOC", "I-LOC"]), (5, ["MISC", "O"]),
+                       (6, ["B-ORG"]), (7, ["DATE"])]
+NER_WORDS_LONG = (["In", "2019", "Angela", "Merkel", "and", "Emmanuel", "Macron", "met", "in", "Aachen", "near",
+                   "the", "border", ".", "The", "talks", "with", "Ursula", "von", "der", "Leyen", "continued", "in",
+                   "Brussels", "until", "Tuesday", "."])
+NER_WORDS_LONG_SPANS = [(1, ["DATE"]), (2, ["B-PER"]), (3, ["I-PER"]), (5, ["B-PER"]), (6, ["I-PER"]), (9, ["B-LOC"]),
+                        (17, ["B-PER"]), (18, ["I-PER"]), (19, ["I-PER"]), (20, ["I-PER"]), (23, ["B-LOC"]),
+                        (25, ["DATE"])]
+APS_PATCH = [["/pre_tokenizer/add_prefix_space", True], ["/post_processor/add_prefix_space", True]]
+
+
+def word_logits(rng, enc, spans, margin):
+    """Logits that give the tokens of each listed word their labels (by the encoding's word ids)."""
+    T, L = len(enc["ids"]), len(NER_LABELS)
+    logits = rng.normal(0, 1, size=(T, L)).astype(np.float32)
+    chosen = ["O"] * T
+    for word, labels in spans:
+        toks = [i for i in range(T) if enc["word_ids"][i] == word]
+        for k, i in enumerate(toks):
+            chosen[i] = labels[min(k, len(labels) - 1)]
+    for i in range(T):
+        if enc["attention_mask"][i]:
+            logits[i, NER_LABELS.index(chosen[i])] += margin + rng.uniform(0, 1.5)
+    return logits
+
+
+def gen_token_classification_words(ner_module, servers, rng):
+    """Records of token_classification_words.jsonl: transformers' pipeline called with lists of words."""
+    out = []
+
+    def run(name, tokenizer, inputs, spans, kwargs, max_len, margin=3.0):
+        config = make_config(NER_LABELS)
+        tok = TokenizerShim(servers[tokenizer], max_len, "")
+        pipe = ner_module.TokenClassificationPipeline.__new__(ner_module.TokenClassificationPipeline)
+        pipe._args_parser = ner_module.TokenClassificationArgumentHandler()
+        pipe.tokenizer = tok
+        pipe.framework = "pt"
+        pre, _, _ = pipe._sanitize_parameters(**{k: v for k, v in kwargs.items() if k != "ignore_labels"},
+                                              is_split_into_words=True)
+        batch = inputs if isinstance(inputs[0], list) else [inputs]
+        queue, sentences = [], []
+        for words, sentence_spans in zip(batch, spans):
+            probe = tok(words, return_tensors="pt", truncation=True, return_special_tokens_mask=True,
+                        return_offsets_mapping=True, is_split_into_words=True, **pre.get("tokenizer_params", {}))
+            logits = []
+            for w in range(len(probe["input_ids"])):
+                l = word_logits(rng, probe._encodings[w], sentence_spans, margin)
+                logits.append(l)
+                queue.append(([probe["input_ids"][w].tolist()], Outputs(logits=torch.tensor(l[None]))))
+            sentences.append({"words": words, "windows": [enc_record(strip_padding(e)) for e in probe._encodings],
+                              "logits": [to_json(l[: sum(e["attention_mask"])])
+                                         for l, e in zip(logits, probe._encodings)]})
+        pipe.model = ModelShim(config, queue)
+        result = pipe(inputs, is_split_into_words=True, **kwargs)
+        assert not pipe.model.queue
+        out.append({"name": name, "config": {"id2label": NER_LABELS, "model_max_length": max_len},
+                    "tokenizer_patch": APS_PATCH if tokenizer == "aps" else [], "inputs": inputs,
+                    "options": kwargs, "sentences": sentences, "expected": to_json(result)})
+
+    for agg in NER_AGGREGATIONS:
+        run(f"aps_{agg}", "aps", NER_WORDS, [NER_WORDS_SPANS], {"aggregation_strategy": agg}, 512)
+    for agg in ["none", "simple", "first"]:  # transformers 5: no prefix space, no error
+        run(f"plain_{agg}", "plain", NER_WORDS, [NER_WORDS_SPANS], {"aggregation_strategy": agg}, 512)
+    for agg in ["none", "first", "average"]:
+        run(f"odd_words_{agg}", "aps", NER_WORDS_ODD, [NER_WORDS_ODD_SPANS], {"aggregation_strategy": agg}, 512)
+    run("delimiter_bar_first", "aps", NER_WORDS, [NER_WORDS_SPANS], {"aggregation_strategy": "first",
+                                                                    "delimiter": "|"}, 512)
+    run("delimiter_two_spaces_simple", "aps", NER_WORDS, [NER_WORDS_SPANS],
+        {"aggregation_strategy": "simple", "delimiter": "  "}, 512)
+    run("delimiter_empty_max", "plain", NER_WORDS, [NER_WORDS_SPANS], {"aggregation_strategy": "max", "delimiter": ""},
+        512)
+    run("batch_simple", "aps", [NER_WORDS, NER_WORDS_ODD, []], [NER_WORDS_SPANS, NER_WORDS_ODD_SPANS, []],
+        {"aggregation_strategy": "simple"}, 512)
+    run("truncated_first", "aps", NER_WORDS_LONG, [NER_WORDS_LONG_SPANS], {"aggregation_strategy": "first"}, 14)
+    for agg in ["simple", "first", "max"]:
+        run(f"stride_{agg}", "aps", NER_WORDS_LONG, [NER_WORDS_LONG_SPANS], {"aggregation_strategy": agg, "stride": 4},
+            14, margin=1.5)
+    run("stride_plain_average", "plain", NER_WORDS_LONG, [NER_WORDS_LONG_SPANS],
+        {"aggregation_strategy": "average", "stride": 5}, 16, margin=1.5)
+    return out
+
+
 # ------------------------------------------------------------------------------------------------
 # question-answering
 
@@ -787,19 +890,58 @@ def write_jsonl(path, records):
     print(f"{os.path.basename(path)}: {len(records)} records")
 
 
+def gen_words(ner, tokenizer_json):
+    """token_classification_words.jsonl, with its own seed: two tokenizers, roberta-base as published
+    and with add_prefix_space (APS_PATCH), each behind its own HF tokenizer server."""
+    import tempfile
+
+    with open(tokenizer_json, encoding="utf-8") as f:
+        spec = json.load(f)
+    for pointer, value in APS_PATCH:
+        node = spec
+        keys = pointer.split("/")[1:]
+        for k in keys[:-1]:
+            node = node[k]
+        node[keys[-1]] = value
+    with tempfile.TemporaryDirectory() as tmp:
+        aps_json = os.path.join(tmp, "tokenizer.json")
+        with open(aps_json, "w", encoding="utf-8") as f:
+            json.dump(spec, f)
+        servers = {"plain": HfTokenizerServer(os.path.abspath(tokenizer_json)), "aps": HfTokenizerServer(aps_json)}
+        try:
+            return gen_token_classification_words(ner, servers, np.random.default_rng(20261126))
+        finally:
+            for server in servers.values():
+                server.close()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--transformers", required=True,
+    ap.add_argument("--transformers",
                     help="the src/transformers folder of a transformers checkout (its pipelines/ is read)")
-    ap.add_argument("--sentence-transformers", required=True,
+    ap.add_argument("--sentence-transformers",
                     help="the sentence_transformers package folder of a sentence-transformers checkout")
     ap.add_argument("--legacy-text-classification",
                     help="text_classification.py of transformers 4.x (with return_all_scores); optional")
     ap.add_argument("--tokenizer", default=os.path.join(HERE, "..", "..", "..", "shared", "assets",
                                                         "roberta-base-tokenizer", "tokenizer.json"))
     ap.add_argument("--out", default=os.path.join(HERE, "..", "..", "tests", "data", "pipelines"))
+    ap.add_argument("--words-only", metavar="TOKEN_CLASSIFICATION_PY",
+                    help="write only token_classification_words.jsonl (is_split_into_words), from this "
+                         "token_classification.py; --transformers and --sentence-transformers are then not read")
     args = ap.parse_args()
+    if args.words_only:
+        install_transformers_stubs()
+        # (one stored copy of the v5 file names typing.Optional in a signature without importing it)
+        import typing
 
+        ner = load_source("transformers.pipelines.token_classification", args.words_only,
+                          {"Optional": typing.Optional})
+        write_jsonl(os.path.join(args.out, "token_classification_words.jsonl"), gen_words(ner, args.tokenizer))
+        return
+
+    if not args.transformers or not args.sentence_transformers:
+        ap.error("--transformers and --sentence-transformers are needed (unless --words-only)")
     install_transformers_stubs()
     pipes = os.path.join(args.transformers, "pipelines")
     tc = load_source("transformers.pipelines.text_classification", os.path.join(pipes, "text_classification.py"))

@@ -14,6 +14,9 @@
 //                  windows, and HF's postProcess adds the special tokens and joins the overflowing
 //                  parts, exactly as Tokenizer::post_process does after encode_single_sequence.
 //                  `direct_same` tells whether the installed version's encode gives the same windows.
+//   encode_words   {words, add_special_tokens, truncation: null | {max_length, strategy, stride}, overflow}
+//                  a pre-tokenized input (transformers' is_split_into_words=True), as pretokenized.js
+//                  composes it from HF's functions; with `overflow`, the overflowing windows too.
 //   decode_tokens  {tokens}  the ByteLevel decoder on token strings (convert_tokens_to_string)
 //   id_to_token    {ids}
 // strategy: "LongestFirst" | "OnlyFirst" | "OnlySecond". Errors come back as {"error": message}.
@@ -22,6 +25,7 @@
 const fs = require('fs');
 const readline = require('readline');
 const { Tokenizer } = require('tokenizers');
+const { encodeWords } = require('./pretokenized.js');
 
 const tokenizerJson = process.argv[2];
 if (!tokenizerJson) {
@@ -125,6 +129,14 @@ async function handle(req) {
     }
     case 'windows':
       return windows(req);
+    case 'encode_words': {
+      const truncation = req.truncation ? { ...req.truncation, overflow: !!req.overflow } : null;
+      const parts = await encodeWords(tok, raw, req.words, null, req.add_special_tokens !== false, truncation);
+      // (no word_to_chars: the binding's word ids of a merged encoding are not the words')
+      const encodings = parts.map(({ encoding, word_ids }) => ({ ...fields(encoding), word_ids }));
+      encodings.forEach((e) => delete e.word_to_chars);
+      return { encodings };
+    }
     case 'decode_tokens':
       return { text: tok.getDecoder().decode(req.tokens) };
     case 'id_to_token':
