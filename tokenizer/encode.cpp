@@ -226,21 +226,39 @@ void Tokenizer::as_first_token(Encoding& e, size_t i) const {
   }
 }
 
-void Tokenizer::Impl::tokenize_input(const Input& in, int8_t sequence_id, const EncodeOptions& options,
-                                     const char* which, Encoding& enc, std::vector<Trim>& trims) const {
-  std::string repaired;
-  if (!in.pretokenized) {
-    tokenize(checked_text(in.text, options.invalid_utf8, repaired, which), sequence_id, enc, trims);
-    return;
-  }
+void Tokenizer::Impl::tokenize_words(std::span<const std::string> words, int8_t sequence_id,
+                                     const EncodeOptions& options, const char* which, Encoding& enc,
+                                     std::vector<Trim>& trims) const {
   // HF's encode_single_sequence of a pre-tokenized input: each word encoded alone (added tokens,
-  // pre-tokenizer with its prefix space, BPE), its tokens' word id its index, their offsets into
-  // the word; then merged without moving the offsets (Encoding::merge, growing_offsets false).
-  for (size_t w = 0; w < in.words.size(); ++w) {
-    const std::string name = std::string("word ") + std::to_string(w + 1) + " of " + which;
-    const size_t first = enc.ids.size();
-    tokenize(checked_text(in.words[w], options.invalid_utf8, repaired, name.c_str()), sequence_id, enc, trims);
-    std::fill(enc.word_ids.begin() + static_cast<ptrdiff_t>(first), enc.word_ids.end(), static_cast<int32_t>(w));
+  // pre-tokenizer with its prefix space, BPE; with truncation, do_tokenize's whole-piece pre-cut
+  // of the word at max_length, except for text A under only_second), its tokens' word id its
+  // index, their offsets into the word; then merged without moving the offsets (Encoding::merge,
+  // growing_offsets false).
+  const bool precut = options.max_length > 0 &&
+                      !(options.truncation == TruncationStrategy::kOnlySecond && sequence_id == 0);
+  std::string repaired;
+  Encoding word;
+  std::vector<Trim> word_trims;
+  for (size_t w = 0; w < words.size(); ++w) {
+    std::string_view text = words[w];
+    if (unicode::find_invalid_utf8(text)) {
+      const std::string name = std::string("word ") + std::to_string(w + 1) + " of " + which;
+      text = checked_text(text, options.invalid_utf8, repaired, name.c_str());
+    }
+    word = Encoding();
+    word_trims.clear();
+    tokenize(text, sequence_id, word, word_trims);
+    if (precut) {
+      const size_t n = precut_length(word, options.max_length, options.truncation_side, is_added_id);
+      keep_tokens(word, n, options.truncation_side);
+      if (options.truncation_side == Side::kRight)
+        word_trims.resize(n);
+      else
+        word_trims.erase(word_trims.begin(), word_trims.end() - static_cast<ptrdiff_t>(n));
+    }
+    std::fill(word.word_ids.begin(), word.word_ids.end(), static_cast<int32_t>(w));
+    append_encoding(enc, word);
+    trims.insert(trims.end(), word_trims.begin(), word_trims.end());
   }
 }
 
@@ -249,8 +267,15 @@ Encoding Tokenizer::Impl::encode(const Input& a, const Input* b, const EncodeOpt
   Encoding ea, eb;
   thread_local std::vector<Trim> trims_a, trims_b;  // (kept between calls: no allocation per text)
   trims_a.clear(), trims_b.clear();
-  tokenize_input(a, 0, options, b ? "text A" : "text", ea, trims_a);
-  if (b) tokenize_input(*b, 1, options, "text B", eb, trims_b);
+  std::string repaired;
+  if (a.pretokenized)
+    tokenize_words(a.words, 0, options, b ? "text A" : "text", ea, trims_a);
+  else
+    tokenize(checked_text(a.text, options.invalid_utf8, repaired, b ? "text A" : "text"), 0, ea, trims_a);
+  if (b && b->pretokenized)
+    tokenize_words(b->words, 1, options, "text B", eb, trims_b);
+  else if (b)
+    tokenize(checked_text(b->text, options.invalid_utf8, repaired, "text B"), 1, eb, trims_b);
   const bool specials = options.add_special_tokens && roberta_specials;
   if (options.max_length > 0) {
     truncate_inputs(ea, b ? &eb : nullptr, options, specials ? (b ? 4 : 2) : 0, is_added_id, a.pretokenized,

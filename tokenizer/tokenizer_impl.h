@@ -93,10 +93,10 @@ struct Tokenizer::Impl {
     std::span<const std::string> words{};
     bool pretokenized = false;  // the input is `words`, not `text`
   };
-  // Checks `in` (invalid UTF-8 per options) and appends its tokens to `enc` as tokenize() does;
-  // words give their tokens the word's index as word id and offsets into the word.
-  void tokenize_input(const Input& in, int8_t sequence_id, const EncodeOptions& options, const char* which,
-                      Encoding& enc, std::vector<Trim>& trims) const;
+  // Checks each word (invalid UTF-8 per options, errors naming "word N of `which`") and appends
+  // its tokens to `enc` as tokenize() does, with the word's index as word id and offsets into it.
+  void tokenize_words(std::span<const std::string> words, int8_t sequence_id, const EncodeOptions& options,
+                      const char* which, Encoding& enc, std::vector<Trim>& trims) const;
   // encode (b null) or encode_pair: tokenize, truncate, add the special tokens.
   Encoding encode(const Input& a, const Input* b, const EncodeOptions& options) const;
 };

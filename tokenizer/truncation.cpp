@@ -7,10 +7,7 @@
 
 namespace roberta {
 
-namespace {
-
-// Keeps `n` tokens of `e`, dropping from the end (kRight) or the start (kLeft).
-void truncate_encoding(Encoding& e, size_t n, Side side) {
+void keep_tokens(Encoding& e, size_t n, Side side) {
   if (e.size() <= n) return;
   const auto cut = [&](auto& v) {
     if (side == Side::kRight)
@@ -22,9 +19,7 @@ void truncate_encoding(Encoding& e, size_t n, Side side) {
   cut(e.special_tokens_mask), cut(e.attention_mask), cut(e.sequence_ids), cut(e.word_ids);
 }
 
-// HF (0.23) first cuts each input to whole words while tokenizing: walking from the kept side,
-// it stops after the first ordinary (not added-token) word at which `limit` tokens are reached.
-size_t word_precut_length(const Encoding& e, size_t limit, Side side, const std::vector<uint8_t>& is_added_id) {
+size_t precut_length(const Encoding& e, size_t limit, Side side, const std::vector<uint8_t>& is_added_id) {
   const size_t n = e.size();
   const auto at = [&](size_t k) { return side == Side::kRight ? k : n - 1 - k; };
   size_t k = 0;
@@ -38,9 +33,12 @@ size_t word_precut_length(const Encoding& e, size_t limit, Side side, const std:
   return k;
 }
 
-// HF's pre-cut tokenizes only the words it keeps, so their word ids count from the first of them.
+namespace {
+
+// HF (0.23) first cuts each input to whole words while tokenizing (precut_length). It tokenizes
+// only the words it keeps, so their word ids count from the first of them.
 void precut(Encoding& e, size_t limit, Side side, const std::vector<uint8_t>& is_added_id) {
-  truncate_encoding(e, word_precut_length(e, limit, side, is_added_id), side);
+  keep_tokens(e, precut_length(e, limit, side, is_added_id), side);
   const auto first = std::find_if(e.word_ids.begin(), e.word_ids.end(), [](int32_t w) { return w >= 0; });
   if (first == e.word_ids.end() || *first == 0) return;
   const int32_t w0 = *first;
@@ -64,8 +62,8 @@ void truncate_inputs(Encoding& a, Encoding* b, const EncodeOptions& options, siz
   if (b && !words_b) precut(*b, limit, side, is_added_id);
   const size_t total = a.size() + (b ? b->size() : 0);
   if (max_len == 0) {  // as HF: nothing but the special tokens remains, whatever the strategy
-    truncate_encoding(a, 0, side);
-    if (b) truncate_encoding(*b, 0, side);
+    keep_tokens(a, 0, side);
+    if (b) keep_tokens(*b, 0, side);
   } else if (total > max_len) {
     if (options.truncation == TruncationStrategy::kLongestFirst) {
       if (b) {
@@ -78,10 +76,10 @@ void truncate_inputs(Encoding& a, Encoding* b, const EncodeOptions& options, siz
           n2 = n1 + max_len % 2;
         }
         if (swap) std::swap(n1, n2);
-        truncate_encoding(a, n1, side);
-        truncate_encoding(*b, n2, side);
+        keep_tokens(a, n1, side);
+        keep_tokens(*b, n2, side);
       } else {
-        truncate_encoding(a, max_len, side);
+        keep_tokens(a, max_len, side);
       }
     } else {
       const bool first = options.truncation == TruncationStrategy::kOnlyFirst;
@@ -91,7 +89,7 @@ void truncate_inputs(Encoding& a, Encoding* b, const EncodeOptions& options, siz
       if (target.size() <= to_remove)
         throw Error(std::string("truncation ") + (first ? "only_first" : "only_second") +
                     ": the sequence is too short to remove " + std::to_string(to_remove) + " tokens");
-      truncate_encoding(target, target.size() - to_remove, side);
+      keep_tokens(target, target.size() - to_remove, side);
     }
   }
 }

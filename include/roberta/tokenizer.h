@@ -93,7 +93,9 @@ class Tokenizer {
   // Pre-tokenized input, as HF tokenizers' encode(..., is_pretokenized=True) and transformers'
   // is_split_into_words=True: each word is tokenized on its own (with add_prefix_space each gets
   // its leading space; an empty word gives no token); every token of word i has word id i and
-  // offsets into word i (not into a joined text). Invalid UTF-8 errors name the word.
+  // offsets into word i (not into a joined text). Invalid UTF-8 errors name the word. Truncation
+  // as encode's, after HF's cut of each word longer than max_length to whole pre-tokens (which
+  // can decide how longest_first shares a pair).
   //   const std::vector<std::string> words{"New", "York"};
   //   tok.encode_words(words).tokens  // with add_prefix_space: <s> ĠNew ĠYork </s>, word ids -1 0 1 -1
   Encoding encode_words(std::span<const std::string> words, const EncodeOptions& options = {}) const;

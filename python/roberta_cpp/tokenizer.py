@@ -210,7 +210,7 @@ class Tokenizer(_core.Tokenizer):
     def encode(self, sequence: Any, pair: Any = None, is_pretokenized: bool = False, add_special_tokens: bool = True,
                **kwargs: Any) -> _core.Encoding:
         kwargs = self._with_truncation(kwargs, 0)
-        if is_pretokenized:
+        if _check_flag(is_pretokenized, "is_pretokenized"):
             words = _check_words(sequence, "sequence")
             e = super().encode_words(words, None if pair is None else _check_words(pair, "pair"), add_special_tokens,
                                      **kwargs)
@@ -225,7 +225,7 @@ class Tokenizer(_core.Tokenizer):
                      **kwargs: Any) -> List[_core.Encoding]:
         inputs = list(inputs)
         kwargs = self._with_truncation(kwargs, 0)
-        if is_pretokenized:
+        if _check_flag(is_pretokenized, "is_pretokenized"):
             return self._padded([self._encode_words(x, f"inputs[{i}]", add_special_tokens, kwargs)
                                  for i, x in enumerate(inputs)])
         _check_inputs(inputs, "inputs")
@@ -233,7 +233,7 @@ class Tokenizer(_core.Tokenizer):
 
     def _encode_words(self, x: Any, what: str, add_special_tokens: bool, kwargs: Dict[str, Any]) -> _core.Encoding:
         """One pre-tokenized input: a list of words, or a pair of them (two lists)."""
-        if isinstance(x, (list, tuple)) and len(x) == 2 and all(isinstance(p, (list, tuple)) for p in x):
+        if isinstance(x, (list, tuple)) and len(x) == 2 and all(isinstance(p, (list, tuple, np.ndarray)) for p in x):
             a, b = _check_words(x[0], f"{what}[0]"), _check_words(x[1], f"{what}[1]")
         else:
             a, b = _check_words(x, what), None
@@ -333,6 +333,9 @@ class Tokenizer(_core.Tokenizer):
         if text_pair is None:
             inputs: List[Any] = texts
         else:
+            if batched and not (isinstance(text_pair, (list, tuple)) and all(
+                    isinstance(p, (list, tuple)) for p in text_pair)):
+                raise TypeError("text_pair: with a batch of word lists, text_pair must be a list of word lists")
             pairs = list(text_pair) if batched else [text_pair]
             if len(pairs) != len(texts):
                 raise ValueError(f"text_pair has {len(pairs)} entries but text has {len(texts)}")
@@ -382,10 +385,20 @@ def _snake(name: str) -> str:
 
 
 def _check_words(words: Any, what: str) -> List[str]:
-    """A pre-tokenized sequence: a list (or tuple) of str."""
+    """A pre-tokenized sequence: a list, tuple or 1-D numpy array of str (as tokenizers takes)."""
+    if isinstance(words, np.ndarray) and words.ndim == 1:
+        words = words.tolist()
     if not isinstance(words, (list, tuple)):
         raise TypeError(f"{what} is {type(words).__name__}; a pre-tokenized sequence is a list of words (str)")
     return check_texts([str(w) if isinstance(w, np.str_) else w for w in words], what)
+
+
+def _check_flag(value: Any, what: str) -> bool:
+    """A bool argument (tokenizers' own take bools only): the 3rd positional argument of encode is
+    is_pretokenized there, not add_special_tokens, so anything else is a TypeError."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{what} must be a bool, not {type(value).__name__}")
+    return bool(value)
 
 
 def _check_inputs(inputs: List[Any], what: str) -> None:

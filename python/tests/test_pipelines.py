@@ -2,6 +2,7 @@
 formats, compared with `roberta fill-mask --json` and with PyTorch reference logits
 (tools/dump_reference.py) put through transformers' post-processing rules, written out here."""
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -229,7 +230,20 @@ def test_token_classification_split_into_words_matches_pytorch(work):
     sentence = " ".join(words)
     for e in grouped:
         assert sentence[e["start"]:e["end"]].strip() == e["word"].strip()
-    assert ner(words, is_split_into_words=True, aggregation_strategy="first", stride=2)[0]  # windows of words
+    # windows of words: model_max_length 6 reads the 7 tokens in windows of 4 (stride 2)
+    short = work / "models" / "ner-words-short"
+    if short.exists():
+        shutil.rmtree(short)
+    shutil.copytree(path, short)
+    (short / "tokenizer_config.json").write_text(json.dumps({**settings, "add_prefix_space": True,
+                                                            "model_max_length": 6}))
+    windowed = roberta_cpp.pipeline("ner", model=short)(words, is_split_into_words=True, aggregation_strategy="simple",
+                                                        stride=2, ignore_labels=[])[0]
+    assert windowed and all(sentence[e["start"]:e["end"]].strip() == e["word"].strip() for e in windowed)
+    assert {e["start"] for e in windowed} >= {0, sentence.index(".")}  # the first word and the last read
+    cut = roberta_cpp.pipeline("ner", model=short)(words, is_split_into_words=True, aggregation_strategy="simple",
+                                                   ignore_labels=[])[0]
+    assert max(e["end"] for e in cut) < sentence.index(".")  # without a stride: cut at 4 tokens
     # not split: the list is a batch of texts, each word a text (transformers' default)
     assert len(ner(words)) == len(words)
     with pytest.raises(ValueError, match="At least one input is required"):

@@ -249,3 +249,9 @@ def test_pretokenized_batches_and_errors(tok):
         tok("Hello world", is_split_into_words=True)
     with pytest.raises(roberta_cpp.InvalidInputError, match="lone surrogate"):
         tok.encode(["fine", "\ud800"], is_pretokenized=True)
+    with pytest.raises(TypeError, match="is_pretokenized must be a bool"):
+        tok.encode("Hello", None, "yes")
+    with pytest.raises(TypeError, match="text_pair"):
+        tok(words, "a pair", is_split_into_words=True)
+    assert tok.encode(np.array(["Hello", "world"]), is_pretokenized=True).ids == \
+        tok.encode(["Hello", "world"], is_pretokenized=True).ids

@@ -74,6 +74,19 @@ const TRUNCATIONS = [
   { max_length: 6, strategy: 'LongestFirst', direction: 'Left' },
   { max_length: 9, strategy: 'LongestFirst', direction: 'Right' },
 ];
+// a word longer than max_length: HF pre-cuts it to whole pieces first, which decides longest_first
+const LONG_WORD_PAIRS = [
+  [['a a a a a a a a a a a a a a a a a a a a'], ['x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x']],
+  [['Supercalifragilistic expialidocious antidisestablishmentarianism floccinaucinihilipilification'],
+    ['short', 'words', 'here', 'and', 'there', 'and', 'more', 'of', 'them', 'too']],
+  [['one', 'two'], ['<mask> <mask> <mask> <mask> <mask> <mask> <mask> <mask> <mask> <mask> <mask> <mask> b c d e']],
+];
+const LONG_WORD_TRUNCATIONS = [
+  { max_length: 11, strategy: 'LongestFirst', direction: 'Right' },
+  { max_length: 11, strategy: 'LongestFirst', direction: 'Left' },
+  { max_length: 12, strategy: 'OnlySecond', direction: 'Right' },
+  { max_length: 10, strategy: 'OnlyFirst', direction: 'Right' },
+];
 const PAIR_TRUNCATIONS = [
   { max_length: 10, strategy: 'LongestFirst', direction: 'Right' },
   { max_length: 10, strategy: 'OnlySecond', direction: 'Right' },
@@ -106,6 +119,8 @@ async function main() {
     for (const [a, b] of PAIRS) for (const special of [true, false]) cases.push([a, b, special, null]);
     for (const t of TRUNCATIONS) cases.push([LONG, null, true, t]);
     for (const t of PAIR_TRUNCATIONS) cases.push([PAIRS[1][0], PAIRS[1][1], true, t]);
+    for (const [a, b] of LONG_WORD_PAIRS) for (const t of LONG_WORD_TRUNCATIONS) cases.push([a, b, true, t]);
+    cases.push([['a a a a a a a a a a a a a a a a a a a a', 'b'], null, true, TRUNCATIONS[1]]);
     for (const [words, pairWords, special, truncation] of cases) {
       const record = {
         variant, patch, words, pair_words: pairWords, add_special_tokens: special,
@@ -117,7 +132,7 @@ async function main() {
         error: null,
       };
       try {
-        const [{ encoding, word_ids }] = await encodeWords(tok, raw, words, pairWords, special, truncation);
+        const [{ encoding, word_ids }] = await encodeWords(tok, raw, doc, words, pairWords, special, truncation);
         Object.assign(record, fields(encoding, word_ids));
       } catch (e) {
         record.error = String(e && e.message ? e.message : e);

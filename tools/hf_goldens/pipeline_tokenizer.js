@@ -33,6 +33,7 @@ if (!tokenizerJson) {
   process.exit(2);
 }
 const tok = Tokenizer.fromFile(tokenizerJson);
+const spec = JSON.parse(fs.readFileSync(tokenizerJson, 'utf8'));
 const rawSpec = JSON.parse(fs.readFileSync(tokenizerJson, 'utf8'));
 rawSpec.post_processor = null;
 const raw = Tokenizer.fromString(JSON.stringify(rawSpec));  // pre-tokenizer + BPE only
@@ -131,7 +132,7 @@ async function handle(req) {
       return windows(req);
     case 'encode_words': {
       const truncation = req.truncation ? { ...req.truncation, overflow: !!req.overflow } : null;
-      const parts = await encodeWords(tok, raw, req.words, null, req.add_special_tokens !== false, truncation);
+      const parts = await encodeWords(tok, raw, spec, req.words, null, req.add_special_tokens !== false, truncation);
       // (no word_to_chars: the binding's word ids of a merged encoding are not the words')
       const encodings = parts.map(({ encoding, word_ids }) => ({ ...fields(encoding), word_ids }));
       encodings.forEach((e) => delete e.word_to_chars);

@@ -9,10 +9,16 @@
 // stay relative to each word; then Tokenizer::post_process (truncation, the post-processor's
 // trim_offsets and special tokens). Here each step is HF's own function: `raw.encode` (the same
 // tokenizer without post-processor) per word, `mergeEncodings(list, false)`, `tok.postProcess`
-// with the truncation set on `tok`. Only the word ids are written from the rule above, since the
-// binding has no setter for them: HF's per-word encode numbers the word's pre-tokens instead.
-// (With truncation, Rust also tokenizes each word with the limit (tokenize_with_limit), which drops
-// pre-tokens only inside a word longer than max_length and cannot change what truncation keeps.)
+// with the truncation set on `tok`. Two rules are written out, the binding having no way to run
+// them on a word list:
+// - the word ids: HF's per-word encode numbers the word's pre-tokens; into_encoding(Some(i))
+//   gives them all i;
+// - with truncation, do_tokenize tokenizes each word with the limit max_length (not for text A
+//   under only_second): PreTokenizedString::tokenize_with_limit walks the word's splits from the
+//   kept side and stops after the first split it tokenizes (not an added token's, which comes
+//   tokenized) at which the tokens counted reach max_length. That drops tokens only of a word
+//   longer than max_length, but the shorter length can change how longest_first shares a pair.
+//   The cut is made with HF's Encoding.truncate on the word's encoding.
 'use strict';
 
 const { mergeEncodings } = require('tokenizers');
@@ -20,19 +26,27 @@ const { mergeEncodings } = require('tokenizers');
 // Returns the encoding's windows, each {encoding, word_ids}: the main one, then (with
 // `truncation.overflow`: transformers' return_overflowing_tokens) its overflowing ones, as
 // Encoding::truncate cut them: window j holds the tokens [j * (kept - stride), + kept).
-async function encodeWords(tok, raw, words, pairWords, addSpecial, truncation) {
-  const part = async (list) => {
+// `spec`: the tokenizer.json `tok` was made from (its added_tokens' ids).
+async function encodeWords(tok, raw, spec, words, pairWords, addSpecial, truncation) {
+  const strategy = truncation ? truncation.strategy || 'LongestFirst' : null;
+  const direction = truncation ? (truncation.direction || 'right').toLowerCase() : 'right';
+  const added = new Set((spec.added_tokens || []).map((t) => t.id));
+  const part = async (list, typeId) => {
     const encodings = [];
     const wordOf = [];
     for (let i = 0; i < list.length; i++) {
       const e = await raw.encode(list[i], null, { addSpecialTokens: false });
+      if (truncation && (strategy !== 'OnlySecond' || typeId !== 0)) {
+        const keep = withLimit(e, truncation.max_length, direction, added);
+        if (keep < e.getLength()) e.truncate(keep, 0, direction);
+      }
       encodings.push(e);
       for (let t = 0; t < e.getLength(); t++) wordOf.push(i);
     }
     return { merged: mergeEncodings(encodings, false), wordOf };
   };
-  const a = await part(words);
-  const b = pairWords ? await part(pairWords) : null;
+  const a = await part(words, 0);
+  const b = pairWords ? await part(pairWords, 1) : null;
   if (truncation) {
     tok.setTruncation(truncation.max_length, {
       strategy: truncation.strategy || 'LongestFirst',
@@ -73,6 +87,23 @@ async function encodeWords(tok, raw, words, pairWords, addSpecial, truncation) {
     }
     return { encoding: e, word_ids: wordIds };
   });
+}
+
+// How many tokens of a word's encoding tokenize_with_limit keeps (its splits: the word ids of the
+// word encoded alone; added tokens come tokenized and never stop the walk).
+function withLimit(e, maxTokens, direction, added) {
+  const wordIds = e.getWordIds();
+  const ids = e.getIds();
+  const n = wordIds.length;
+  const at = (k) => (direction === 'left' ? n - 1 - k : k);
+  let k = 0;
+  while (k < n) {
+    const w = wordIds[at(k)];
+    const isAdded = added.has(ids[at(k)]);
+    while (k < n && wordIds[at(k)] === w) k++;
+    if (!isAdded && k >= maxTokens) break;
+  }
+  return k;
 }
 
 module.exports = { encodeWords };
