@@ -405,6 +405,45 @@ TEST(HfGoldens, PretokenizedWords) {
   EXPECT_GE(errors, 1u);
 }
 
+// encode_words_batch on several threads: HF's encodings of the golden word lists, in input order,
+// and a failing input named by its number.
+TEST(HfGoldens, PretokenizedWordsInBatches) {
+  std::ifstream in(kShared + "/assets/roberta-base-tokenizer/tokenizer.json");
+  json doc = json::parse(in);
+  std::vector<roberta::Tokenizer::WordsInput> inputs;
+  std::vector<json> want;
+  for (const json& r : read_jsonl(kHfData + "pretokenized.jsonl")) {
+    if (r["variant"] != "aps" || !r["truncation"].is_null() || !r["add_special_tokens"].get<bool>()) continue;
+    if (want.empty())
+      for (const json& p : r["patch"]) doc[json::json_pointer(p[0].get<std::string>())] = p[1];
+    roberta::Tokenizer::WordsInput x{r["words"].get<std::vector<std::string>>(), std::nullopt};
+    if (!r["pair_words"].is_null()) x.pair = r["pair_words"].get<std::vector<std::string>>();
+    inputs.push_back(std::move(x));
+    want.push_back(r);
+  }
+  ASSERT_GE(inputs.size(), 19u);
+  const roberta::Tokenizer tok = roberta::Tokenizer::from_tokenizer_json_text(doc.dump(), "aps");
+  for (unsigned threads : {1u, 2u, 3u}) {
+    const auto got = tok.encode_words_batch(inputs, {}, threads);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(diff_encoding(want[i], got[i]), "") << i << " on " << threads << " threads";
+      EXPECT_EQ(json(got[i].word_ids), want[i]["word_ids"]) << i;
+    }
+  }
+  roberta::EncodeOptions only_first;
+  only_first.max_length = 6;
+  only_first.truncation = roberta::TruncationStrategy::kOnlyFirst;
+  std::vector<roberta::Tokenizer::WordsInput> bad{{{"a", "b", "c"}, std::nullopt},
+                                                  {{"x"}, std::vector<std::string>{"y", "z", "w", "v"}}};
+  try {
+    (void)tok.encode_words_batch(bad, only_first, 2);
+    FAIL() << "no error";
+  } catch (const roberta::Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("input 2: truncation only_first", 0), 0u) << e.what();
+  }
+}
+
 TEST(InvalidUtf8, PretokenizedErrorNamesTheWord) {
   const auto& tok = tokenizer_json();
   const std::vector<std::string> words{"fine", "bad\xff"};

@@ -1,4 +1,4 @@
-// Tokenizer::encode_batch: the texts of a batch encoded on several threads.
+// Tokenizer::encode_batch and encode_words_batch: the inputs of a batch encoded on several threads.
 #include <algorithm>
 #include <atomic>
 #include <exception>
@@ -14,28 +14,30 @@ namespace roberta {
 
 void (*test_hooks::encode_batch_item)(size_t index) = nullptr;
 
-// Threads take chunks of 16 texts from a shared counter; each result goes to its own slot, so the
+namespace {
+
+// Threads take chunks of 16 inputs from a shared counter; each result goes to its own slot, so the
 // output is in input order whatever the scheduling. Every failure is caught where it happens (an
 // exception must not escape a thread); the failure of the lowest index is rethrown here: a
 // roberta::Error as "input N: message" with its kind, anything else (std::bad_alloc, ...) as it is.
-std::vector<Encoding> Tokenizer::encode_batch(std::span<const std::string> texts, const EncodeOptions& options,
-                                              unsigned num_threads) const {
-  std::vector<Encoding> out(texts.size());
+template <class EncodeOne>
+std::vector<Encoding> encode_each(size_t count, unsigned num_threads, EncodeOne&& encode_one) {
+  std::vector<Encoding> out(count);
   if (num_threads == 0) num_threads = std::max(1u, std::thread::hardware_concurrency());
-  num_threads = static_cast<unsigned>(std::min<size_t>(num_threads, texts.size()));
+  num_threads = static_cast<unsigned>(std::min<size_t>(num_threads, count));
   std::atomic<size_t> next{0};
-  size_t first_error = texts.size();  // index of the first failing text
+  size_t first_error = count;  // index of the first failing input
   std::exception_ptr first_exception;
   std::mutex error_mutex;
   const auto work = [&] {
     constexpr size_t kChunk = 16;
     for (;;) {
       const size_t start = next.fetch_add(kChunk);
-      if (start >= texts.size()) return;
-      for (size_t i = start; i < std::min(start + kChunk, texts.size()); ++i) {
+      if (start >= count) return;
+      for (size_t i = start; i < std::min(start + kChunk, count); ++i) {
         try {
           if (test_hooks::encode_batch_item) test_hooks::encode_batch_item(i);
-          out[i] = encode(texts[i], options);
+          out[i] = encode_one(i);
         } catch (...) {
           std::lock_guard lock(error_mutex);
           if (i < first_error) {
@@ -61,6 +63,21 @@ std::vector<Encoding> Tokenizer::encode_batch(std::span<const std::string> texts
     }
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<Encoding> Tokenizer::encode_batch(std::span<const std::string> texts, const EncodeOptions& options,
+                                              unsigned num_threads) const {
+  return encode_each(texts.size(), num_threads, [&](size_t i) { return encode(texts[i], options); });
+}
+
+std::vector<Encoding> Tokenizer::encode_words_batch(std::span<const WordsInput> inputs, const EncodeOptions& options,
+                                                    unsigned num_threads) const {
+  return encode_each(inputs.size(), num_threads, [&](size_t i) {
+    return inputs[i].pair ? encode_words_pair(inputs[i].words, *inputs[i].pair, options)
+                          : encode_words(inputs[i].words, options);
+  });
 }
 
 }  // namespace roberta

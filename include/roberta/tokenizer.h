@@ -107,6 +107,14 @@ class Tokenizer {
   std::vector<Encoding> encode_batch(std::span<const std::string> texts,
                                      const EncodeOptions& options = {},
                                      unsigned num_threads = 0) const;
+  // Lists of words (one list, or a pair of lists: encode_words_pair), for encode_words_batch.
+  struct WordsInput {
+    std::vector<std::string> words{};
+    std::optional<std::vector<std::string>> pair{};
+  };
+  // encode_words / encode_words_pair of each input on `num_threads` threads, as encode_batch.
+  std::vector<Encoding> encode_words_batch(std::span<const WordsInput> inputs, const EncodeOptions& options = {},
+                                           unsigned num_threads = 0) const;
   // Only the ids, without special tokens: the fast path for counting and streaming.
   void encode_ids(std::string_view text, std::vector<int32_t>& out,
                   InvalidUtf8 invalid_utf8 = InvalidUtf8::kError) const;

@@ -121,6 +121,23 @@ void register_tokenizer(py::module_& m) {
           "A pre-tokenized input (tokenizers' is_pretokenized=True): each word tokenized on its own; word_ids\n"
           "are the words' indices, offsets are into each word.")
       .def(
+          "encode_words_batch",
+          [](const Tokenizer& t,
+             const std::vector<std::pair<std::vector<std::string>, std::optional<std::vector<std::string>>>>& inputs,
+             bool add_special_tokens, std::optional<size_t> max_length, const std::string& strategy,
+             const std::string& side) {
+            const EncodeOptions o = encode_options(add_special_tokens, max_length, strategy, side);
+            std::vector<Tokenizer::WordsInput> in;
+            in.reserve(inputs.size());
+            for (const auto& [words, pair] : inputs) in.push_back({words, pair});
+            py::gil_scoped_release nogil;
+            return t.encode_words_batch(in, o, roberta::num_threads());
+          },
+          py::arg("inputs"), py::arg("add_special_tokens") = true, py::arg("max_length") = py::none(),
+          py::arg("truncation_strategy") = "longest_first", py::arg("truncation_side") = "right",
+          "encode_words_batch(inputs, ...) -> list[Encoding]\n\n"
+          "encode_words of each (words, pair words or None) on the engine's threads; results in input order.")
+      .def(
           "encode_batch",
           [](const Tokenizer& t, const std::vector<std::variant<std::string, std::pair<std::string, std::string>>>& inputs,
              bool add_special_tokens, std::optional<size_t> max_length, const std::string& strategy,

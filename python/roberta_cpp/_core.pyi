@@ -57,6 +57,10 @@ class Tokenizer:
     def encode_words(self, words: Sequence[str], pair: Optional[Sequence[str]] = None, add_special_tokens: bool = True,
                      max_length: Optional[int] = None, truncation_strategy: str = "longest_first",
                      truncation_side: str = "right") -> Encoding: ...
+    def encode_words_batch(self, inputs: Sequence[Tuple[Sequence[str], Optional[Sequence[str]]]],
+                           add_special_tokens: bool = True, max_length: Optional[int] = None,
+                           truncation_strategy: str = "longest_first",
+                           truncation_side: str = "right") -> List[Encoding]: ...
     def encode_batch(self, inputs: Sequence[Union[str, Tuple[str, str]]], add_special_tokens: bool = True,
                      max_length: Optional[int] = None, truncation_strategy: str = "longest_first",
                      truncation_side: str = "right") -> List[Encoding]: ...

@@ -226,21 +226,11 @@ class Tokenizer(_core.Tokenizer):
         inputs = list(inputs)
         kwargs = self._with_truncation(kwargs, 0)
         if _check_flag(is_pretokenized, "is_pretokenized"):
-            return self._padded([self._encode_words(x, f"inputs[{i}]", add_special_tokens, kwargs)
-                                 for i, x in enumerate(inputs)])
+            checked = [_words_input(x, f"inputs[{i}]") for i, x in enumerate(inputs)]
+            return self._padded(super().encode_words_batch(checked, add_special_tokens, **kwargs))
         _check_inputs(inputs, "inputs")
         return self._padded(super().encode_batch(inputs, add_special_tokens, **kwargs))
 
-    def _encode_words(self, x: Any, what: str, add_special_tokens: bool, kwargs: Dict[str, Any]) -> _core.Encoding:
-        """One pre-tokenized input: a list of words, or a pair of them (two lists)."""
-        if isinstance(x, (list, tuple)) and len(x) == 2 and all(isinstance(p, (list, tuple, np.ndarray)) for p in x):
-            a, b = _check_words(x[0], f"{what}[0]"), _check_words(x[1], f"{what}[1]")
-        else:
-            a, b = _check_words(x, what), None
-        try:
-            return _core.Tokenizer.encode_words(self, a, b, add_special_tokens, **kwargs)
-        except _core.InvalidInputError as e:
-            raise _core.InvalidInputError(f"{what}: {e}") from None
 
     def decode(self, ids: Any, skip_special_tokens: bool = True) -> str:
         return super().decode(check_ids(ids, "ids"), skip_special_tokens)
@@ -341,9 +331,9 @@ class Tokenizer(_core.Tokenizer):
                 raise ValueError(f"text_pair has {len(pairs)} entries but text has {len(texts)}")
             inputs = [(a, b) for a, b in zip(texts, pairs)]
         strategy, limit = self._call_truncation(truncation, max_length)
-        encodings = [self._encode_words(x, f"text[{i}]" if batched else "text", add_special_tokens,
-                                        {"max_length": limit, "truncation_strategy": strategy})
-                     for i, x in enumerate(inputs)]
+        checked = [_words_input(x, f"text[{i}]" if batched else "text") for i, x in enumerate(inputs)]
+        encodings = _core.Tokenizer.encode_words_batch(self, checked, add_special_tokens=add_special_tokens,
+                                                       max_length=limit, truncation_strategy=strategy)
         return self._batch_encoding(encodings, not batched, padding, max_length, pad_to_multiple_of, return_tensors,
                                     return_token_type_ids, return_attention_mask, return_special_tokens_mask,
                                     return_offsets_mapping, return_length)
@@ -391,6 +381,14 @@ def _check_words(words: Any, what: str) -> List[str]:
     if not isinstance(words, (list, tuple)):
         raise TypeError(f"{what} is {type(words).__name__}; a pre-tokenized sequence is a list of words (str)")
     return check_texts([str(w) if isinstance(w, np.str_) else w for w in words], what)
+
+
+def _words_input(x: Any, what: str) -> Tuple[List[str], Optional[List[str]]]:
+    """One pre-tokenized input of a batch: a list of words, or a pair of them (two lists), as
+    tokenizers' PreTokenizedEncodeInput."""
+    if isinstance(x, (list, tuple)) and len(x) == 2 and all(isinstance(p, (list, tuple, np.ndarray)) for p in x):
+        return _check_words(x[0], f"{what}[0]"), _check_words(x[1], f"{what}[1]")
+    return _check_words(x, what), None
 
 
 def _check_flag(value: Any, what: str) -> bool:
