@@ -112,6 +112,10 @@ namespace roberta::examples {
   roberta::Tokenizer base = roberta::Tokenizer::from_dir("models/roberta-base");
   roberta::Encoding enc = base.encode("Hello world!");
   std::string text = base.decode(enc.ids, /*skip_special_tokens=*/true);
+  const roberta::Encoding qa_pair = base.encode_pair("Where?", "In Berlin.");
+  const std::optional<size_t> berlin = qa_pair.char_to_token(3, 1);
+  const std::vector<std::string> new_york{"New", "York"};
+  const auto word_tokens = base.encode_words(new_york).tokens;
   // config.h
   roberta::ModelConfig c = roberta::ModelConfig::from_file("models/demo/config.json");
   const int64_t head_size = c.hidden_size / c.num_attention_heads;
@@ -148,7 +152,7 @@ namespace roberta::examples {
     (void)values;
   }
   (void)e, (void)first, (void)mask_logits, (void)text, (void)head_size, (void)threads, (void)s, (void)ranked;
-  (void)best, (void)sb, (void)arr;
+  (void)best, (void)sb, (void)arr, (void)berlin, (void)word_tokens;
 }
 
 }  // namespace roberta::examples

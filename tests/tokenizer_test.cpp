@@ -444,6 +444,56 @@ TEST(HfGoldens, PretokenizedWordsInBatches) {
   }
 }
 
+// Encoding's alignment queries against HF's answers (tests/data/hf/alignment.jsonl): every token,
+// character and word index of singles and pairs, with and without special tokens, padded left and
+// right, truncated right and left.
+TEST(HfGoldens, AlignmentQueries) {
+  const auto& tok = tokenizer_json();
+  const auto opt = [](const auto& v) { return v ? json(*v) : json(nullptr); };
+  const auto span = [](const auto& v) { return v ? json::array({v->first, v->second}) : json(nullptr); };
+  size_t checked = 0;
+  for (const json& r : read_jsonl(kHfData + "alignment.jsonl")) {
+    roberta::EncodeOptions o;
+    o.add_special_tokens = r["add_special_tokens"];
+    if (!r["truncation"].is_null()) {
+      o.max_length = r["truncation"]["max_length"];
+      o.truncation_side = r["truncation"]["direction"] == "left" ? roberta::Side::kLeft : roberta::Side::kRight;
+    }
+    const bool pair = !r["b"].is_null();
+    roberta::Encoding e = pair ? tok.encode_pair(r["a"].get<std::string>(), r["b"].get<std::string>(), o)
+                               : tok.encode(r["a"].get<std::string>(), o);
+    if (!r["padding"].is_null()) {
+      roberta::PaddingOptions p;
+      p.length = r["padding"]["length"];
+      p.side = r["padding"]["direction"] == "left" ? roberta::Side::kLeft : roberta::Side::kRight;
+      tok.pad(std::span(&e, 1), p);
+    }
+    const std::string what = r["a"].dump() + " / " + r["b"].dump() + " " + r["padding"].dump() + " " +
+                             r["truncation"].dump() + (o.add_special_tokens ? " with specials" : "");
+    ASSERT_EQ(json(e.ids), r["ids"]) << what;
+    EXPECT_EQ(e.n_sequences, r["n_sequences"].get<int>()) << what;
+    for (size_t t = 0; t < r["token_to_sequence"].size(); ++t) {
+      EXPECT_EQ(opt(e.token_to_sequence(t)), r["token_to_sequence"][t]) << what << " token " << t;
+      EXPECT_EQ(opt(e.token_to_word(t)), r["token_to_word"][t]) << what << " token " << t;
+      EXPECT_EQ(span(e.token_to_chars(t)), r["token_to_chars"][t]) << what << " token " << t;
+    }
+    for (int seq = 0; seq < 3; ++seq) {
+      const std::string s = std::to_string(seq);
+      for (size_t p = 0; p < r["char_to_token"][s].size(); ++p) {
+        EXPECT_EQ(opt(e.char_to_token(static_cast<int64_t>(p), seq)), r["char_to_token"][s][p]) << what << " " << p;
+        EXPECT_EQ(opt(e.char_to_word(static_cast<int64_t>(p), seq)), r["char_to_word"][s][p]) << what << " " << p;
+      }
+      for (size_t w = 0; w < r["word_to_tokens"][s].size(); ++w) {
+        const auto word = static_cast<int32_t>(w);
+        EXPECT_EQ(span(e.word_to_tokens(word, seq)), r["word_to_tokens"][s][w]) << what << " word " << w;
+        EXPECT_EQ(span(e.word_to_chars(word, seq)), r["word_to_chars"][s][w]) << what << " word " << w;
+      }
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 40u);
+}
+
 TEST(InvalidUtf8, PretokenizedErrorNamesTheWord) {
   const auto& tok = tokenizer_json();
   const std::vector<std::string> words{"fine", "bad\xff"};

@@ -296,9 +296,11 @@ Encoding Tokenizer::Impl::encode(const Input& a, const Input* b, const EncodeOpt
     // encode gives the second text type id 1.
     if (b && !roberta_specials) std::fill(eb.type_ids.begin(), eb.type_ids.end(), 1);
     if (b) append_encoding(ea, eb);
+    ea.n_sequences = b ? 2 : 1;
     return ea;
   }
   Encoding out;
+  out.n_sequences = b ? 2 : 1;
   push_special(out, cls_id, cls_token);
   append_encoding(out, ea);
   push_special(out, sep_id, sep_token);

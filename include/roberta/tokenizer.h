@@ -45,8 +45,24 @@ struct Encoding {
   std::vector<uint8_t> attention_mask{};       // 0 for padding
   std::vector<int8_t> sequence_ids{};          // 0 or 1 for text of input A or B, -1 otherwise
   std::vector<int32_t> word_ids{};             // pre-tokenizer word of each token, -1 for specials
+  int n_sequences = 1;                         // 2 for a pair (even with an empty text)
 
   size_t size() const { return ids.size(); }
+
+  // HF tokenizers' alignment queries, nullopt where HF gives None. Offsets are code points, as
+  // `offsets`. `sequence` is 0 (text A) or 1 (text B); HF searches every token for a sequence the
+  // encoding lacks (sequence 1 of a single text), and so do these.
+  //   e = tok.encode_pair("Where?", "In Berlin.");  e.char_to_token(3, 1) == 6 ("ĠBerlin")
+  std::optional<int> token_to_sequence(size_t token) const;
+  std::optional<int32_t> token_to_word(size_t token) const;
+  std::optional<Offsets> token_to_chars(size_t token) const;
+  std::optional<std::pair<size_t, size_t>> word_to_tokens(int32_t word, int sequence = 0) const;  // [first, end)
+  std::optional<Offsets> word_to_chars(int32_t word, int sequence = 0) const;
+  std::optional<size_t> char_to_token(int64_t pos, int sequence = 0) const;
+  std::optional<int32_t> char_to_word(int64_t pos, int sequence = 0) const;
+
+ private:
+  std::pair<size_t, size_t> sequence_range(int sequence) const;
 };
 
 enum class InvalidUtf8 {

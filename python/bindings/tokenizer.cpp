@@ -68,11 +68,21 @@ void register_tokenizer(py::module_& m) {
                              "The word of each token (None for special tokens).")
       .def_property_readonly("sequence_ids", [](const Encoding& e) { return ids_or_none(e.sequence_ids); },
                              "0 or 1 for tokens of the first or second text of a pair, None for special tokens.")
-      .def_property_readonly("n_sequences", [](const Encoding& e) {
-        int n = 0;
-        for (auto s : e.sequence_ids) n = std::max(n, s + 1);
-        return n;
-      }, "1 for one text, 2 for a pair.")
+      .def_readonly("n_sequences", &Encoding::n_sequences, "1 for one text, 2 for a pair.")
+      // HF's alignment queries, with tokenizers' names and defaults (None where HF gives None)
+      .def("token_to_sequence", &Encoding::token_to_sequence, py::arg("token_index"),
+           "The sequence (0 or 1) of a token, None for special tokens.")
+      .def("token_to_word", &Encoding::token_to_word, py::arg("token_index"), "The word of a token in its text.")
+      .def("token_to_chars", &Encoding::token_to_chars, py::arg("token_index"),
+           "(start, end) of a token in its text, in characters.")
+      .def("word_to_tokens", &Encoding::word_to_tokens, py::arg("word_index"), py::arg("sequence_index") = 0,
+           "(first, last + 1) tokens of a word of text `sequence_index`.")
+      .def("word_to_chars", &Encoding::word_to_chars, py::arg("word_index"), py::arg("sequence_index") = 0,
+           "(start, end) of a word of text `sequence_index`, in characters.")
+      .def("char_to_token", &Encoding::char_to_token, py::arg("char_pos"), py::arg("sequence_index") = 0,
+           "The token that covers a character of text `sequence_index`.")
+      .def("char_to_word", &Encoding::char_to_word, py::arg("char_pos"), py::arg("sequence_index") = 0,
+           "The word that covers a character of text `sequence_index`.")
       .def("__len__", [](const Encoding& e) { return e.size(); })
       .def("__repr__", [](const Encoding& e) {
         return "Encoding(num_tokens=" + std::to_string(e.size()) +

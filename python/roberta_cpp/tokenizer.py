@@ -3,7 +3,7 @@ and transformers' ``tokenizer(text, ...)`` call returning input_ids / attention_
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -11,6 +11,25 @@ from . import _core
 from ._checks import check_count, check_ids, check_text, check_texts
 
 TextInput = Union[str, Tuple[str, str]]
+
+
+class CharSpan(NamedTuple):
+    """transformers' CharSpan: [start, end) in the original text."""
+
+    start: int
+    end: int
+
+
+class TokenSpan(NamedTuple):
+    """transformers' TokenSpan: [start, end) in the tokens."""
+
+    start: int
+    end: int
+
+
+def _batch_and_index(batch_or_index: int, index: Optional[int]) -> Tuple[int, int]:
+    """transformers' convention: one number is an index of input 0, two are (input, index)."""
+    return (0, batch_or_index) if index is None else (batch_or_index, index)
 
 
 class BatchEncoding(dict):
@@ -38,6 +57,49 @@ class BatchEncoding(dict):
 
     def sequence_ids(self, batch_index: int = 0) -> List[Optional[int]]:
         return self.encodings[batch_index].sequence_ids
+
+    # transformers' alignment methods: (batch_index, index) or just (index) for input 0; spans as
+    # its CharSpan / TokenSpan named tuples, None where there is none. As there, token_to_sequence,
+    # token_to_word and word_to_tokens count negative indices from the end (of the batch, and of
+    # the tokens).
+    def _from_end(self, b: int, i: int) -> Tuple[int, int]:
+        b = b + len(self.encodings) if b < 0 else b
+        return b, i + len(self.encodings[b]) if i < 0 else i
+
+    def token_to_sequence(self, batch_or_token_index: int, token_index: Optional[int] = None) -> Optional[int]:
+        b, i = self._from_end(*_batch_and_index(batch_or_token_index, token_index))
+        return self.encodings[b].token_to_sequence(i)
+
+    def token_to_word(self, batch_or_token_index: int, token_index: Optional[int] = None) -> Optional[int]:
+        b, i = self._from_end(*_batch_and_index(batch_or_token_index, token_index))
+        return self.encodings[b].token_to_word(i)
+
+    def token_to_chars(self, batch_or_token_index: int, token_index: Optional[int] = None) -> Optional[CharSpan]:
+        b, i = _batch_and_index(batch_or_token_index, token_index)
+        span = self.encodings[b].token_to_chars(i)
+        return CharSpan(*span) if span is not None else None
+
+    def word_to_tokens(self, batch_or_word_index: int, word_index: Optional[int] = None,
+                       sequence_index: int = 0) -> Optional[TokenSpan]:
+        b, i = self._from_end(*_batch_and_index(batch_or_word_index, word_index))
+        span = self.encodings[b].word_to_tokens(i, sequence_index)
+        return TokenSpan(*span) if span is not None else None
+
+    def word_to_chars(self, batch_or_word_index: int, word_index: Optional[int] = None,
+                      sequence_index: int = 0) -> Optional[CharSpan]:
+        b, i = _batch_and_index(batch_or_word_index, word_index)
+        span = self.encodings[b].word_to_chars(i, sequence_index)
+        return CharSpan(*span) if span is not None else None
+
+    def char_to_token(self, batch_or_char_index: int, char_index: Optional[int] = None,
+                      sequence_index: int = 0) -> Optional[int]:
+        b, i = _batch_and_index(batch_or_char_index, char_index)
+        return self.encodings[b].char_to_token(i, sequence_index)
+
+    def char_to_word(self, batch_or_char_index: int, char_index: Optional[int] = None,
+                     sequence_index: int = 0) -> Optional[int]:
+        b, i = _batch_and_index(batch_or_char_index, char_index)
+        return self.encodings[b].char_to_word(i, sequence_index)
 
 
 class Tokenizer(_core.Tokenizer):

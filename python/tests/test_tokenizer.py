@@ -255,3 +255,45 @@ def test_pretokenized_batches_and_errors(tok):
         tok(words, "a pair", is_split_into_words=True)
     assert tok.encode(np.array(["Hello", "world"]), is_pretokenized=True).ids == \
         tok.encode(["Hello", "world"], is_pretokenized=True).ids
+
+
+def test_alignment_queries_match_hf(tok):
+    """Encoding's token_to_* / word_to_* / char_to_* against HF's answers (tests/data/hf/alignment.jsonl),
+    and transformers' BatchEncoding forms of them (batch index first, CharSpan / TokenSpan)."""
+    checked = 0
+    for r in records("alignment.jsonl"):
+        kwargs = {"add_special_tokens": r["add_special_tokens"]}
+        if r["truncation"]:
+            kwargs.update(max_length=r["truncation"]["max_length"], truncation_side=r["truncation"]["direction"])
+        e = tok.encode(r["a"], r["b"], **kwargs)
+        if r["padding"]:
+            [e] = tok.pad([e], length=r["padding"]["length"], direction=r["padding"]["direction"])
+        what = (r["a"], r["b"], r["padding"], r["truncation"], r["add_special_tokens"])
+        assert e.ids == r["ids"] and e.n_sequences == r["n_sequences"], what
+
+        def tuples(xs):
+            return [None if x is None else tuple(x) for x in xs]
+
+        assert [e.token_to_sequence(t) for t in range(len(r["token_to_sequence"]))] == r["token_to_sequence"], what
+        assert [e.token_to_word(t) for t in range(len(r["token_to_word"]))] == r["token_to_word"], what
+        assert [e.token_to_chars(t) for t in range(len(r["token_to_chars"]))] == tuples(r["token_to_chars"]), what
+        for s in ("0", "1", "2"):
+            seq = int(s)
+            assert [e.char_to_token(p, seq) for p in range(len(r["char_to_token"][s]))] == r["char_to_token"][s], what
+            assert [e.char_to_word(p, seq) for p in range(len(r["char_to_word"][s]))] == r["char_to_word"][s], what
+            assert [e.word_to_tokens(w, seq) for w in range(len(r["word_to_tokens"][s]))] == \
+                tuples(r["word_to_tokens"][s]), what
+            assert [e.word_to_chars(w, seq) for w in range(len(r["word_to_chars"][s]))] == \
+                tuples(r["word_to_chars"][s]), what
+        checked += 1
+    assert checked >= 40
+    # transformers' BatchEncoding: (index) for input 0, (batch, index), spans as named tuples
+    batch = tok(["Hello world", "Where do I live?"], ["Hi", "In Berlin."], padding=True)
+    assert batch.char_to_token(1, 3, sequence_index=1) == batch.encodings[1].char_to_token(3, 1)
+    assert batch.char_to_token(0) == 1 and batch.token_to_word(2) == 1
+    span = batch.word_to_tokens(1, 1, sequence_index=1)
+    assert span == batch.encodings[1].word_to_tokens(1, 1) and (span.start, span.end) == span
+    chars = batch.token_to_chars(1, span.start)
+    assert "In Berlin."[chars.start:chars.end] == "Berlin"
+    assert batch.token_to_sequence(-1, -1) is None and batch.token_to_sequence(-1, 1) == 0
+    assert batch.word_to_chars(0, 0).end == 5 and batch.char_to_word(1, 0) == 0

@@ -81,6 +81,7 @@ QuestionAnswerer::Prepared QuestionAnswerer::prepare(const std::string& question
   for (size_t start = 0;; start += window - doc_stride) {
     const size_t stop = std::min(start + window, c_len);
     Encoding w;
+    w.n_sequences = 2;
     const auto take = [&](auto& dst, const auto& src) {
       dst.assign(src.begin(), src.begin() + static_cast<ptrdiff_t>(c_begin));
       dst.insert(dst.end(), src.begin() + static_cast<ptrdiff_t>(c_begin + start),
