@@ -483,7 +483,13 @@ TEST(QuestionAnswererGolden, MatchesTransformers) {
     const std::string context = rec["context"];
     const auto p = qa.prepare(rec["question"], context, o);
     ASSERT_EQ(p.windows.size(), rec["windows"].size());
-    for (size_t w = 0; w < p.windows.size(); ++w) expect_encoding(p.windows[w], rec["windows"][w], name);
+    for (size_t w = 0; w < p.windows.size(); ++w) {
+      expect_encoding(p.windows[w], rec["windows"][w], name);
+      // each of HF's windows is a pair (the question, then its part of the context): alignment
+      // queries on sequence 1 search the context only
+      const auto seqs = rec["windows"][w]["sequence_ids"].get<std::vector<int>>();
+      EXPECT_EQ(p.windows[w].n_sequences, *std::max_element(seqs.begin(), seqs.end()) + 1) << w;
+    }
     SpanLogits logits;
     for (const auto& w : rec["logits"]) {
       for (const auto& x : w["start"]) logits.start.push_back(x.get<float>());

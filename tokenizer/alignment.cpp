@@ -9,7 +9,7 @@
 namespace roberta {
 
 std::pair<size_t, size_t> Encoding::sequence_range(int sequence) const {
-  if (sequence < 0 || sequence >= n_sequences) return {0, size()};
+  if (sequence >= n_sequences || sequence_ids.size() != size()) return {0, size()};
   size_t first = size(), end = 0;
   for (size_t i = 0; i < size(); ++i)
     if (sequence_ids[i] == sequence) first = std::min(first, i), end = i + 1;
@@ -17,12 +17,12 @@ std::pair<size_t, size_t> Encoding::sequence_range(int sequence) const {
 }
 
 std::optional<int> Encoding::token_to_sequence(size_t token) const {
-  if (token >= size() || sequence_ids[token] < 0) return std::nullopt;
+  if (token >= size() || token >= sequence_ids.size() || sequence_ids[token] < 0) return std::nullopt;
   return sequence_ids[token];
 }
 
 std::optional<int32_t> Encoding::token_to_word(size_t token) const {
-  if (!token_to_sequence(token) || word_ids[token] < 0) return std::nullopt;
+  if (!token_to_sequence(token) || token >= word_ids.size() || word_ids[token] < 0) return std::nullopt;
   return word_ids[token];
 }
 
@@ -33,6 +33,7 @@ std::optional<Offsets> Encoding::token_to_chars(size_t token) const {
 
 // The tokens of the range up to the first of a later word (tokens of no word do not stop it).
 std::optional<std::pair<size_t, size_t>> Encoding::word_to_tokens(int32_t word, int sequence) const {
+  if (word < 0 || sequence < 0 || word_ids.size() != size()) return std::nullopt;  // (HF's are unsigned)
   const auto [begin, end] = sequence_range(sequence);
   std::optional<std::pair<size_t, size_t>> span;
   for (size_t i = begin; i < end && word_ids[i] <= word; ++i)
@@ -47,6 +48,7 @@ std::optional<Offsets> Encoding::word_to_chars(int32_t word, int sequence) const
 }
 
 std::optional<size_t> Encoding::char_to_token(int64_t pos, int sequence) const {
+  if (pos < 0 || sequence < 0 || offsets.size() != size()) return std::nullopt;
   const auto [begin, end] = sequence_range(sequence);
   for (size_t i = begin; i < end; ++i)
     if (pos >= offsets[i].first && pos < offsets[i].second) return i;

@@ -49,9 +49,12 @@ struct Encoding {
 
   size_t size() const { return ids.size(); }
 
-  // HF tokenizers' alignment queries, nullopt where HF gives None. Offsets are code points, as
+  // HF tokenizers' alignment queries, nullopt where HF gives None (and for a negative word,
+  // position or sequence, which HF's unsigned types cannot take). Offsets are code points, as
   // `offsets`. `sequence` is 0 (text A) or 1 (text B); HF searches every token for a sequence the
-  // encoding lacks (sequence 1 of a single text), and so do these.
+  // encoding lacks (sequence 1 of a single text), and so do these. One difference: without a
+  // post-processor (tokenizer.json's null) HF keeps no sequence ranges for a single text and
+  // answers token_to_sequence with 0 even for padding and index len(); these give nullopt there.
   //   e = tok.encode_pair("Where?", "In Berlin.");  e.char_to_token(3, 1) == 6 ("ĠBerlin")
   std::optional<int> token_to_sequence(size_t token) const;
   std::optional<int32_t> token_to_word(size_t token) const;

@@ -1,6 +1,7 @@
 // roberta::Tokenizer and roberta::Encoding for Python, with the names of Hugging Face's
 // `tokenizers` package (Encoding.ids/tokens/offsets/attention_mask/..., encode, encode_batch,
 // decode). The GIL is released while encoding and decoding.
+#include <limits>
 #include <optional>
 
 #include "common.h"
@@ -44,6 +45,26 @@ py::list ids_or_none(const std::vector<T>& v) {
   return out;
 }
 
+// An index argument of the alignment queries, as tokenizers takes it (a usize): a negative one is
+// an OverflowError naming the argument; one past any size answers None.
+size_t index(const py::int_& value, const char* name) {
+  const auto v = value.cast<long long>();
+  if (v < 0) {
+    const std::string message = std::string(name) + " must not be negative, got " + std::to_string(v);
+    PyErr_SetString(PyExc_OverflowError, message.c_str());
+    throw py::error_already_set();
+  }
+  return static_cast<size_t>(v);
+}
+
+int32_t word_index(const py::int_& value) {
+  return static_cast<int32_t>(std::min<size_t>(index(value, "word_index"), std::numeric_limits<int32_t>::max()));
+}
+
+int sequence_index(const py::int_& value) {
+  return static_cast<int>(std::min<size_t>(index(value, "sequence_index"), 1000));
+}
+
 const char* kEncodeDoc =
     "encode(sequence, pair=None, add_special_tokens=True, max_length=None,\n"
     "       truncation_strategy='longest_first', truncation_side='right') -> Encoding\n\n"
@@ -70,19 +91,40 @@ void register_tokenizer(py::module_& m) {
                              "0 or 1 for tokens of the first or second text of a pair, None for special tokens.")
       .def_readonly("n_sequences", &Encoding::n_sequences, "1 for one text, 2 for a pair.")
       // HF's alignment queries, with tokenizers' names and defaults (None where HF gives None)
-      .def("token_to_sequence", &Encoding::token_to_sequence, py::arg("token_index"),
-           "The sequence (0 or 1) of a token, None for special tokens.")
-      .def("token_to_word", &Encoding::token_to_word, py::arg("token_index"), "The word of a token in its text.")
-      .def("token_to_chars", &Encoding::token_to_chars, py::arg("token_index"),
-           "(start, end) of a token in its text, in characters.")
-      .def("word_to_tokens", &Encoding::word_to_tokens, py::arg("word_index"), py::arg("sequence_index") = 0,
-           "(first, last + 1) tokens of a word of text `sequence_index`.")
-      .def("word_to_chars", &Encoding::word_to_chars, py::arg("word_index"), py::arg("sequence_index") = 0,
-           "(start, end) of a word of text `sequence_index`, in characters.")
-      .def("char_to_token", &Encoding::char_to_token, py::arg("char_pos"), py::arg("sequence_index") = 0,
-           "The token that covers a character of text `sequence_index`.")
-      .def("char_to_word", &Encoding::char_to_word, py::arg("char_pos"), py::arg("sequence_index") = 0,
-           "The word that covers a character of text `sequence_index`.")
+      .def(
+          "token_to_sequence",
+          [](const Encoding& e, py::int_ t) { return e.token_to_sequence(index(t, "token_index")); },
+          py::arg("token_index"), "The sequence (0 or 1) of a token, None for special tokens.")
+      .def("token_to_word", [](const Encoding& e, py::int_ t) { return e.token_to_word(index(t, "token_index")); },
+           py::arg("token_index"), "The word of a token in its text.")
+      .def("token_to_chars", [](const Encoding& e, py::int_ t) { return e.token_to_chars(index(t, "token_index")); },
+           py::arg("token_index"), "(start, end) of a token in its text, in characters.")
+      .def(
+          "word_to_tokens",
+          [](const Encoding& e, py::int_ w, py::int_ s) {
+            return e.word_to_tokens(word_index(w), sequence_index(s));
+          },
+          py::arg("word_index"), py::arg("sequence_index") = 0,
+          "(first, last + 1) tokens of a word of text `sequence_index`.")
+      .def(
+          "word_to_chars",
+          [](const Encoding& e, py::int_ w, py::int_ s) { return e.word_to_chars(word_index(w), sequence_index(s)); },
+          py::arg("word_index"), py::arg("sequence_index") = 0,
+          "(start, end) of a word of text `sequence_index`, in characters.")
+      .def(
+          "char_to_token",
+          [](const Encoding& e, py::int_ c, py::int_ s) {
+            return e.char_to_token(static_cast<int64_t>(index(c, "char_pos")), sequence_index(s));
+          },
+          py::arg("char_pos"), py::arg("sequence_index") = 0,
+          "The token that covers a character of text `sequence_index`.")
+      .def(
+          "char_to_word",
+          [](const Encoding& e, py::int_ c, py::int_ s) {
+            return e.char_to_word(static_cast<int64_t>(index(c, "char_pos")), sequence_index(s));
+          },
+          py::arg("char_pos"), py::arg("sequence_index") = 0,
+          "The word that covers a character of text `sequence_index`.")
       .def("__len__", [](const Encoding& e) { return e.size(); })
       .def("__repr__", [](const Encoding& e) {
         return "Encoding(num_tokens=" + std::to_string(e.size()) +

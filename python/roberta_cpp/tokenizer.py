@@ -58,20 +58,22 @@ class BatchEncoding(dict):
     def sequence_ids(self, batch_index: int = 0) -> List[Optional[int]]:
         return self.encodings[batch_index].sequence_ids
 
+    @property
+    def n_sequences(self) -> Optional[int]:
+        """1 for texts, 2 for pairs (None for an empty batch), as transformers' BatchEncoding."""
+        return self.encodings[0].n_sequences if self.encodings else None
+
     # transformers' alignment methods: (batch_index, index) or just (index) for input 0; spans as
-    # its CharSpan / TokenSpan named tuples, None where there is none. As there, token_to_sequence,
-    # token_to_word and word_to_tokens count negative indices from the end (of the batch, and of
-    # the tokens).
-    def _from_end(self, b: int, i: int) -> Tuple[int, int]:
-        b = b + len(self.encodings) if b < 0 else b
-        return b, i + len(self.encodings[b]) if i < 0 else i
+    # its CharSpan / TokenSpan named tuples, None where there is none (where transformers'
+    # word_to_chars fails on a word that has no tokens). The Encoding's methods take indices as
+    # tokenizers' do: a negative one is an OverflowError.
 
     def token_to_sequence(self, batch_or_token_index: int, token_index: Optional[int] = None) -> Optional[int]:
-        b, i = self._from_end(*_batch_and_index(batch_or_token_index, token_index))
+        b, i = _batch_and_index(batch_or_token_index, token_index)
         return self.encodings[b].token_to_sequence(i)
 
     def token_to_word(self, batch_or_token_index: int, token_index: Optional[int] = None) -> Optional[int]:
-        b, i = self._from_end(*_batch_and_index(batch_or_token_index, token_index))
+        b, i = _batch_and_index(batch_or_token_index, token_index)
         return self.encodings[b].token_to_word(i)
 
     def token_to_chars(self, batch_or_token_index: int, token_index: Optional[int] = None) -> Optional[CharSpan]:
@@ -81,7 +83,7 @@ class BatchEncoding(dict):
 
     def word_to_tokens(self, batch_or_word_index: int, word_index: Optional[int] = None,
                        sequence_index: int = 0) -> Optional[TokenSpan]:
-        b, i = self._from_end(*_batch_and_index(batch_or_word_index, word_index))
+        b, i = _batch_and_index(batch_or_word_index, word_index)
         span = self.encodings[b].word_to_tokens(i, sequence_index)
         return TokenSpan(*span) if span is not None else None
 
@@ -292,7 +294,6 @@ class Tokenizer(_core.Tokenizer):
             return self._padded(super().encode_words_batch(checked, add_special_tokens, **kwargs))
         _check_inputs(inputs, "inputs")
         return self._padded(super().encode_batch(inputs, add_special_tokens, **kwargs))
-
 
     def decode(self, ids: Any, skip_special_tokens: bool = True) -> str:
         return super().decode(check_ids(ids, "ids"), skip_special_tokens)

@@ -295,5 +295,10 @@ def test_alignment_queries_match_hf(tok):
     assert span == batch.encodings[1].word_to_tokens(1, 1) and (span.start, span.end) == span
     chars = batch.token_to_chars(1, span.start)
     assert "In Berlin."[chars.start:chars.end] == "Berlin"
-    assert batch.token_to_sequence(-1, -1) is None and batch.token_to_sequence(-1, 1) == 0
-    assert batch.word_to_chars(0, 0).end == 5 and batch.char_to_word(1, 0) == 0
+    assert batch.word_to_chars(0, 0).end == 5 and batch.char_to_word(1, 0) == 0 and batch.n_sequences == 2
+    # indices are unsigned in tokenizers: a negative one is an OverflowError there too
+    for call in (lambda: batch.token_to_sequence(0, -1), lambda: batch.encodings[0].char_to_token(-2),
+                 lambda: batch.encodings[0].word_to_tokens(-1), lambda: batch.encodings[0].char_to_word(0, -1)):
+        with pytest.raises(OverflowError, match="must not be negative"):
+            call()
+    assert batch.encodings[0].token_to_chars(10**6) is None and batch.encodings[0].word_to_tokens(2**31) is None
