@@ -335,6 +335,21 @@ TEST(CrossEncoder, ConfigAndErrors) {
 
 // ---- token-classification
 
+// Our entities against the pipeline's (entity or entity_group, score, word, start, end, index).
+void expect_entities(const std::vector<TokenEntity>& got, const json& expected) {
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    const json& x = expected[i];
+    const bool grouped = x.contains("entity_group");
+    EXPECT_EQ(got[i].entity, x[grouped ? "entity_group" : "entity"].get<std::string>()) << i;
+    EXPECT_NEAR(got[i].score, x["score"].get<double>(), kTol) << i;
+    EXPECT_EQ(got[i].word, x["word"].get<std::string>()) << i;
+    EXPECT_EQ(got[i].start, x["start"].get<int64_t>()) << i;
+    EXPECT_EQ(got[i].end, x["end"].get<int64_t>()) << i;
+    EXPECT_EQ(got[i].index, grouped ? -1 : x["index"].get<int64_t>()) << i;
+  }
+}
+
 TEST(TokenClassifierGolden, MatchesTransformers) {
   for (const json& rec : read_jsonl("token_classification.jsonl")) {
     const std::string name = rec["name"];
@@ -353,19 +368,8 @@ TEST(TokenClassifierGolden, MatchesTransformers) {
     for (const auto& window : rec["logits"])
       for (const auto& row : window) rows.push_back(row);
     const auto got = ner.finish(p, matrix(rows), o);
-    const json& expected = rec["expected"];
-    ASSERT_EQ(got.size(), expected.size());
-    for (size_t i = 0; i < got.size(); ++i) {
-      const json& x = expected[i];
-      const bool grouped = x.contains("entity_group");
-      EXPECT_EQ(got[i].entity, x[grouped ? "entity_group" : "entity"].get<std::string>()) << i;
-      EXPECT_NEAR(got[i].score, x["score"].get<double>(), kTol) << i;
-      EXPECT_EQ(got[i].word, x["word"].get<std::string>()) << i;
-      EXPECT_EQ(got[i].start, x["start"].get<int64_t>()) << i;
-      EXPECT_EQ(got[i].end, x["end"].get<int64_t>()) << i;
-      EXPECT_EQ(got[i].index, grouped ? -1 : x["index"].get<int64_t>()) << i;
-      EXPECT_LE(got[i].byte_end, text.size());
-    }
+    expect_entities(got, rec["expected"]);
+    for (const TokenEntity& e : got) EXPECT_LE(e.byte_end, text.size());
   }
 }
 
@@ -419,18 +423,7 @@ TEST(TokenClassifierGolden, SplitIntoWordsMatchesTransformers) {
       for (const auto& window : sentence["logits"])
         for (const auto& row : window) rows.push_back(row);
       const auto got = rows.empty() ? std::vector<TokenEntity>{} : ner.finish(p, matrix(rows), o);
-      const json& expected = rec["expected"][s];
-      ASSERT_EQ(got.size(), expected.size());
-      for (size_t i = 0; i < got.size(); ++i) {
-        const json& x = expected[i];
-        const bool grouped = x.contains("entity_group");
-        EXPECT_EQ(got[i].entity, x[grouped ? "entity_group" : "entity"].get<std::string>()) << i;
-        EXPECT_NEAR(got[i].score, x["score"].get<double>(), kTol) << i;
-        EXPECT_EQ(got[i].word, x["word"].get<std::string>()) << i;
-        EXPECT_EQ(got[i].start, x["start"].get<int64_t>()) << i;
-        EXPECT_EQ(got[i].end, x["end"].get<int64_t>()) << i;
-        EXPECT_EQ(got[i].index, grouped ? -1 : x["index"].get<int64_t>()) << i;
-      }
+      expect_entities(got, rec["expected"][s]);
       ++sentences;
     }
   }

@@ -157,6 +157,16 @@ std::string diff_encoding(const json& want, const roberta::Encoding& e) {
   return out;
 }
 
+// Token t's byte offsets are its code-point offsets converted in `text` (its text or word).
+void expect_byte_offsets(const roberta::Encoding& e, size_t t, const std::string& text, const std::string& what) {
+  std::vector<int64_t> byte_of_char;
+  for (size_t i = 0; i < text.size(); ++i)
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) byte_of_char.push_back(static_cast<int64_t>(i));
+  byte_of_char.push_back(static_cast<int64_t>(text.size()));
+  const auto [start, end] = e.offsets[t];
+  EXPECT_EQ(e.byte_offsets[t], roberta::Offsets(byte_of_char.at(start), byte_of_char.at(end))) << what << " token " << t;
+}
+
 roberta::Encoding encode_record(const json& r, const roberta::EncodeOptions& options) {
   const auto& tok = tokenizer_json();
   if (r.contains("b") && !r["b"].is_null()) return tok.encode_pair(r["a"].get<std::string>(), r["b"].get<std::string>(), options);
@@ -330,17 +340,8 @@ TEST(HfGoldens, TokenizerJsonVariants) {
       const roberta::Encoding e = pair ? tok.encode_pair(a, b, options) : tok.encode(a, options);
       EXPECT_EQ(diff_encoding(r, e), "") << what;
       EXPECT_EQ(json(e.word_ids), r["word_ids"]) << what;
-      for (size_t t = 0; t < e.size(); ++t) {
-        if (e.special_tokens_mask[t]) continue;
-        const std::string& text = e.sequence_ids[t] == 1 ? b : a;
-        std::vector<int64_t> byte_of_char;
-        for (size_t i = 0; i < text.size(); ++i)
-          if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) byte_of_char.push_back(static_cast<int64_t>(i));
-        byte_of_char.push_back(static_cast<int64_t>(text.size()));
-        EXPECT_EQ(e.byte_offsets[t], roberta::Offsets(byte_of_char.at(e.offsets[t].first),
-                                                      byte_of_char.at(e.offsets[t].second)))
-            << what << " token " << t;
-      }
+      for (size_t t = 0; t < e.size(); ++t)
+        if (!e.special_tokens_mask[t]) expect_byte_offsets(e, t, e.sequence_ids[t] == 1 ? b : a, what);
     }
   }
 }
@@ -388,17 +389,10 @@ TEST(HfGoldens, PretokenizedWords) {
     const roberta::Encoding e = encode();
     EXPECT_EQ(diff_encoding(r, e), "") << what;
     EXPECT_EQ(json(e.word_ids), r["word_ids"]) << what;
-    for (size_t t = 0; t < e.size(); ++t) {  // byte offsets: the same spans in the word's bytes
-      if (e.special_tokens_mask[t]) continue;
-      const std::string& word = (e.sequence_ids[t] == 1 ? pair_words : words).at(static_cast<size_t>(e.word_ids[t]));
-      std::vector<int64_t> byte_of_char;
-      for (size_t i = 0; i < word.size(); ++i)
-        if ((static_cast<unsigned char>(word[i]) & 0xC0) != 0x80) byte_of_char.push_back(static_cast<int64_t>(i));
-      byte_of_char.push_back(static_cast<int64_t>(word.size()));
-      EXPECT_EQ(e.byte_offsets[t], roberta::Offsets(byte_of_char.at(e.offsets[t].first),
-                                                    byte_of_char.at(e.offsets[t].second)))
-          << what << " token " << t;
-    }
+    for (size_t t = 0; t < e.size(); ++t)  // byte offsets: the same spans in the word's bytes
+      if (!e.special_tokens_mask[t])
+        expect_byte_offsets(e, t, (e.sequence_ids[t] == 1 ? pair_words : words).at(static_cast<size_t>(e.word_ids[t])),
+                            what);
     ++checked;
   }
   EXPECT_GE(checked, 120u);

@@ -23,6 +23,15 @@ py::dict entity_dict(const TokenEntity& e, bool aggregated) {
   return d;
 }
 
+TokenClassifyOptions token_options(const std::string& aggregation, const std::vector<std::string>& ignore_labels,
+                                   std::optional<size_t> stride) {
+  TokenClassifyOptions o;
+  o.aggregation = parse_aggregation(aggregation);
+  o.ignore_labels = ignore_labels;
+  o.stride = stride;
+  return o;
+}
+
 py::list entity_lists(const std::vector<std::vector<TokenEntity>>& results, bool aggregated) {
   py::list out;
   for (const auto& r : results) {
@@ -126,10 +135,7 @@ void register_tasks(py::module_& m) {
           "__call__",
           [](const TokenClassifier& c, const std::vector<std::string>& texts, const std::string& aggregation,
              const std::vector<std::string>& ignore_labels, std::optional<size_t> stride) {
-            TokenClassifyOptions o;
-            o.aggregation = parse_aggregation(aggregation);
-            o.ignore_labels = ignore_labels;
-            o.stride = stride;
+            const TokenClassifyOptions o = token_options(aggregation, ignore_labels, stride);
             std::vector<std::vector<TokenEntity>> results;
             {
               py::gil_scoped_release nogil;
@@ -146,10 +152,7 @@ void register_tasks(py::module_& m) {
           [](const TokenClassifier& c, const std::vector<std::vector<std::string>>& sentences,
              const std::string& delimiter, const std::string& aggregation,
              const std::vector<std::string>& ignore_labels, std::optional<size_t> stride) {
-            TokenClassifyOptions o;
-            o.aggregation = parse_aggregation(aggregation);
-            o.ignore_labels = ignore_labels;
-            o.stride = stride;
+            const TokenClassifyOptions o = token_options(aggregation, ignore_labels, stride);
             std::vector<std::vector<TokenEntity>> results;
             {
               py::gil_scoped_release nogil;
