@@ -164,7 +164,8 @@ void expect_byte_offsets(const roberta::Encoding& e, size_t t, const std::string
     if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) byte_of_char.push_back(static_cast<int64_t>(i));
   byte_of_char.push_back(static_cast<int64_t>(text.size()));
   const auto [start, end] = e.offsets[t];
-  EXPECT_EQ(e.byte_offsets[t], roberta::Offsets(byte_of_char.at(start), byte_of_char.at(end))) << what << " token " << t;
+  EXPECT_EQ(e.byte_offsets[t], roberta::Offsets(byte_of_char.at(start), byte_of_char.at(end)))
+      << what << " token " << t;
 }
 
 roberta::Encoding encode_record(const json& r, const roberta::EncodeOptions& options) {

@@ -76,7 +76,7 @@ const TRUNCATIONS = [
 ];
 // a word longer than max_length: HF pre-cuts it to whole pieces first, which decides longest_first
 const LONG_WORD_PAIRS = [
-  [['a a a a a a a a a a a a a a a a a a a a'], ['x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x']],
+  [['a a a a a a a a a a a a a a a a a a a a'], new Array(15).fill('x')],
   [['Supercalifragilistic expialidocious antidisestablishmentarianism floccinaucinihilipilification'],
     ['short', 'words', 'here', 'and', 'there', 'and', 'more', 'of', 'them', 'too']],
   [['one', 'two'], ['<mask> <mask> <mask> <mask> <mask> <mask> <mask> <mask> <mask> <mask> <mask> <mask> b c d e']],
