@@ -350,8 +350,11 @@ void expect_entities(const std::vector<TokenEntity>& got, const json& expected) 
   }
 }
 
+// token_classification_stride.jsonl: a stride without an aggregation_strategy (every window's tokens).
 TEST(TokenClassifierGolden, MatchesTransformers) {
-  for (const json& rec : read_jsonl("token_classification.jsonl")) {
+  std::vector<json> records = read_jsonl("token_classification.jsonl");
+  for (json& rec : read_jsonl("token_classification_stride.jsonl")) records.push_back(std::move(rec));
+  for (const json& rec : records) {
     const std::string name = rec["name"];
     SCOPED_TRACE(name);
     const json& kw = rec["options"];
@@ -387,6 +390,7 @@ TEST(TokenClassifierGolden, SplitIntoWordsMatchesTransformers) {
     const json& kw = rec["options"];
     TokenClassifyOptions o;
     o.aggregation = parse_aggregation(kw.value("aggregation_strategy", std::string("none")));
+    if (kw.contains("ignore_labels")) o.ignore_labels = kw["ignore_labels"].get<std::vector<std::string>>();
     if (kw.contains("stride")) o.stride = kw["stride"].get<size_t>();
     const std::string delimiter = kw.value("delimiter", std::string(" "));
     const TokenClassifier ner(tok, make_config(rec["config"]));
@@ -434,20 +438,21 @@ TEST(TokenClassifier, ByteOffsetsAndErrors) {
   const TokenClassifier ner(tokenizer(), make_config({{"id2label", {"O", "B-LOC"}}, {"model_max_length", 10}}));
   const std::string text = "Zürich and São Paulo are cities, as is Lyon.";
   TokenClassifyOptions o;
-  o.aggregation = Aggregation::kSimple;
   o.ignore_labels = {};
   o.stride = 2;
-  const auto p = ner.prepare(text, o);
-  EXPECT_GE(p.windows.size(), 2u);
-  size_t rows = 0;
-  for (const auto& w : p.windows) rows += w.size();
-  Matrix logits(rows, 2);  // all B-LOC
-  for (size_t r = 0; r < rows; ++r) logits.row(r)[1] = 1.0f;
-  for (const TokenEntity& e : ner.finish(p, logits, o))
-    EXPECT_EQ(text.substr(e.byte_start, e.byte_end - e.byte_start),
-              pipeline_test_slice(text, e.start, e.end));
-  o.aggregation = Aggregation::kNone;
-  test::expect_error([&] { ner.prepare(text, o); }, {"stride", "aggregation"});
+  for (const Aggregation a : {Aggregation::kSimple, Aggregation::kNone}) {  // windows with and without one
+    o.aggregation = a;
+    const auto p = ner.prepare(text, o);
+    EXPECT_GE(p.windows.size(), 2u);
+    size_t rows = 0;
+    for (const auto& w : p.windows) rows += w.size();
+    Matrix logits(rows, 2);  // all B-LOC
+    for (size_t r = 0; r < rows; ++r) logits.row(r)[1] = 1.0f;
+    const auto entities = ner.finish(p, logits, o);
+    EXPECT_FALSE(entities.empty());
+    for (const TokenEntity& e : entities)
+      EXPECT_EQ(text.substr(e.byte_start, e.byte_end - e.byte_start), pipeline_test_slice(text, e.start, e.end));
+  }
   o.aggregation = Aggregation::kFirst;
   o.stride = 8;
   test::expect_error([&] { ner.prepare(text, o); }, {"stride 8", "less than the 8"});

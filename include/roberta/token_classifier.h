@@ -15,7 +15,10 @@
 // the whole text is read in windows of max_length tokens (<s> and </s> included) that overlap by
 // `stride` tokens (tokenizers' overflowing windows, as tokenizers 0.22 makes them); each window is
 // classified and aggregated on its own, then HF's aggregate_overlapping_entities keeps, of entities
-// that overlap (sorted by start), the longer one, or at equal length the higher score.
+// that overlap (sorted by start), the longer one, or at equal length the higher score. Without an
+// aggregation the entities are tokens: a token read by two windows is kept once, with the higher
+// score, and its `index` counts in the window it was kept from (as HF, when no aggregation_strategy
+// is given; transformers refuses a stride with an explicit "none", and so does the Python package).
 //
 // Steps for batching: prepare (windows), run (token logits of every window, packed), finish.
 #include <cstddef>
@@ -40,7 +43,7 @@ Aggregation parse_aggregation(const std::string& name);  // "none", "simple", "f
 struct TokenClassifyOptions {
   Aggregation aggregation = Aggregation::kNone;
   std::vector<std::string> ignore_labels{"O"};  // entities (or groups) with these labels are dropped
-  std::optional<size_t> stride{};  // read the whole text in overlapping windows (needs an aggregation)
+  std::optional<size_t> stride{};  // read the whole text in windows that overlap by this many tokens
   size_t max_length = 0;         // tokens per window with <s> </s>; 0: the model's maximum
 };
 
@@ -55,7 +58,7 @@ struct TokenEntity {
   std::string word{};
   int64_t start = 0, end = 0;  // code points of the text, as HF's offsets
   size_t byte_start = 0, byte_end = 0;
-  int64_t index = -1;  // without aggregation: the token's position in its window (<s> is 0)
+  int64_t index = -1;  // without aggregation: the token's position in its window (<s> is 0; HF's index)
 };
 
 class TokenClassifier {
@@ -73,7 +76,7 @@ class TokenClassifier {
   TokenClassifier(Tokenizer tokenizer, ModelConfig config);
   static TokenClassifier load(const std::filesystem::path& dir, const LoadOptions& options = {});
 
-  // Errors (kInvalidInput): invalid UTF-8, a stride without aggregation or too large for the window.
+  // Errors (kInvalidInput): invalid UTF-8, a stride too large for the window.
   Prepared prepare(std::string_view text, const TokenClassifyOptions& options = {}) const;
   // transformers' is_split_into_words=True: `words` joined by `delimiter` are the text that
   // entities' start / end / word refer to (HF's `sentence`), but each word is tokenized on its own

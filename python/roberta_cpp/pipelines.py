@@ -320,7 +320,9 @@ class TokenClassificationPipeline(Pipeline):
     Per text a list of entities: without aggregation {"entity", "score", "index", "word",
     "start", "end"} per token; with aggregation_strategy "simple" / "first" / "average" / "max"
     {"entity_group", "score", "word", "start", "end"} per group. ignore_labels (default ["O"]);
-    stride reads long texts in overlapping windows (needs an aggregation).
+    stride reads long texts in windows that overlap by that many tokens (without an aggregation a
+    token read by two windows is listed once, the higher score; as transformers, a stride given with
+    aggregation_strategy="none" in the same call is a ValueError).
 
     is_split_into_words=True takes lists of words (one list, or a list of lists) instead of texts,
     as transformers: each word is tokenized on its own, start / end index the words joined by
@@ -332,6 +334,17 @@ class TokenClassificationPipeline(Pipeline):
     def __init__(self, model: Model, tokenizer: Tokenizer, task: str = "", **kwargs: Any):
         super().__init__(model, tokenizer, task, **kwargs)
         self._ner = _core.TokenClassifier(model._model, tokenizer)
+
+    def _check_parameters(self, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+        # transformers' _sanitize_parameters, which sees the construction's and each call's
+        # arguments on their own: a stride with an explicit "none" among the same ones is refused
+        # (without an aggregation_strategy there, the stride reads windows)
+        strategy = kwargs.get("aggregation_strategy")
+        if kwargs.get("stride") is not None and strategy is not None and \
+                str(getattr(strategy, "value", strategy)).lower() == "none":
+            raise ValueError('`stride` was provided to process all the text but `aggregation_strategy="none"`, '
+                             "please select another one instead.")
+        return super()._check_parameters(kwargs)
 
     def _call(self, inputs: Any, batch_size: int, params: Dict[str, Any]) -> Any:
         split = params.pop("is_split_into_words", False)

@@ -252,8 +252,19 @@ def test_token_classification_split_into_words_matches_pytorch(work):
         ner("Angela Merkel", is_split_into_words=True)
     with pytest.raises(TypeError, match=r"inputs\[1\]"):
         ner([words, ["ok", 3]], is_split_into_words=True)
-    with pytest.raises(ValueError, match="stride.*aggregation"):
-        ner(words, is_split_into_words=True, stride=2)
+    # a stride without an aggregation: every window's tokens, a token read by two windows once (the
+    # golden tests check the choice against transformers' code); "none" given with it is refused, as there
+    tokens = roberta_cpp.pipeline("ner", model=short)(words, is_split_into_words=True, stride=2, ignore_labels=[])[0]
+    assert [(e["start"], e["end"]) for e in tokens] == sorted({(e["start"], e["end"]) for e in tokens})
+    assert len(tokens) == len(hf["ids"]) - 2 and tokens[-1]["end"] == len(sentence)
+    assert max(e["index"] for e in tokens) <= 4  # counted in windows of 4 text tokens
+    with pytest.raises(ValueError, match='stride.*aggregation_strategy="none"'):
+        ner(words, is_split_into_words=True, stride=2, aggregation_strategy="none")
+    with pytest.raises(ValueError, match='stride.*aggregation_strategy="none"'):
+        roberta_cpp.pipeline("ner", model=short, stride=2, aggregation_strategy="NONE")
+    # (transformers checks the construction's and each call's arguments on their own)
+    by_call = roberta_cpp.pipeline("ner", model=short, aggregation_strategy="none", ignore_labels=[])
+    assert by_call(words, is_split_into_words=True, stride=2)[0] == tokens
 
 
 def test_question_answering_format(work):

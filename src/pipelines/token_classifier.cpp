@@ -165,9 +165,6 @@ TokenClassifier::Prepared TokenClassifier::windows(std::string text, const Encod
     return p;
   }
   const size_t stride = *options.stride;
-  if (options.aggregation == Aggregation::kNone)
-    throw Error("a stride reads the whole text in windows, which needs an aggregation (simple, first, average or "
-                "max), not none");
   if (stride >= max_len)
     throw Error("stride " + std::to_string(stride) + " must be less than the window length " + std::to_string(max_len));
   if (n <= budget) {

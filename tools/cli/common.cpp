@@ -121,8 +121,8 @@ constexpr Option kOptions[] = {
     {"aggregation", "none|simple|first|average|max",
      "HF's aggregation_strategy (default none: one entity per token)"},
     {"ignore-labels", "LIST", "drop entities with these comma-separated labels (default O; \"\" keeps every label)"},
-    {"stride", "N", "long texts are read in overlapping windows of --max-length tokens sharing N tokens (needs an "
-                    "--aggregation; default: a quarter of the window)"},
+    {"stride", "N", "long texts are read in overlapping windows of --max-length tokens sharing N tokens "
+                    "(default: a quarter of the window)"},
     // qa
     {"question", "TEXT", "the question (with --context; without both, JSON lines {\"question\", \"context\"} from stdin)"},
     {"context", "TEXT", "the context the answer is taken from"},

@@ -76,12 +76,12 @@ const Command kCommands[] = {
                     "token-classification model, like Hugging Face's pipeline(\"ner\"). With --json, one line per\n"
                     "text: a list of {\"entity\", \"score\", \"index\", \"word\", \"start\", \"end\"} (no aggregation), or of\n"
                     "{\"entity_group\", \"score\", \"word\", \"start\", \"end\"} (with one); start and end count code points.\n"
-                    "Long texts are read whole with an --aggregation: in windows of --max-length tokens (default: the\n"
-                    "model's maximum) that overlap by --stride N tokens (default: a quarter of the window), each window\n"
-                    "aggregated on its own, then of overlapping entities the longer (at equal length the higher score)\n"
-                    "is kept, as HF does with a stride. Without an aggregation there is nothing to merge windows by:\n"
-                    "the text is cut at the window, as HF does, with a warning naming the line. A bad line is an error\n"
-                    "for that line; the others are answered and the exit status is 1.",
+                    "Long texts are read whole: in windows of --max-length tokens (default: the model's maximum) that\n"
+                    "overlap by --stride N tokens (default: a quarter of the window), each window aggregated on its\n"
+                    "own, then of overlapping entities the longer (at equal length the higher score) is kept, as HF\n"
+                    "does with a stride (HF cuts a long text at the window unless given one). Without an aggregation\n"
+                    "a token read by two windows is listed once, and its index counts in its window. A bad line is an\n"
+                    "error for that line; the others are answered and the exit status is 1.",
      .options = {{"dtype"}, {"aggregation"}, {"ignore-labels"}, {"stride"},
                  {"max-length", "tokens per window incl. <s> </s> (default: the model's maximum)"},
                  {"json", "one JSON line per text: the entity list ({\"error\": ...} for a bad line)"}},

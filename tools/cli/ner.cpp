@@ -23,16 +23,12 @@ int run_ner(const Args& args) {
       if (!l.empty()) options.ignore_labels.push_back(l);
   }
   if (auto n = args.integer("max-length", 3, 1'000'000)) options.max_length = static_cast<size_t>(*n);
-  if (auto n = args.integer("stride", 0, 1'000'000)) {
-    if (options.aggregation == Aggregation::kNone)
-      throw UsageError("--stride needs an --aggregation (simple, first, average or max): windows are merged by entity");
-    options.stride = static_cast<size_t>(*n);
-  }
+  if (auto n = args.integer("stride", 0, 1'000'000)) options.stride = static_cast<size_t>(*n);
   const bool aggregated = options.aggregation != Aggregation::kNone;
   const bool as_json = args.flag("json");
 
   const TokenClassifier classifier = TokenClassifier::load(model_dir(args), load_options(args, "auto"));
-  if (!options.stride && options.aggregation != Aggregation::kNone) {
+  if (!options.stride) {
     // Long texts are read whole, in windows that overlap by a quarter of the window (Hugging
     // Face's pipeline would cut them at the model's length unless given a stride).
     const auto positions = static_cast<size_t>(classifier.config().max_sequence_length());
@@ -54,10 +50,6 @@ int run_ner(const Args& args) {
     for (size_t i = 0; i < chunk.size(); ++i) {
       try {
         prepared.push_back(classifier.prepare(chunk[i], options));
-        if (prepared.back().cut_at)  // without an aggregation there are no windows to merge: say so
-          std::cerr << "warning: " << lines.label(lines.count() - chunk.size() + i) << ": "
-                    << prepared.back().tokens << " tokens, only the first " << prepared.back().cut_at
-                    << " were read (give --aggregation to read long texts whole, in windows)\n";
         for (const Encoding& w : prepared.back().windows) batch.windows.push_back(w);
         where.push_back(i);
       } catch (const Error& e) {

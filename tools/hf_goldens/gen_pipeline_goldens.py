@@ -655,34 +655,39 @@ def ner_logits(rng, text, enc, spans, margin=3.0):
     return logits
 
 
+def ner_text_record(ner_module, server, rng, name, text, spans, kwargs, max_len, margin=3.0):
+    """One record of token_classification.jsonl: transformers' pipeline called on `text`."""
+    config = make_config(NER_LABELS)
+    tok = TokenizerShim(server, max_len, "")
+    pipe = ner_module.TokenClassificationPipeline.__new__(ner_module.TokenClassificationPipeline)
+    pipe._args_parser = ner_module.TokenClassificationArgumentHandler()
+    pipe.tokenizer = tok
+    pre, _, _ = pipe._sanitize_parameters(**{k: v for k, v in kwargs.items() if k != "ignore_labels"})
+    probe = tok(text, return_tensors="pt", truncation=True, return_special_tokens_mask=True,
+                return_offsets_mapping=True, **pre.get("tokenizer_params", {}))
+    queue, windows = [], []
+    for w in range(len(probe["input_ids"])):
+        enc = {k: probe._encodings[w][k] for k in ["ids", "offsets", "special_tokens_mask"]}
+        logits = ner_logits(rng, text, enc, spans, margin)
+        windows.append(logits)
+        queue.append(([probe["input_ids"][w].tolist()], Outputs(logits=torch.tensor(logits[None]))))
+    pipe.model = ModelShim(config, queue)
+    tok.log.clear()
+    result = pipe(text, **kwargs)
+    assert not pipe.model.queue
+    log = tok.log[0]
+    return {"name": name, "config": {"id2label": NER_LABELS, "model_max_length": max_len},
+            "text": text, "options": kwargs, "hf_0_23_windows_same": log["direct_same"],
+            "windows": [enc_record(strip_padding(e)) for e in log["encodings"]],
+            "logits": [to_json(l[: sum(e["attention_mask"])]) for l, e in zip(windows, log["encodings"])],
+            "expected": to_json(result)}
+
+
 def gen_token_classification(ner_module, server, rng):
     out = []
 
-    def run(name, text, spans, kwargs, max_len, margin=3.0):
-        config = make_config(NER_LABELS)
-        tok = TokenizerShim(server, max_len, "")
-        pipe = ner_module.TokenClassificationPipeline.__new__(ner_module.TokenClassificationPipeline)
-        pipe._args_parser = ner_module.TokenClassificationArgumentHandler()
-        pipe.tokenizer = tok
-        pre, _, _ = pipe._sanitize_parameters(**{k: v for k, v in kwargs.items() if k != "ignore_labels"})
-        probe = tok(text, return_tensors="pt", truncation=True, return_special_tokens_mask=True,
-                    return_offsets_mapping=True, **pre.get("tokenizer_params", {}))
-        queue, windows = [], []
-        for w in range(len(probe["input_ids"])):
-            enc = {k: probe._encodings[w][k] for k in ["ids", "offsets", "special_tokens_mask"]}
-            logits = ner_logits(rng, text, enc, spans, margin)
-            windows.append(logits)
-            queue.append(([probe["input_ids"][w].tolist()], Outputs(logits=torch.tensor(logits[None]))))
-        pipe.model = ModelShim(config, queue)
-        tok.log.clear()
-        result = pipe(text, **kwargs)
-        assert not pipe.model.queue
-        log = tok.log[0]
-        out.append({"name": name, "config": {"id2label": NER_LABELS, "model_max_length": max_len},
-                    "text": text, "options": kwargs, "hf_0_23_windows_same": log["direct_same"],
-                    "windows": [enc_record(strip_padding(e)) for e in log["encodings"]],
-                    "logits": [to_json(l[: sum(e["attention_mask"])]) for l, e in zip(windows, log["encodings"])],
-                    "expected": to_json(result)})
+    def run(*args, **kwargs):
+        out.append(ner_text_record(ner_module, server, rng, *args, **kwargs))
 
     for t, (text, spans) in enumerate(NER_TEXTS):
         for agg in NER_AGGREGATIONS:
@@ -786,6 +791,31 @@ def gen_token_classification_words(ner_module, servers, rng):
             14, margin=1.5)
     run("stride_plain_average", "plain", NER_WORDS_LONG, [NER_WORDS_LONG_SPANS],
         {"aggregation_strategy": "average", "stride": 5}, 16, margin=1.5)
+    # a stride without aggregation_strategy: every window's tokens, a token read twice once
+    run("stride_no_aggregation", "aps", NER_WORDS_LONG, [NER_WORDS_LONG_SPANS], {"stride": 4}, 14, margin=1.5)
+    run("stride_no_aggregation_ignore_nothing", "plain", NER_WORDS_LONG, [NER_WORDS_LONG_SPANS],
+        {"stride": 5, "ignore_labels": []}, 16, margin=1.5)
+    return out
+
+
+def gen_token_classification_stride(ner_module, server, rng):
+    """Records of token_classification_stride.jsonl: texts read in windows without an
+    aggregation_strategy (transformers returns every window's tokens, aggregate_overlapping_entities
+    keeping a token read by two windows once, the higher score)."""
+    out = []
+
+    def run(*args, **kwargs):
+        out.append(ner_text_record(ner_module, server, rng, *args, **kwargs))
+
+    run("stride_no_aggregation", NER_STRIDE_TEXT, NER_STRIDE_SPANS, {"stride": 5}, 20, margin=1.5)
+    run("stride_no_aggregation_ignore_nothing", NER_STRIDE_TEXT, NER_STRIDE_SPANS,
+        {"stride": 5, "ignore_labels": []}, 20, margin=1.5)
+    run("stride_wide_no_aggregation", NER_STRIDE_TEXT, NER_STRIDE_SPANS,
+        {"stride": 12, "ignore_labels": ["O", "DATE"]}, 24, margin=1.5)
+    # short windows over <unk>, São Paulo and a newline; equal logits margins make close scores
+    run("text1_small_windows_no_aggregation", NER_TEXTS[1][0], NER_TEXTS[1][1], {"stride": 3, "ignore_labels": []},
+        10, margin=0.5)
+    run("text2_stride_no_aggregation", NER_TEXTS[2][0], NER_TEXTS[2][1], {"stride": 6}, 14, margin=2.0)
     return out
 
 
@@ -890,9 +920,10 @@ def write_jsonl(path, records):
     print(f"{os.path.basename(path)}: {len(records)} records")
 
 
-def gen_words(ner, tokenizer_json):
-    """token_classification_words.jsonl, with its own seed: two tokenizers, roberta-base as published
-    and with add_prefix_space (APS_PATCH), each behind its own HF tokenizer server."""
+def gen_ner_only(ner, tokenizer_json):
+    """token_classification_words.jsonl and token_classification_stride.jsonl, each with its own seed:
+    two tokenizers, roberta-base as published and with add_prefix_space (APS_PATCH), each behind its
+    own HF tokenizer server."""
     import tempfile
 
     with open(tokenizer_json, encoding="utf-8") as f:
@@ -909,7 +940,10 @@ def gen_words(ner, tokenizer_json):
             json.dump(spec, f)
         servers = {"plain": HfTokenizerServer(os.path.abspath(tokenizer_json)), "aps": HfTokenizerServer(aps_json)}
         try:
-            return gen_token_classification_words(ner, servers, np.random.default_rng(20261126))
+            return {"token_classification_words.jsonl":
+                    gen_token_classification_words(ner, servers, np.random.default_rng(20261126)),
+                    "token_classification_stride.jsonl":
+                    gen_token_classification_stride(ner, servers["plain"], np.random.default_rng(20261127))}
         finally:
             for server in servers.values():
                 server.close()
@@ -926,22 +960,24 @@ def main():
     ap.add_argument("--tokenizer", default=os.path.join(HERE, "..", "..", "..", "shared", "assets",
                                                         "roberta-base-tokenizer", "tokenizer.json"))
     ap.add_argument("--out", default=os.path.join(HERE, "..", "..", "tests", "data", "pipelines"))
-    ap.add_argument("--words-only", metavar="TOKEN_CLASSIFICATION_PY",
-                    help="write only token_classification_words.jsonl (is_split_into_words), from this "
+    ap.add_argument("--ner-only", metavar="TOKEN_CLASSIFICATION_PY",
+                    help="write only token_classification_words.jsonl (is_split_into_words) and "
+                         "token_classification_stride.jsonl (a stride without aggregation), from this "
                          "token_classification.py; --transformers and --sentence-transformers are then not read")
     args = ap.parse_args()
-    if args.words_only:
+    if args.ner_only:
         install_transformers_stubs()
         # (one stored copy of the v5 file names typing.Optional in a signature without importing it)
         import typing
 
-        ner = load_source("transformers.pipelines.token_classification", args.words_only,
+        ner = load_source("transformers.pipelines.token_classification", args.ner_only,
                           {"Optional": typing.Optional})
-        write_jsonl(os.path.join(args.out, "token_classification_words.jsonl"), gen_words(ner, args.tokenizer))
+        for name, records in gen_ner_only(ner, args.tokenizer).items():
+            write_jsonl(os.path.join(args.out, name), records)
         return
 
     if not args.transformers or not args.sentence_transformers:
-        ap.error("--transformers and --sentence-transformers are needed (unless --words-only)")
+        ap.error("--transformers and --sentence-transformers are needed (unless --ner-only)")
     install_transformers_stubs()
     pipes = os.path.join(args.transformers, "pipelines")
     tc = load_source("transformers.pipelines.text_classification", os.path.join(pipes, "text_classification.py"))
