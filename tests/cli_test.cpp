@@ -990,7 +990,7 @@ TEST(CliTasks, UsageErrorsExitWithTwo) {
            {"zero-shot", "--model", kNli, "--labels", "a", "--template", "{name}", "x"},
            {"rerank", "--model", kReranker, "x"},
            {"rerank", "--model", kReranker, "--pairs", "--query", "q"},
-           {"ner", "--model", kNer, "--stride", "4", "x"},
+           {"ner", "--model", kNer, "--max-length", "8", "--stride", "6", "x"},  // (6 text tokens a window)
            {"ner", "--model", kNer, "--aggregation", "median", "x"},
            {"qa", "--model", kQa, "--question", "q"},
            {"qa", "--model", kQa, "--top-k", "0"},

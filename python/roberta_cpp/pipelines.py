@@ -12,6 +12,7 @@ import collections.abc
 import json
 import logging
 import os
+import warnings
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Type, Union
 
@@ -165,14 +166,24 @@ class FeatureExtractionPipeline(Pipeline):
     task = "feature-extraction"
     _parameters = ("truncation", "tokenize_kwargs", "return_tensors")
 
-    def _run(self, texts: List[str], batch_size: int, truncation: Optional[bool] = None,
-             tokenize_kwargs: Optional[dict] = None, return_tensors: Optional[bool] = None) -> List[Any]:
-        tokenize_kwargs = dict(tokenize_kwargs or {})
+    def _check_parameters(self, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+        # transformers' _sanitize_parameters, on the construction's and each call's arguments on
+        # their own: None is "not given", and truncation joins the tokenize_kwargs given beside it
+        # (which replace those of the construction)
+        kwargs = super()._check_parameters({k: v for k, v in kwargs.items() if v is not None})
+        truncation = kwargs.pop("truncation", None)
         if truncation is not None:
+            tokenize_kwargs = dict(kwargs.get("tokenize_kwargs") or {})
             if "truncation" in tokenize_kwargs:
                 raise ValueError("truncation parameter defined twice (given as keyword argument as well as in "
                                  "tokenize_kwargs)")
             tokenize_kwargs["truncation"] = truncation
+            kwargs["tokenize_kwargs"] = tokenize_kwargs
+        return kwargs
+
+    def _run(self, texts: List[str], batch_size: int, tokenize_kwargs: Optional[dict] = None,
+             return_tensors: Optional[bool] = None) -> List[Any]:
+        tokenize_kwargs = dict(tokenize_kwargs or {})
         unknown = set(tokenize_kwargs) - {"truncation", "max_length", "padding"}
         if unknown:
             raise ValueError(f"tokenize_kwargs {sorted(unknown)} are not supported by roberta_cpp's feature-extraction "
@@ -213,6 +224,13 @@ class TextClassificationPipeline(Pipeline):
     def __init__(self, model: Model, tokenizer: Tokenizer, task: str = "", **kwargs: Any):
         super().__init__(model, tokenizer, task, **kwargs)
         self._classify = _core.TextClassifier(model._model, tokenizer)
+
+    def _check_parameters(self, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+        # transformers' _sanitize_parameters: function_to_apply and return_all_scores None are "not
+        # given" (the construction's value stays); top_k None means every label, and the
+        # tokenizer's arguments pass as they are (None included)
+        return super()._check_parameters({k: v for k, v in kwargs.items()
+                                          if v is not None or k not in ("function_to_apply", "return_all_scores")})
 
     def __call__(self, inputs: Any, batch_size: Optional[int] = None, num_workers: Optional[int] = None,
                  **kwargs: Any) -> Any:
@@ -292,6 +310,17 @@ class ZeroShotClassificationPipeline(Pipeline):
         if self._zero_shot.warning:  # transformers logs it as a warning too
             logger.warning(self._zero_shot.warning)
 
+    def _check_parameters(self, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+        kwargs = super()._check_parameters(kwargs)
+        # transformers' _sanitize_parameters, on the construction's and each call's arguments on
+        # their own: a multi_class that is not None replaces multi_label given beside it
+        multi_class = kwargs.pop("multi_class", None)
+        if multi_class is not None:
+            logger.warning("The `multi_class` argument has been deprecated and renamed to `multi_label`. "
+                           "`multi_class` will be removed in a future version of Transformers.")
+            kwargs["multi_label"] = multi_class
+        return kwargs
+
     def __call__(self, sequences: Union[str, Sequence[str]], *args: Any, **kwargs: Any) -> Any:
         if len(args) == 1 and "candidate_labels" not in kwargs:
             kwargs["candidate_labels"] = args[0]
@@ -300,12 +329,7 @@ class ZeroShotClassificationPipeline(Pipeline):
         return super().__call__(sequences, **kwargs)
 
     def _run(self, texts: List[str], batch_size: int, candidate_labels: Any = None,
-             hypothesis_template: str = "This example is {}.", multi_label: Optional[bool] = None,
-             multi_class: Optional[bool] = None) -> List[Any]:
-        if multi_class is not None:
-            logger.warning("The `multi_class` argument has been deprecated and renamed to `multi_label`.")
-            if multi_label is None:
-                multi_label = multi_class
+             hypothesis_template: str = "This example is {}.", multi_label: Optional[bool] = None) -> List[Any]:
         if candidate_labels is None:
             raise ValueError("You must include at least one label.")
         labels = (_core.parse_candidate_labels(_check_text(candidate_labels, "candidate_labels"))
@@ -337,13 +361,17 @@ class TokenClassificationPipeline(Pipeline):
 
     def _check_parameters(self, kwargs: Dict[str, Any]) -> Dict[str, Any]:
         # transformers' _sanitize_parameters, which sees the construction's and each call's
-        # arguments on their own: a stride with an explicit "none" among the same ones is refused
-        # (without an aggregation_strategy there, the stride reads windows)
+        # arguments on their own: None for these means "not given" (the construction's value
+        # stays), and a stride with an explicit "none" among the same ones is refused (without an
+        # aggregation_strategy there, the stride reads windows). The message as transformers
+        # formats its enum on Python 3.11.
+        kwargs = {k: v for k, v in kwargs.items()
+                  if v is not None or k not in ("aggregation_strategy", "ignore_labels", "stride")}
         strategy = kwargs.get("aggregation_strategy")
         if kwargs.get("stride") is not None and strategy is not None and \
                 str(getattr(strategy, "value", strategy)).lower() == "none":
-            raise ValueError('`stride` was provided to process all the text but `aggregation_strategy="none"`, '
-                             "please select another one instead.")
+            raise ValueError('`stride` was provided to process all the text but '
+                             '`aggregation_strategy="AggregationStrategy.NONE"`, please select another one instead.')
         return super()._check_parameters(kwargs)
 
     def _call(self, inputs: Any, batch_size: int, params: Dict[str, Any]) -> Any:
@@ -390,7 +418,19 @@ class QuestionAnsweringPipeline(Pipeline):
 
     task = "question-answering"
     _parameters = ("top_k", "doc_stride", "max_answer_len", "max_seq_len", "max_question_len",
-                   "handle_impossible_answer", "align_to_words", "topk")
+                   "handle_impossible_answer", "align_to_words", "topk", "padding")
+
+    def _check_parameters(self, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+        # transformers' _sanitize_parameters, on the construction's and each call's arguments on
+        # their own: None is "not given" (the construction's value, else the default, stays), the
+        # deprecated topk counts where top_k is not given beside it, and padding changes no answer
+        kwargs = super()._check_parameters({k: v for k, v in kwargs.items() if v is not None})
+        kwargs.pop("padding", None)
+        topk = kwargs.pop("topk", None)
+        if topk is not None and "top_k" not in kwargs:
+            warnings.warn("topk parameter is deprecated, use top_k instead", UserWarning)
+            kwargs["top_k"] = topk
+        return kwargs
 
     def __init__(self, model: Model, tokenizer: Tokenizer, task: str = "", **kwargs: Any):
         super().__init__(model, tokenizer, task, **kwargs)
@@ -404,8 +444,6 @@ class QuestionAnsweringPipeline(Pipeline):
             _check_text(c, f"context[{i}]" if len(examples) > 1 else "context")
         self._call_batch_size(batch_size)  # checked; an example's windows run in passes of up to 16,384 tokens
         params = {**self._defaults, **self._check_parameters(kwargs)}
-        if "topk" in params:
-            params.setdefault("top_k", params.pop("topk"))
         top_k = _check_count(params.get("top_k", 1), "top_k")
         doc_stride, max_seq_len = params.get("doc_stride"), params.get("max_seq_len")
         results = self._qa(examples, top_k=top_k,

@@ -2,6 +2,7 @@
 formats, compared with `roberta fill-mask --json` and with PyTorch reference logits
 (tools/dump_reference.py) put through transformers' post-processing rules, written out here."""
 import json
+import logging
 import shutil
 from pathlib import Path
 
@@ -258,13 +259,17 @@ def test_token_classification_split_into_words_matches_pytorch(work):
     assert [(e["start"], e["end"]) for e in tokens] == sorted({(e["start"], e["end"]) for e in tokens})
     assert len(tokens) == len(hf["ids"]) - 2 and tokens[-1]["end"] == len(sentence)
     assert max(e["index"] for e in tokens) <= 4  # counted in windows of 4 text tokens
-    with pytest.raises(ValueError, match='stride.*aggregation_strategy="none"'):
+    with pytest.raises(ValueError, match='stride.*aggregation_strategy="AggregationStrategy.NONE"'):
         ner(words, is_split_into_words=True, stride=2, aggregation_strategy="none")
-    with pytest.raises(ValueError, match='stride.*aggregation_strategy="none"'):
+    with pytest.raises(ValueError, match='stride.*aggregation_strategy="AggregationStrategy.NONE"'):
         roberta_cpp.pipeline("ner", model=short, stride=2, aggregation_strategy="NONE")
-    # (transformers checks the construction's and each call's arguments on their own)
+    # (transformers checks the construction's and each call's arguments on their own, and takes
+    # None as not given)
     by_call = roberta_cpp.pipeline("ner", model=short, aggregation_strategy="none", ignore_labels=[])
     assert by_call(words, is_split_into_words=True, stride=2)[0] == tokens
+    grouped_short = roberta_cpp.pipeline("ner", model=short, aggregation_strategy="simple", ignore_labels=[])
+    assert grouped_short(words, is_split_into_words=True, stride=2, aggregation_strategy=None,
+                         ignore_labels=None)[0] == windowed
 
 
 def test_question_answering_format(work):
@@ -396,6 +401,40 @@ def test_pipeline_arguments_as_transformers_takes_them(mlm_model, seq_model):
                        (dict(config={}), "config")]:
         with pytest.raises(ValueError, match=match):
             roberta_cpp.pipeline("fill-mask", model=mlm_model, **bad)
+
+
+def test_none_and_deprecated_arguments_per_call_as_transformers(work, mlm_model, seq_model, caplog):
+    """transformers' _sanitize_parameters reads the construction's and each call's arguments on
+    their own and skips the ones given as None: the construction's value stays. Its deprecated
+    names (QA's topk, zero-shot's multi_class) count within the call they are given in."""
+    raw = roberta_cpp.pipeline("text-classification", model=seq_model, function_to_apply="none", top_k=None)
+    logits = raw(TEXTS[0])
+    assert raw(TEXTS[0], function_to_apply=None, return_all_scores=None) == logits
+    assert logits != roberta_cpp.pipeline("text-classification", model=seq_model, top_k=None)(TEXTS[0])
+    qa_path = make_model(work, "qa", "--seed", "8", "--head", "qa")
+    example = dict(question="Where do I live?", context="My name is Wolfgang and I live in Berlin, a city of trains.")
+    qa = roberta_cpp.pipeline("question-answering", model=qa_path, top_k=2, max_answer_len=3)
+    two = qa(**example)
+    assert len(two) == 2 and qa(**example, top_k=None, max_answer_len=None, doc_stride=None) == two
+    with pytest.warns(UserWarning, match="topk parameter is deprecated"):
+        assert len(qa(**example, topk=3)) == 3  # topk replaces the construction's top_k ...
+    assert isinstance(qa(**example, topk=3, top_k=1), dict)  # ... but not a top_k given beside it
+    assert qa(**example, padding="max_length") == two  # accepted, as transformers (no answer changes)
+    nli = make_model(work, "nli", "--seed", "6", "--head", "sequence", "--labels", "CONTRADICTION,NEUTRAL,ENTAILMENT")
+    zs = roberta_cpp.pipeline("zero-shot-classification", model=nli, multi_label=True)
+    labels = ["politics", "sports", "music"]
+    independent = zs(TEXTS[0], labels)["scores"]
+    with caplog.at_level(logging.WARNING, logger="roberta_cpp"):
+        exclusive = zs(TEXTS[0], labels, multi_class=False)["scores"]  # replaces the construction's multi_label
+    assert "multi_class" in caplog.text
+    assert sum(exclusive) == pytest.approx(1.0, abs=1e-5) and sum(independent) != pytest.approx(1.0, abs=1e-3)
+    fe = roberta_cpp.pipeline("feature-extraction", model=mlm_model, tokenize_kwargs={"truncation": True,
+                                                                                     "max_length": 8})
+    assert len(fe(TEXTS[4], truncation=None)[0]) == 8  # the construction's tokenize_kwargs stay
+    # truncation=False joins this call's (empty) tokenize_kwargs, which replace the construction's
+    assert len(fe(TEXTS[4], truncation=False)[0]) > 8
+    with pytest.raises(ValueError, match="truncation parameter defined twice"):
+        fe(TEXTS[4], truncation=True, tokenize_kwargs={"truncation": True})
 
 
 def test_question_answering_matches_cli(work, roberta_binary):

@@ -28,15 +28,17 @@ int run_ner(const Args& args) {
   const bool as_json = args.flag("json");
 
   const TokenClassifier classifier = TokenClassifier::load(model_dir(args), load_options(args, "auto"));
-  if (!options.stride) {
+  const auto positions = static_cast<size_t>(classifier.config().max_sequence_length());
+  const size_t window = options.max_length ? std::min(options.max_length, positions) : classifier.max_length();
+  if (!options.stride && window >= 3) {
     // Long texts are read whole, in windows that overlap by a quarter of the window (Hugging
     // Face's pipeline would cut them at the model's length unless given a stride).
-    const auto positions = static_cast<size_t>(classifier.config().max_sequence_length());
-    const size_t window = options.max_length ? std::min(options.max_length, positions) : classifier.max_length();
-    if (window >= 3) options.stride = std::min(window / 4, window - 3);  // (less than the window's tokens)
+    options.stride = std::min(window / 4, window - 3);  // (less than the window's tokens)
   }
-  try {  // the options on a trivial text first: their error is a usage error, not one of every line
-    classifier.prepare("a", options);
+  try {  // the options on a text of more than a window first: their error is a usage error, not one of every line
+    std::string probe = "a";
+    for (size_t i = 0; i < window; ++i) probe += " a";
+    classifier.prepare(probe, options);
   } catch (const Error& e) {
     throw UsageError(e.what());
   }
