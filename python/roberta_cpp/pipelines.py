@@ -168,22 +168,26 @@ class FeatureExtractionPipeline(Pipeline):
 
     def _check_parameters(self, kwargs: Dict[str, Any]) -> Dict[str, Any]:
         # transformers' _sanitize_parameters, on the construction's and each call's arguments on
-        # their own: None is "not given", and truncation joins the tokenize_kwargs given beside it
-        # (which replace those of the construction)
+        # their own: None is "not given", truncation joins the tokenize_kwargs given beside it, and
+        # those become the tokenizer's arguments one by one (a call's replace the construction's
+        # of the same name only): kept here as "tokenize_kwargs.NAME" entries
         kwargs = super()._check_parameters({k: v for k, v in kwargs.items() if v is not None})
+        tokenize_kwargs = kwargs.pop("tokenize_kwargs", None) or {}
+        if not isinstance(tokenize_kwargs, collections.abc.Mapping):
+            raise TypeError(f"tokenize_kwargs must be a dict, not {type(tokenize_kwargs).__name__}")
+        tokenize_kwargs = dict(tokenize_kwargs)
         truncation = kwargs.pop("truncation", None)
         if truncation is not None:
-            tokenize_kwargs = dict(kwargs.get("tokenize_kwargs") or {})
             if "truncation" in tokenize_kwargs:
                 raise ValueError("truncation parameter defined twice (given as keyword argument as well as in "
                                  "tokenize_kwargs)")
             tokenize_kwargs["truncation"] = truncation
-            kwargs["tokenize_kwargs"] = tokenize_kwargs
+        kwargs.update({f"tokenize_kwargs.{k}": v for k, v in tokenize_kwargs.items()})
         return kwargs
 
-    def _run(self, texts: List[str], batch_size: int, tokenize_kwargs: Optional[dict] = None,
-             return_tensors: Optional[bool] = None) -> List[Any]:
-        tokenize_kwargs = dict(tokenize_kwargs or {})
+    def _run(self, texts: List[str], batch_size: int, return_tensors: Optional[bool] = None,
+             **tokenizer_arguments: Any) -> List[Any]:
+        tokenize_kwargs = {k.split(".", 1)[1]: v for k, v in tokenizer_arguments.items()}
         unknown = set(tokenize_kwargs) - {"truncation", "max_length", "padding"}
         if unknown:
             raise ValueError(f"tokenize_kwargs {sorted(unknown)} are not supported by roberta_cpp's feature-extraction "

@@ -431,8 +431,10 @@ def test_none_and_deprecated_arguments_per_call_as_transformers(work, mlm_model,
     fe = roberta_cpp.pipeline("feature-extraction", model=mlm_model, tokenize_kwargs={"truncation": True,
                                                                                      "max_length": 8})
     assert len(fe(TEXTS[4], truncation=None)[0]) == 8  # the construction's tokenize_kwargs stay
-    # truncation=False joins this call's (empty) tokenize_kwargs, which replace the construction's
-    assert len(fe(TEXTS[4], truncation=False)[0]) > 8
+    # a call's tokenizer arguments replace the construction's of the same name, one by one
+    assert len(fe(TEXTS[4], tokenize_kwargs={"max_length": 10})[0]) == 10
+    assert len(fe(TEXTS[4], truncation=False)[0]) > 10
+    assert len(fe(TEXTS[4], tokenize_kwargs={"padding": True})[0]) == 8
     with pytest.raises(ValueError, match="truncation parameter defined twice"):
         fe(TEXTS[4], truncation=True, tokenize_kwargs={"truncation": True})
 
