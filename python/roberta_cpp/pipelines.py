@@ -9,6 +9,7 @@ TokenClassifier, QuestionAnswerer). A task whose C++ class a build lacks raises 
 from __future__ import annotations
 
 import collections.abc
+import enum
 import json
 import logging
 import os
@@ -201,7 +202,7 @@ class FeatureExtractionPipeline(Pipeline):
         max_length = 0 if max_length is None else _check_count(max_length, "max_length", 3)
         # (transformers' tokenizer: max_length without truncation or padding truncates, longest_first)
         cut = cut not in (False, None, "do_not_truncate") or (
-            max_length > 0 and "truncation" not in tokenize_kwargs and not tokenize_kwargs.get("padding", False))
+            max_length > 0 and tokenize_kwargs.get("truncation") is None and not tokenize_kwargs.get("padding", False))
         states = _core.token_states(self.model._model, self.tokenizer, texts, bool(cut), batch_size, max_length)
         if return_tensors:
             return [s[None, :, :] for s in states]
@@ -230,11 +231,23 @@ class TextClassificationPipeline(Pipeline):
         self._classify = _core.TextClassifier(model._model, tokenizer)
 
     def _check_parameters(self, kwargs: Dict[str, Any]) -> Dict[str, Any]:
-        # transformers' _sanitize_parameters: function_to_apply and return_all_scores None are "not
-        # given" (the construction's value stays); top_k None means every label, and the
-        # tokenizer's arguments pass as they are (None included)
-        return super()._check_parameters({k: v for k, v in kwargs.items()
-                                          if v is not None or k not in ("function_to_apply", "return_all_scores")})
+        # transformers' _sanitize_parameters (4.x, where return_all_scores still was), on the
+        # construction's and each call's arguments on their own: function_to_apply and
+        # return_all_scores None are "not given" (the construction's value stays); top_k (None:
+        # every label) ends the legacy form; else return_all_scores sets top_k (None or 1) and
+        # keeps the legacy form (every label in label order); the tokenizer's arguments pass as
+        # they are (None included)
+        kwargs = super()._check_parameters({k: v for k, v in kwargs.items()
+                                            if v is not None or k not in ("function_to_apply", "return_all_scores")})
+        all_scores = kwargs.pop("return_all_scores", None)
+        if "top_k" in kwargs:
+            kwargs["_legacy"] = False
+        elif all_scores is not None:
+            warnings.warn("`return_all_scores` is now deprecated,  if want a similar functionality use `top_k=None` "
+                          "instead of `return_all_scores=True` or `top_k=1` instead of `return_all_scores=False`.",
+                          UserWarning)
+            kwargs["top_k"] = None if all_scores else 1
+        return kwargs
 
     def __call__(self, inputs: Any, batch_size: Optional[int] = None, num_workers: Optional[int] = None,
                  **kwargs: Any) -> Any:
@@ -266,13 +279,8 @@ class TextClassificationPipeline(Pipeline):
                 raise ValueError('The pipeline received invalid inputs, if you are trying to send text pairs, you can '
                                  'try to send a dictionary `{"text": "My text", "text_pair": "My pair"}` in order to '
                                  'send a text pair.')
-        legacy = "top_k" not in params
-        if legacy:
-            all_scores = params.get("return_all_scores")
-            top_k: Optional[int] = None if all_scores else 1
-        else:
-            all_scores = False
-            top_k = params["top_k"]
+        legacy = params.get("_legacy", True)
+        top_k: Optional[int] = params.get("top_k", 1)
         function = params.get("function_to_apply") or "default"
         # transformers' tokenizer: max_length without truncation (and without padding) truncates longest_first
         truncation = params.get("truncation")
@@ -290,7 +298,7 @@ class TextClassificationPipeline(Pipeline):
         if top_k is not None:
             top_k = _check_count(top_k, "top_k", 0)  # (0: an empty list, as transformers' [:0])
         results = self._classify(pairs, top_k=None if top_k is None else max(top_k, 1),
-                                 return_all_scores=bool(legacy and all_scores), function_to_apply=str(function),
+                                 return_all_scores=bool(legacy and top_k is None), function_to_apply=str(function),
                                  truncation=strategy is not None, truncation_strategy=strategy or "longest_first",
                                  max_length=max_length)
         shaped = [r[0] if (legacy and top_k == 1) else [] if top_k == 0 else r for r in results]
@@ -362,20 +370,27 @@ class TokenClassificationPipeline(Pipeline):
     def __init__(self, model: Model, tokenizer: Tokenizer, task: str = "", **kwargs: Any):
         super().__init__(model, tokenizer, task, **kwargs)
         self._ner = _core.TokenClassifier(model._model, tokenizer)
+        # transformers' __call__ sets is_split_into_words (default False) and, for words, the
+        # delimiter (default " ") on every call, so the construction's never count
+        ignored = [k for k in ("is_split_into_words", "delimiter") if self._defaults.pop(k, None) is not None]
+        if ignored:
+            logger.warning(f"{', '.join(ignored)} given at construction is ignored, as in transformers: "
+                           f"pass it with each call")
 
     def _check_parameters(self, kwargs: Dict[str, Any]) -> Dict[str, Any]:
         # transformers' _sanitize_parameters, which sees the construction's and each call's
         # arguments on their own: None for these means "not given" (the construction's value
         # stays), and a stride with an explicit "none" among the same ones is refused (without an
-        # aggregation_strategy there, the stride reads windows). The message as transformers
-        # formats its enum on Python 3.11.
+        # aggregation_strategy there, the stride reads windows). The message shows the enum as
+        # transformers' f-string does on the running Python.
         kwargs = {k: v for k, v in kwargs.items()
                   if v is not None or k not in ("aggregation_strategy", "ignore_labels", "stride")}
         strategy = kwargs.get("aggregation_strategy")
         if kwargs.get("stride") is not None and strategy is not None and \
                 str(getattr(strategy, "value", strategy)).lower() == "none":
-            raise ValueError('`stride` was provided to process all the text but '
-                             '`aggregation_strategy="AggregationStrategy.NONE"`, please select another one instead.')
+            none = enum.Enum("AggregationStrategy", {"NONE": "none"}, type=str).NONE  # formatted as this Python does
+            raise ValueError(f'`stride` was provided to process all the text but `aggregation_strategy="{none}"`, '
+                             "please select another one instead.")
         return super()._check_parameters(kwargs)
 
     def _call(self, inputs: Any, batch_size: int, params: Dict[str, Any]) -> Any:

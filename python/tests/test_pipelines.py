@@ -118,7 +118,8 @@ def test_text_classification_matches_pytorch(work, seq_model):
     assert [d["label"] for d in every] == sorted(labels, key=lambda l: -probs[0][labels.index(l)])
     assert sum(d["score"] for d in every) == pytest.approx(1, abs=1e-5)
     assert len(clf(TEXTS[:2], top_k=1)[0]) == 1
-    unsorted = clf(TEXTS[0], return_all_scores=True)[0]
+    with pytest.warns(UserWarning, match="return_all_scores` is now deprecated"):  # (transformers 4.x's warning)
+        unsorted = clf(TEXTS[0], return_all_scores=True)[0]
     assert [d["label"] for d in unsorted] == labels
     pair = clf({"text": "A man plays.", "text_pair": "Someone makes music."})
     assert set(pair) == {"label", "score"}
@@ -187,7 +188,7 @@ def test_token_classification_matches_pytorch(work):
         assert e["entity_group"] in ("PER", "LOC") and text[e["start"]:e["end"]].strip() == e["word"].strip()
 
 
-def test_token_classification_split_into_words_matches_pytorch(work):
+def test_token_classification_split_into_words_matches_pytorch(work, caplog):
     """ner(words, is_split_into_words=True) against PyTorch's token logits on the ids HF's tokenizer gives
     the words (tests/data/hf/pretokenized.jsonl, add_prefix_space as the model folder sets it) and
     transformers' rule: each token's offsets in its word, moved by the word's start in " ".join(words)."""
@@ -247,6 +248,11 @@ def test_token_classification_split_into_words_matches_pytorch(work):
     assert max(e["end"] for e in cut) < sentence.index(".")  # without a stride: cut at 4 tokens
     # not split: the list is a batch of texts, each word a text (transformers' default)
     assert len(ner(words)) == len(words)
+    # transformers' __call__ sets is_split_into_words on every call: given at construction it counts for nothing
+    with caplog.at_level(logging.WARNING, logger="roberta_cpp"):
+        at_construction = roberta_cpp.pipeline("ner", model=path, is_split_into_words=True, delimiter="-")
+    assert "is_split_into_words, delimiter given at construction is ignored" in caplog.text
+    assert at_construction(words) == ner(words)
     with pytest.raises(ValueError, match="At least one input is required"):
         ner([], is_split_into_words=True)
     with pytest.raises(ValueError, match="must be a list of tokens"):
@@ -259,9 +265,9 @@ def test_token_classification_split_into_words_matches_pytorch(work):
     assert [(e["start"], e["end"]) for e in tokens] == sorted({(e["start"], e["end"]) for e in tokens})
     assert len(tokens) == len(hf["ids"]) - 2 and tokens[-1]["end"] == len(sentence)
     assert max(e["index"] for e in tokens) <= 4  # counted in windows of 4 text tokens
-    with pytest.raises(ValueError, match='stride.*aggregation_strategy="AggregationStrategy.NONE"'):
+    with pytest.raises(ValueError, match='stride.*aggregation_strategy="(AggregationStrategy.NONE|none)"'):
         ner(words, is_split_into_words=True, stride=2, aggregation_strategy="none")
-    with pytest.raises(ValueError, match='stride.*aggregation_strategy="AggregationStrategy.NONE"'):
+    with pytest.raises(ValueError, match='stride.*aggregation_strategy="(AggregationStrategy.NONE|none)"'):
         roberta_cpp.pipeline("ner", model=short, stride=2, aggregation_strategy="NONE")
     # (transformers checks the construction's and each call's arguments on their own, and takes
     # None as not given)
@@ -411,6 +417,12 @@ def test_none_and_deprecated_arguments_per_call_as_transformers(work, mlm_model,
     logits = raw(TEXTS[0])
     assert raw(TEXTS[0], function_to_apply=None, return_all_scores=None) == logits
     assert logits != roberta_cpp.pipeline("text-classification", model=seq_model, top_k=None)(TEXTS[0])
+    # a call's return_all_scores replaces a top_k given at construction (every label, best first)
+    best = roberta_cpp.pipeline("text-classification", model=seq_model, top_k=1)
+    assert len(best(TEXTS[0])[0]) == 1
+    with pytest.warns(UserWarning, match="return_all_scores` is now deprecated"):
+        every = best(TEXTS[0], return_all_scores=True)
+    assert len(every) == 1 and len(every[0]) == 2 and every[0][0]["score"] >= every[0][1]["score"]
     qa_path = make_model(work, "qa", "--seed", "8", "--head", "qa")
     example = dict(question="Where do I live?", context="My name is Wolfgang and I live in Berlin, a city of trains.")
     qa = roberta_cpp.pipeline("question-answering", model=qa_path, top_k=2, max_answer_len=3)
@@ -437,6 +449,8 @@ def test_none_and_deprecated_arguments_per_call_as_transformers(work, mlm_model,
     assert len(fe(TEXTS[4], tokenize_kwargs={"padding": True})[0]) == 8
     with pytest.raises(ValueError, match="truncation parameter defined twice"):
         fe(TEXTS[4], truncation=True, tokenize_kwargs={"truncation": True})
+    # the tokenizer's rule: max_length with truncation None (and no padding) truncates
+    assert len(fe(TEXTS[4], tokenize_kwargs={"truncation": None})[0]) == 8
 
 
 def test_question_answering_matches_cli(work, roberta_binary):
