@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "fuzz_util.h"
 #include "roberta/question_answerer.h"
 #include "roberta/text_classifier.h"
 #include "roberta/token_classifier.h"
@@ -80,16 +81,9 @@ void token_classification(const std::string& text, const uint8_t* p, Logits& log
   o.max_length = 3 + p[1] % 40;
   if (p[2] & 1) o.stride = p[2] >> 1;
   const bool words = p[0] & 0x40;
-  std::vector<std::string> split(1);
-  for (char c : text) {
-    if (c == ' ')
-      split.emplace_back();
-    else
-      split.back().push_back(c);
-  }
   TokenClassifier::Prepared prepared;
   try {
-    prepared = words ? ner.prepare_words(split, p[0] & 0x20 ? "" : " ", o) : ner.prepare(text, o);
+    prepared = words ? ner.prepare_words(fuzz::split(text, ' '), p[0] & 0x20 ? "" : " ", o) : ner.prepare(text, o);
   } catch (const Error&) {
     return;
   }
@@ -161,9 +155,7 @@ void zero_shot(const std::string& text, const uint8_t* p, Logits& logits) {
   if (b == std::string::npos) return;
   ZeroShotOptions o;
   o.hypothesis_template = text.substr(0, a);
-  std::string labels = text.substr(a + 1, b - a - 1) + ",";
-  for (size_t at = 0, comma; (comma = labels.find(',', at)) != std::string::npos; at = comma + 1)
-    o.candidate_labels.push_back(labels.substr(at, comma - at));
+  o.candidate_labels = fuzz::split(text.substr(a + 1, b - a - 1), ',');
   o.multi_label = p[0] & 1;
   const std::vector<std::string> sequences{text.substr(b + 1)};
   ZeroShotClassifier::Prepared prepared;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "fuzz_util.h"
 #include "roberta/tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -24,13 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t half = size / 2;
   tok.encode_pair(text.substr(0, half), text.substr(half), options);
   // the bytes cut at spaces as a list of words (is_pretokenized), alone and as a pair
-  std::vector<std::string> words(1);
-  for (char c : text) {
-    if (c == ' ')
-      words.emplace_back();
-    else
-      words.back().push_back(c);
-  }
+  const std::vector<std::string> words = roberta::fuzz::split(text, ' ');
   const roberta::Encoding w = tok.encode_words(words, options);
   if (w.word_ids.size() != w.ids.size()) __builtin_trap();
   for (size_t i = 0; i < w.size(); ++i) {
