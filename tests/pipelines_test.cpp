@@ -350,10 +350,8 @@ void expect_entities(const std::vector<TokenEntity>& got, const json& expected) 
   }
 }
 
-// token_classification_stride.jsonl: a stride without an aggregation_strategy (every window's tokens).
-TEST(TokenClassifierGolden, MatchesTransformers) {
-  std::vector<json> records = read_jsonl("token_classification.jsonl");
-  for (json& rec : read_jsonl("token_classification_stride.jsonl")) records.push_back(std::move(rec));
+// Records of text (token_classification*.jsonl) run through a TokenClassifier with `tok`.
+void expect_ner_records(const std::vector<json>& records, const Tokenizer& tok) {
   for (const json& rec : records) {
     const std::string name = rec["name"];
     SCOPED_TRACE(name);
@@ -362,7 +360,7 @@ TEST(TokenClassifierGolden, MatchesTransformers) {
     o.aggregation = parse_aggregation(kw.value("aggregation_strategy", std::string("none")));
     if (kw.contains("ignore_labels")) o.ignore_labels = kw["ignore_labels"].get<std::vector<std::string>>();
     if (kw.contains("stride")) o.stride = kw["stride"].get<size_t>();
-    const TokenClassifier ner(tokenizer(), make_config(rec["config"]));
+    const TokenClassifier ner(tok, make_config(rec["config"]));
     const std::string text = rec["text"];
     const auto p = ner.prepare(text, o);
     ASSERT_EQ(p.windows.size(), rec["windows"].size());
@@ -374,6 +372,21 @@ TEST(TokenClassifierGolden, MatchesTransformers) {
     expect_entities(got, rec["expected"]);
     for (const TokenEntity& e : got) EXPECT_LE(e.byte_end, text.size());
   }
+}
+
+// token_classification_stride.jsonl: a stride without an aggregation_strategy (every window's tokens).
+TEST(TokenClassifierGolden, MatchesTransformers) {
+  std::vector<json> records = read_jsonl("token_classification.jsonl");
+  for (json& rec : read_jsonl("token_classification_stride.jsonl")) records.push_back(std::move(rec));
+  expect_ner_records(records, tokenizer());
+}
+
+// A WordPiece tokenizer (tests/data/hf/wordpiece): transformers tells subwords by their "##" token
+// strings and joins a group's words with the WordPiece decoder (token_classification_wordpiece.jsonl).
+TEST(TokenClassifierGolden, WordPieceTokenizerMatchesTransformers) {
+  const auto records = read_jsonl("token_classification_wordpiece.jsonl");
+  ASSERT_GE(records.size(), 20u);
+  expect_ner_records(records, Tokenizer::from_dir(std::string(ROBERTA_TEST_DATA) + "/hf/wordpiece"));
 }
 
 // transformers' is_split_into_words=True: token_classification_words.jsonl.
@@ -432,6 +445,35 @@ TEST(TokenClassifierGolden, SplitIntoWordsMatchesTransformers) {
     }
   }
   EXPECT_GE(sentences, 20u);
+}
+
+// A tokenizer without a post-processor (no special tokens around the text): the windows are the
+// text's tokens alone, max_length of them, each `stride` tokens into the one before.
+TEST(TokenClassifier, WindowsOfATokenizerWithoutSpecialTokens) {
+  std::ifstream in(std::string(ROBERTA_TEST_DATA) + "/hf/wordpiece/tokenizer.json");
+  json doc = json::parse(in);
+  doc["post_processor"] = nullptr;
+  const Tokenizer tok = Tokenizer::from_tokenizer_json_text(doc.dump(), "no-post-processor");
+  const TokenClassifier ner(tok, make_config({{"id2label", {"O", "B-LOC"}}}));
+  const std::string text = "안녕하세요 서울은 한국의 수도입니다. New York is a city in the world!";
+  const Encoding full = tok.encode(text);
+  ASSERT_EQ(full.size(), 19u);
+  TokenClassifyOptions o;
+  o.max_length = 5;
+  o.stride = 2;
+  const auto p = ner.prepare(text, o);
+  ASSERT_EQ(p.windows.size(), 6u);  // tokens 0-4, 3-7, 6-10, 9-13, 12-16, 15-18
+  for (size_t w = 0; w < p.windows.size(); ++w) {
+    const std::vector<int32_t> want(full.ids.begin() + static_cast<ptrdiff_t>(3 * w),
+                                    full.ids.begin() + static_cast<ptrdiff_t>(std::min<size_t>(3 * w + 5, 19)));
+    EXPECT_EQ(p.windows[w].ids, want) << w;
+  }
+  o.stride.reset();
+  const auto cut = ner.prepare(text, o);
+  ASSERT_EQ(cut.windows.size(), 1u);
+  EXPECT_EQ(cut.windows[0].ids, std::vector<int32_t>(full.ids.begin(), full.ids.begin() + 5));
+  o.max_length = 0;
+  EXPECT_EQ(ner.prepare("", o).windows.at(0).size(), 0u);
 }
 
 TEST(TokenClassifier, ByteOffsetsAndErrors) {

@@ -9,6 +9,7 @@
 #include "roberta/tokenizer.h"
 #include "test_hooks.h"
 #include "test_util.h"
+#include "unicode.h"
 
 namespace {
 
@@ -347,6 +348,226 @@ TEST(HfGoldens, TokenizerJsonVariants) {
   }
 }
 
+// A BERT-style WordPiece tokenizer.json (some `model_type: roberta` checkpoints ship one) and its
+// variants against HF (gen_wordpiece_goldens.js): BertNormalizer's clean_text and
+// handle_chinese_chars, BertPreTokenizer, WordPiece with [UNK] for words it cannot cover or that are
+// too long, the post-processors' layouts and type ids, truncation, offsets into the original text,
+// decoding with the WordPiece decoder; from the file and from a model folder.
+TEST(HfGoldens, WordPieceTokenizerAndVariants) {
+  const auto records = read_jsonl(kHfData + "wordpiece.jsonl");
+  ASSERT_GE(records.size(), 3000u);
+  std::ifstream in(kHfData + "wordpiece/tokenizer.json");
+  const json base = json::parse(in);
+  std::map<std::string, roberta::Tokenizer> variants;
+  // The base tokenizer as transformers converts a BertTokenizer's vocab.txt (BertConverter) too.
+  roberta::test::TempDir txt_dir;
+  {
+    std::vector<std::string> lines(base["model"]["vocab"].size());
+    for (const auto& [token, id] : base["model"]["vocab"].items()) lines.at(id.get<size_t>()) = token;
+    std::string vocab_txt;
+    for (const std::string& line : lines) vocab_txt += line + "\n";
+    roberta::test::write_text(txt_dir / "vocab.txt", vocab_txt);
+    roberta::test::write_text(txt_dir / "tokenizer_config.json", R"({"do_lower_case": false})");
+  }
+  const roberta::Tokenizer from_txt = roberta::Tokenizer::from_dir(txt_dir.path());
+  {  // Windows line ends (Python reads a \r\n or a lone \r as a line end)
+    roberta::test::TempDir crlf;
+    std::string text;
+    std::vector<std::string> lines(base["model"]["vocab"].size());
+    for (const auto& [token, id] : base["model"]["vocab"].items()) lines.at(id.get<size_t>()) = token;
+    for (size_t i = 0; i < lines.size(); ++i) text += lines[i] + (i % 2 ? "\r\n" : "\r");
+    roberta::test::write_text(crlf / "vocab.txt", text);
+    roberta::test::write_text(crlf / "tokenizer_config.json", R"({"do_lower_case": false})");
+    const std::string sample = "안녕하세요 서울은 한국의 수도입니다. The quick brown fox";
+    EXPECT_EQ(roberta::Tokenizer::from_dir(crlf.path()).encode(sample).ids, from_txt.encode(sample).ids);
+  }
+  size_t errors = 0, decoded = 0, word_lists = 0, txt_checked = 0;
+  for (const json& r : records) {
+    const std::string name = r["variant"];
+    if (!variants.count(name)) {
+      json doc = base;
+      for (const json& p : r["patch"]) {
+        const std::string pointer = p[0];
+        if (pointer.ends_with("/-"))
+          doc[json::json_pointer(pointer.substr(0, pointer.size() - 2))].push_back(p[1]);
+        else
+          doc[json::json_pointer(pointer)] = p[1];
+      }
+      variants.emplace(name, roberta::Tokenizer::from_tokenizer_json_text(doc.dump(), name));
+    }
+    const roberta::Tokenizer& tok = variants.at(name);
+    EXPECT_TRUE(tok.is_wordpiece());
+    roberta::EncodeOptions options;
+    options.add_special_tokens = r["add_special_tokens"];
+    if (!r["truncation"].is_null()) {
+      options.max_length = r["truncation"]["max_length"];
+      options.truncation = r["truncation"]["strategy"] == "only_first" ? roberta::TruncationStrategy::kOnlyFirst
+                                                                        : roberta::TruncationStrategy::kLongestFirst;
+      options.truncation_side = r["truncation"]["direction"] == "left" ? roberta::Side::kLeft : roberta::Side::kRight;
+    }
+    if (r.contains("words")) {  // a list of words (or a pair of lists)
+      const auto words = r["words"].get<std::vector<std::string>>();
+      const bool pair = !r["pair_words"].is_null();
+      const auto pair_words = pair ? r["pair_words"].get<std::vector<std::string>>() : std::vector<std::string>{};
+      const std::string what = name + " " + r["words"].dump() + (pair ? " / " + r["pair_words"].dump() : "") +
+                               r["truncation"].dump() + (options.add_special_tokens ? " with specials" : "");
+      const roberta::Encoding e = pair ? tok.encode_words_pair(words, pair_words, options)
+                                       : tok.encode_words(words, options);
+      EXPECT_EQ(diff_encoding(r, e), "") << what;
+      EXPECT_EQ(json(e.word_ids), r["word_ids"]) << what;
+      ++word_lists;
+      continue;
+    }
+    const std::string a = r["a"];
+    const bool pair = !r["b"].is_null();
+    const std::string b = pair ? r["b"].get<std::string>() : "";
+    const std::string what = name + " " + r["a"].dump() + (pair ? " / " + r["b"].dump() : "") + " " +
+                             r["truncation"].dump() + (options.add_special_tokens ? " with specials" : "");
+    if (r.contains("error")) {
+      EXPECT_THROW(pair ? tok.encode_pair(a, b, options) : tok.encode(a, options), roberta::Error) << what;
+      ++errors;
+      continue;
+    }
+    const roberta::Encoding e = pair ? tok.encode_pair(a, b, options) : tok.encode(a, options);
+    EXPECT_EQ(diff_encoding(r, e), "") << what;
+    EXPECT_EQ(json(e.word_ids), r["word_ids"]) << what;
+    for (size_t t = 0; t < e.size(); ++t)
+      if (!e.special_tokens_mask[t]) expect_byte_offsets(e, t, e.sequence_ids[t] == 1 ? b : a, what);
+    if (name == "base") {
+      const roberta::Encoding t = pair ? from_txt.encode_pair(a, b, options) : from_txt.encode(a, options);
+      EXPECT_EQ(diff_encoding(r, t), "") << what << " (vocab.txt)";
+      if (r.contains("decoded"))
+        EXPECT_EQ(from_txt.decode(t.ids, true), r["decoded_skip_special"].get<std::string>()) << what << " (vocab.txt)";
+      ++txt_checked;
+    }
+    if (r.contains("decoded")) {
+      EXPECT_EQ(tok.decode(e.ids, false), r["decoded"].get<std::string>()) << what;
+      EXPECT_EQ(tok.decode(e.ids, true), r["decoded_skip_special"].get<std::string>()) << what;
+      ++decoded;
+    }
+    if (!pair && !options.add_special_tokens && options.max_length == 0) {  // the ids-only fast path
+      std::vector<int32_t> ids;
+      tok.encode_ids(a, ids);
+      EXPECT_EQ(ids, e.ids) << what;
+    }
+  }
+  EXPECT_GT(errors, 0u);
+  EXPECT_GT(decoded, 800u);
+  EXPECT_GE(word_lists, 32u);
+  EXPECT_GE(txt_checked, 300u);
+  // without a post-processor (or [CLS] / [SEP] in its layout), the vocabulary's [CLS] and [SEP]
+  // still name bos / eos (transformers' cls_token_id / sep_token_id), and nothing is added
+  EXPECT_EQ(variants.at("no_post_processor").bos_id(), base["model"]["vocab"]["[CLS]"].get<int32_t>());
+  EXPECT_EQ(variants.at("other_template").bos_id(), base["model"]["vocab"]["[CLS]"].get<int32_t>());
+  EXPECT_EQ(variants.at("other_template").eos_id(), base["model"]["vocab"]["[SEP]"].get<int32_t>());
+  EXPECT_EQ(variants.at("no_post_processor").num_special_tokens_to_add(true), 0u);
+  EXPECT_EQ(variants.at("other_template").num_special_tokens_to_add(true), 3u);
+  // tokenizer_class BertTokenizer: transformers rebuilds tokenizer.json's normalizer with the
+  // config's do_lower_case (true unless it says false: refused, not supported yet) and
+  // tokenize_chinese_chars (false: as the no_chinese_chars variant).
+  roberta::test::TempDir bert_dir;
+  roberta::test::write_text(bert_dir / "tokenizer.json", base.dump());
+  roberta::test::write_text(bert_dir / "tokenizer_config.json", R"({"tokenizer_class": "BertTokenizer"})");
+  roberta::test::expect_error([&] { roberta::Tokenizer::from_dir(bert_dir.path()); },
+                              {"tokenizer_config.json", "do_lower_case", "not supported yet"});
+  roberta::test::write_text(
+      bert_dir / "tokenizer_config.json",
+      R"({"tokenizer_class": "BertTokenizer", "do_lower_case": false, "tokenize_chinese_chars": false})");
+  const roberta::Tokenizer no_chinese = roberta::Tokenizer::from_dir(bert_dir.path());
+  size_t chinese_checked = 0;
+  for (const json& r : records)
+    if (r["variant"] == "no_chinese_chars" && r.contains("a") && r["b"].is_null() && r["truncation"].is_null() &&
+        r["add_special_tokens"] && !r.contains("error")) {
+      EXPECT_EQ(no_chinese.encode(r["a"].get<std::string>()).ids, r["ids"].get<std::vector<int32_t>>()) << r["a"];
+      ++chinese_checked;
+    }
+  EXPECT_GE(chinese_checked, 40u);
+  EXPECT_NE(no_chinese.encode("日本語").ids, from_txt.encode("日本語").ids);
+  EXPECT_EQ(from_txt.mask_id(), base["model"]["vocab"]["[MASK]"].get<int32_t>());
+  EXPECT_EQ(from_txt.pad_id(), base["model"]["vocab"]["[PAD]"].get<int32_t>());
+  // BertTokenizer lowercases unless tokenizer_config.json says otherwise: not supported yet, and said.
+  roberta::test::write_text(txt_dir / "tokenizer_config.json", "{}");
+  roberta::test::expect_error([&] { roberta::Tokenizer::from_dir(txt_dir.path()); },
+                              {"vocab.txt", "do_lower_case", "not supported yet"});
+  roberta::test::write_text(txt_dir / "tokenizer_config.json", R"({"do_lower_case": false, "cls_token": "<cls>"})");
+  roberta::test::expect_error([&] { roberta::Tokenizer::from_dir(txt_dir.path()); },
+                              {"vocab.txt", "special token \"<cls>\" is missing"});
+  // The same tokenizer from a model folder: the roles of its special tokens; the post-processor's
+  // counts (2 / 3 for BERT's layout).
+  roberta::test::TempDir dir;
+  roberta::test::write_text(dir / "tokenizer.json", base.dump());
+  const roberta::Tokenizer folder = roberta::Tokenizer::from_dir(dir.path());
+  EXPECT_EQ(folder.bos_id(), base["model"]["vocab"]["[CLS]"].get<int32_t>());
+  EXPECT_EQ(folder.eos_id(), base["model"]["vocab"]["[SEP]"].get<int32_t>());
+  EXPECT_EQ(folder.pad_id(), base["model"]["vocab"]["[PAD]"].get<int32_t>());
+  EXPECT_EQ(folder.mask_id(), base["model"]["vocab"]["[MASK]"].get<int32_t>());
+  EXPECT_EQ(folder.unk_id(), base["model"]["vocab"]["[UNK]"].get<int32_t>());
+  EXPECT_EQ(folder.num_special_tokens_to_add(false), 2u);
+  EXPECT_EQ(folder.num_special_tokens_to_add(true), 3u);
+  // tokenizer_config.json names the roles; special_tokens_map.json's names replace its names.
+  roberta::test::write_text(dir / "tokenizer_config.json", R"({"mask_token": "[UNK]", "pad_token": "[SEP]"})");
+  roberta::test::write_text(dir / "special_tokens_map.json", R"({"mask_token": {"content": "[CLS]"}})");
+  const roberta::Tokenizer named = roberta::Tokenizer::from_dir(dir.path());
+  EXPECT_EQ(named.mask_id(), base["model"]["vocab"]["[CLS]"].get<int32_t>());
+  EXPECT_EQ(named.pad_id(), base["model"]["vocab"]["[SEP]"].get<int32_t>());
+  // a config written by transformers 4.34+ (with added_tokens_decoder) holds the tokens: the map is not read
+  roberta::test::write_text(dir / "tokenizer_config.json",
+                            R"({"mask_token": "[UNK]", "pad_token": "[SEP]", "added_tokens_decoder": {}})");
+  EXPECT_EQ(roberta::Tokenizer::from_dir(dir.path()).mask_id(), base["model"]["vocab"]["[UNK]"].get<int32_t>());
+  roberta::test::write_text(dir / "tokenizer_config.json", "{}");
+  roberta::test::write_text(dir / "special_tokens_map.json", R"({"mask_token": 3})");
+  try {
+    (void)roberta::Tokenizer::from_dir(dir.path());
+    ADD_FAILURE() << "a mask_token that is not a token loaded";
+  } catch (const roberta::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("special_tokens_map.json: field \"mask_token\""), std::string::npos)
+        << e.what();
+  }
+}
+
+// tokenizer.json without a decoder: HF's decode joins the token strings with spaces (byte-level
+// BPE too: roberta-base's tokenizer.json with decoder null).
+TEST(HfGoldens, DecodeWithoutADecoder) {
+  const auto records = read_jsonl(kHfData + "decoder_none.jsonl");
+  ASSERT_GE(records.size(), 8u);
+  std::ifstream in(kShared + "/assets/roberta-base-tokenizer/tokenizer.json");
+  json doc = json::parse(in);
+  doc["decoder"] = nullptr;
+  const roberta::Tokenizer tok = roberta::Tokenizer::from_tokenizer_json_text(doc.dump(), "no-decoder");
+  for (const json& r : records) {
+    const std::vector<int32_t> ids = r["ids"];
+    EXPECT_EQ(tok.encode(r["text"].get<std::string>()).ids, ids) << r["text"];
+    EXPECT_EQ(tok.decode(ids, r["skip_special_tokens"]), r["decoded"].get<std::string>()) << r["text"];
+  }
+}
+
+// What BertNormalizer (clean_text, handle_chinese_chars) and BertPreTokenizer do with every code
+// point, as HF does it (bert_char_classes.txt, measured on HF's tokenizer by
+// gen_wordpiece_goldens.js): removed, white space, a word of its own (punctuation; CJK ideographs
+// with handle_chinese_chars), or part of a word.
+TEST(HfGoldens, BertCharacterClassesOfEveryCodePoint) {
+  std::ifstream in(kHfData + "bert_char_classes.txt");
+  ASSERT_TRUE(in);
+  std::vector<char> want(0x110000, 'K');
+  size_t ranges = 0;
+  for (std::string first, last, kind; in >> first >> last >> kind; ++ranges)
+    for (uint32_t c = std::stoul(first, nullptr, 16); c <= std::stoul(last, nullptr, 16); ++c) want[c] = kind[0];
+  ASSERT_GT(ranges, 100u);
+  size_t mismatches = 0;
+  for (char32_t c = 0; c < 0x110000; ++c) {
+    if (c >= 0xD800 && c <= 0xDFFF) continue;
+    namespace u = roberta::unicode;
+    const char got = (c == 0 || c == 0xFFFD || u::is_bert_control(c)) ? 'R'
+                     : u::is_whitespace(c)                             ? 'W'
+                     : u::is_bert_punctuation(c)                       ? 'P'
+                     : u::is_chinese_char(c)                           ? 'C'
+                                                                       : 'K';
+    if (got != want[c] && ++mismatches <= 20)
+      ADD_FAILURE() << "U+" << std::hex << static_cast<uint32_t>(c) << ": HF " << want[c] << ", ours " << got;
+  }
+  EXPECT_EQ(mismatches, 0u);
+}
+
 // Lists of words (HF's is_pretokenized / transformers' is_split_into_words): each word tokenized
 // alone, offsets into the word, word id = the word's index (tools/hf_goldens/pretokenized.js).
 TEST(HfGoldens, PretokenizedWords) {
@@ -560,8 +781,51 @@ TEST(Loaders, BadFilesGiveErrorsNamingFileAndPlace) {
   roberta::test::write_text(merges, "#version: 0.2\na b c\n");
   roberta::test::expect_error([&] { roberta::Tokenizer::from_vocab_merges(vocab, merges); },
                               {"merges.txt", "line 2", "two tokens"});
+  roberta::test::write_text(dir / "tokenizer.json", R"({"model": {"type": "Unigram", "vocab": []}})");
+  roberta::test::expect_error([&] { roberta::Tokenizer::from_dir(dir.path()); },
+                              {"tokenizer.json", "\"Unigram\" is not supported (BPE or WordPiece)"});
   roberta::test::write_text(dir / "tokenizer.json", R"({"model": {"type": "WordPiece", "vocab": {}}})");
-  roberta::test::expect_error([&] { roberta::Tokenizer::from_dir(dir.path()); }, {"tokenizer.json", "WordPiece"});
+  roberta::test::expect_error([&] { roberta::Tokenizer::from_dir(dir.path()); },
+                              {"tokenizer.json", "model.unk_token \"[UNK]\" is not in the vocabulary"});
+  {
+    // A WordPiece tokenizer.json: what is not supported yet, and broken layouts, are named.
+    std::ifstream wp_in(kHfData + "wordpiece/tokenizer.json");
+    const json wp = json::parse(wp_in);
+    json d = wp;
+    d["normalizer"]["lowercase"] = true;
+    roberta::test::expect_error([&] { roberta::Tokenizer::from_tokenizer_json_text(d.dump(), "w.json"); },
+                                {"w.json: normalizer", "lowercase or strip_accents is not supported"});
+    d = wp;
+    d["normalizer"]["strip_accents"] = true;
+    roberta::test::expect_error([&] { roberta::Tokenizer::from_tokenizer_json_text(d.dump(), "w.json"); },
+                                {"w.json: normalizer", "strip_accents"});
+    d = wp;
+    d["pre_tokenizer"] = {{"type", "ByteLevel"}};
+    roberta::test::expect_error([&] { roberta::Tokenizer::from_tokenizer_json_text(d.dump(), "w.json"); },
+                                {"w.json", "pre_tokenizer \"ByteLevel\"", "WordPiece: only BertPreTokenizer"});
+    d = wp;
+    d["post_processor"]["pair"].erase(1);
+    roberta::test::expect_error([&] { roberta::Tokenizer::from_tokenizer_json_text(d.dump(), "w.json"); },
+                                {"w.json: post_processor.pair", "A and B once each"});
+    d = wp;
+    d["post_processor"]["single"][0]["SpecialToken"]["id"] = "[BOS]";
+    roberta::test::expect_error([&] { roberta::Tokenizer::from_tokenizer_json_text(d.dump(), "w.json"); },
+                                {"w.json: post_processor.single[0]", "\"[BOS]\" is not in special_tokens"});
+    d = wp;
+    d["post_processor"]["special_tokens"]["[CLS]"]["ids"][0] = 100000;
+    roberta::test::expect_error([&] { roberta::Tokenizer::from_tokenizer_json_text(d.dump(), "w.json"); },
+                                {"w.json", "special token id 100000 is not in the vocabulary"});
+    d = wp;
+    d["decoder"] = {{"type", "Metaspace"}};
+    roberta::test::expect_error([&] { roberta::Tokenizer::from_tokenizer_json_text(d.dump(), "w.json"); },
+                                {"w.json: decoder", "\"Metaspace\"", "ByteLevel or WordPiece"});
+    // and a byte-level BPE does not take BERT's normalizer
+    std::ifstream bpe_in(kShared + "/assets/roberta-base-tokenizer/tokenizer.json");
+    d = json::parse(bpe_in);
+    d["normalizer"] = wp["normalizer"];
+    roberta::test::expect_error([&] { roberta::Tokenizer::from_tokenizer_json_text(d.dump(), "b.json"); },
+                                {"b.json", "normalizer \"BertNormalizer\" is not supported"});
+  }
   roberta::test::expect_error([&] { roberta::Tokenizer::from_dir(dir / "nowhere"); }, {"nowhere", "model folder not found"});
   // Options of HF's BPE that would change its tokens are refused; an empty normalizer is none.
   std::ifstream in(kShared + "/assets/roberta-base-tokenizer/tokenizer.json");

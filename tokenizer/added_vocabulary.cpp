@@ -103,7 +103,7 @@ void AddedVocabulary::split(std::string_view text, std::vector<Segment>& out) co
 // Ids beyond the vocabulary are allowed (HF appends added tokens), within the same bound on holes.
 // An added token whose text the vocabulary already has takes the vocabulary's id, as HF's
 // AddedVocabulary gives it (the id the file declares then names no token).
-void Tokenizer::Impl::finish_added_tokens(const std::string& source) {
+void Tokenizer::Impl::finish_added_tokens(const std::string& source, const Roles& roles) {
   const size_t max_id = 2 * (has_id.size() + added.tokens.size()) + 1024;
   for (AddedToken& t : added.tokens) {
     if (t.content.empty())
@@ -138,8 +138,29 @@ void Tokenizer::Impl::finish_added_tokens(const std::string& source) {
     const auto it = ids_by_token.find(std::string_view(token));
     return it == ids_by_token.end() ? std::nullopt : std::optional<int32_t>(it->second);
   };
-  if (auto id = find("<pad>")) pad_id = *id;
-  mask_id = find("<mask>");
+  // A role the folder's config names takes that token where the vocabulary has it; else RoBERTa's
+  // token, then BERT's.
+  const auto role = [&](const std::optional<std::string>& named, const char* roberta,
+                        const char* bert) -> std::optional<int32_t> {
+    if (named)
+      if (auto id = find(named->c_str())) return id;
+    if (auto id = find(roberta)) return id;
+    return find(bert);
+  };
+  if (auto id = role(roles.pad_token, "<pad>", "[PAD]")) {
+    pad_id = *id;
+    pad_token = tokens_by_id[*id];
+  }
+  mask_id = role(roles.mask_token, "<mask>", "[MASK]");
+  if (!cls_from_layout)
+    if (auto id = role(std::nullopt, "<s>", "[CLS]")) cls_id = *id;
+  if (!sep_from_layout)
+    if (auto id = role(std::nullopt, "</s>", "[SEP]")) sep_id = *id;
+  if (roles.unk_token) {
+    if (auto id = find(roles.unk_token->c_str())) unk_id = id;
+  } else if (!unk_id) {
+    unk_id = find("<unk>");
+  }
 }
 
 }  // namespace roberta

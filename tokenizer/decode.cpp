@@ -1,5 +1,7 @@
 // Decoding ids back to text (HF's ByteLevel decoder) and the lookups between ids and tokens.
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "byte_level.h"
 #include "tokenizer_impl.h"
@@ -7,29 +9,91 @@
 
 namespace roberta {
 
-// Ids not in the vocabulary are skipped (as HF); the bytes are joined, then made valid UTF-8.
+namespace {
+
+// HF's WordPiece decoder's cleanup of one token.
+void cleanup(std::string& s) {
+  static constexpr std::pair<std::string_view, std::string_view> kRules[] = {
+      {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"}, {" 'm", "'m"},
+      {" do not", " don't"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+  for (const auto& [from, to] : kRules) {
+    std::string out;
+    size_t pos = 0;
+    for (size_t at; (at = s.find(from, pos)) != std::string::npos; pos = at + from.size()) {
+      out.append(s, pos, at - pos);
+      out.append(to);
+    }
+    if (pos == 0) continue;
+    out.append(s, pos);
+    s = std::move(out);
+  }
+}
+
+// HF's WordPiece decoder on token strings: a token after the first loses the prefix ("##") it
+// starts with, or else gets a space before it; each is then cleaned up.
+void wordpiece_join(std::string& out, std::string_view token, bool first, const std::string& prefix, bool clean) {
+  std::string piece(token);
+  if (!first) {
+    if (piece.starts_with(prefix))
+      piece.erase(0, prefix.size());
+    else
+      piece.insert(0, 1, ' ');
+  }
+  if (clean) cleanup(piece);
+  out += piece;
+}
+
+// HF's ByteLevel decoder on one token string: its bytes when every character is a byte-level
+// character, else the string as it is.
+void byte_level_join(std::string& bytes, std::string_view token) {
+  const size_t mark = bytes.size();
+  for (size_t i = 0; i < token.size();) {
+    const int byte = byte_level::char_to_byte(unicode::next_code_point(token, i));
+    if (byte < 0) {
+      bytes.resize(mark);
+      bytes += token;
+      return;
+    }
+    bytes.push_back(static_cast<char>(byte));
+  }
+}
+
+}  // namespace
+
+std::string Tokenizer::convert_tokens_to_string(std::span<const std::string> tokens) const {
+  std::string out;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (impl_->no_decoder) {
+      if (i > 0) out += ' ';
+      out += tokens[i];
+    } else if (impl_->wordpiece_decoder) {
+      wordpiece_join(out, tokens[i], i == 0, impl_->decoder_prefix, impl_->decoder_cleanup);
+    } else if (unicode::find_invalid_utf8(tokens[i])) {
+      out += tokens[i];  // (not a token string: repaired below)
+    } else {
+      byte_level_join(out, tokens[i]);
+    }
+  }
+  return unicode::find_invalid_utf8(out) ? unicode::repair_utf8(out) : out;
+}
+
+// Ids not in the vocabulary are skipped (as HF). ByteLevel: the bytes are joined, then made valid
+// UTF-8; WordPiece: continuations ("##") joined to the token before, other tokens after a space;
+// without a decoder, the tokens joined with spaces.
 std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_tokens) const {
   std::string bytes;
+  bool first = true;
   for (int32_t id : ids) {
     if (id < 0 || static_cast<size_t>(id) >= impl_->has_id.size() || !impl_->has_id[id]) continue;  // as HF
     if (skip_special_tokens && impl_->special_by_id[id]) continue;
     const std::string& token = impl_->tokens_by_id[id];
-    // Map each byte-level character back to its byte; a token with other characters (an added
-    // token such as "<mask>" is plain ASCII and maps to itself) is copied as it is.
-    const size_t mark = bytes.size();
-    bool all_byte_level = true;
-    for (size_t i = 0; i < token.size();) {
-      const int byte = byte_level::char_to_byte(unicode::next_code_point(token, i));
-      if (byte < 0) {
-        all_byte_level = false;
-        break;
-      }
-      bytes.push_back(static_cast<char>(byte));
-    }
-    if (!all_byte_level) {
-      bytes.resize(mark);
-      bytes += token;
-    }
+    if (impl_->no_decoder)
+      bytes.append(first ? "" : " ").append(token);
+    else if (impl_->wordpiece_decoder)
+      wordpiece_join(bytes, token, first, impl_->decoder_prefix, impl_->decoder_cleanup);
+    else
+      byte_level_join(bytes, token);  // (an added token such as "<mask>" is plain ASCII: itself)
+    first = false;
   }
   return unicode::find_invalid_utf8(bytes) ? unicode::repair_utf8(bytes) : bytes;
 }
@@ -59,9 +123,13 @@ int32_t Tokenizer::bos_id() const { return impl_->cls_id; }
 int32_t Tokenizer::eos_id() const { return impl_->sep_id; }
 int32_t Tokenizer::pad_id() const { return impl_->pad_id; }
 std::optional<int32_t> Tokenizer::mask_id() const { return impl_->mask_id; }
-// 0 without a RobertaProcessing post-processor.
+std::optional<int32_t> Tokenizer::unk_id() const { return impl_->unk_id; }
+// What the post-processor adds: 2 / 4 for RoBERTa's, 2 / 3 for BERT's, 0 without one.
 size_t Tokenizer::num_special_tokens_to_add(bool pair) const {
-  return impl_->roberta_specials ? (pair ? 4 : 2) : 0;
+  size_t n = 0;
+  for (const TemplatePiece& piece : pair ? impl_->pair_template : impl_->single_template) n += piece.ids.size();
+  return n;
 }
+bool Tokenizer::is_wordpiece() const { return impl_->wordpiece != nullptr; }
 
 }  // namespace roberta

@@ -1,5 +1,6 @@
-// Encoding: added-token split, GPT-2 pre-tokenization and BPE with offsets in code points and
-// bytes (HF's trim_offsets), truncation, and RoBERTa's special tokens <s> A </s></s> B </s>.
+// Encoding: added-token split, GPT-2 pre-tokenization and BPE (or BERT's pre-tokenization and
+// WordPiece) with offsets in code points and bytes (HF's trim_offsets), truncation, and the
+// post-processor's special tokens (RoBERTa's <s> A </s></s> B </s>, BERT's [CLS] A [SEP] B [SEP]).
 #include <algorithm>
 #include <string>
 #include <string_view>
@@ -15,9 +16,9 @@ namespace roberta {
 namespace {
 
 // Appends one special token (<s>, </s>): no offsets, no word, no sequence.
-void push_special(Encoding& e, int32_t id, const std::string& token) {
+void push_special(Encoding& e, int32_t id, const std::string& token, uint32_t type_id) {
   e.ids.push_back(id);
-  e.type_ids.push_back(0);
+  e.type_ids.push_back(type_id);
   e.tokens.push_back(token);
   e.offsets.emplace_back(0, 0);
   e.byte_offsets.emplace_back(0, 0);
@@ -57,6 +58,13 @@ std::string_view checked_text(std::string_view text, InvalidUtf8 mode, std::stri
 // and trimming the space takes that character's bytes (a real space is one byte).
 template <class OnToken>
 void Tokenizer::Impl::tokenize_text(std::string_view text, size_t begin, size_t end, OnToken&& on_token) const {
+  if (wordpiece) {  // offsets as they are (HF trims only byte-level tokens)
+    thread_local std::vector<WordPieceToken> tokens;
+    tokens.clear();
+    wordpiece->tokenize(text, begin, end, tokens);
+    for (const WordPieceToken& t : tokens) on_token(t.id, t.begin, t.end, 0u, 0u, 0u, 0u, t.first_of_word);
+    return;
+  }
   std::string prefixed;
   std::string_view piece_text = text.substr(begin, end - begin);
   size_t shift = 0;  // 1 when a prefix space was added
@@ -276,9 +284,12 @@ Encoding Tokenizer::Impl::encode(const Input& a, const Input* b, const EncodeOpt
     tokenize_words(b->words, 1, options, "text B", eb, trims_b);
   else if (b)
     tokenize(checked_text(b->text, options.invalid_utf8, repaired, "text B"), 1, eb, trims_b);
-  const bool specials = options.add_special_tokens && roberta_specials;
+  const std::vector<TemplatePiece>& layout = b ? pair_template : single_template;
+  size_t added_count = 0;  // HF's post-processor added_tokens
+  if (options.add_special_tokens)
+    for (const TemplatePiece& piece : layout) added_count += piece.ids.size();
   if (options.max_length > 0) {
-    truncate_inputs(ea, b ? &eb : nullptr, options, specials ? (b ? 4 : 2) : 0, is_added_id, a.pretokenized,
+    truncate_inputs(ea, b ? &eb : nullptr, options, added_count, is_added_id, a.pretokenized,
                     b && b->pretokenized);
     const auto cut = [&](std::vector<Trim>& t, size_t n) {
       if (options.truncation_side == Side::kRight)
@@ -291,33 +302,33 @@ Encoding Tokenizer::Impl::encode(const Input& a, const Input* b, const EncodeOpt
   }
   trim(ea, trims_a);
   if (b) trim(eb, trims_b);
-  if (!specials) {
-    // RobertaProcessing sets every type id to 0 (RoBERTa has one token type); without it, HF's
-    // encode gives the second text type id 1.
-    if (b && !roberta_specials) std::fill(eb.type_ids.begin(), eb.type_ids.end(), 1);
-    if (b) append_encoding(ea, eb);
-    ea.n_sequences = b ? 2 : 1;
-    return ea;
-  }
+  // The layout: each text with its type id (RobertaProcessing sets every one to 0, RoBERTa having
+  // one token type; TemplateProcessing the template's, with or without the special tokens; without
+  // a post-processor, HF's encode gives text B type id 1), special tokens where asked.
   Encoding out;
-  out.n_sequences = b ? 2 : 1;
-  push_special(out, cls_id, cls_token);
-  append_encoding(out, ea);
-  push_special(out, sep_id, sep_token);
-  if (b) {
-    push_special(out, sep_id, sep_token);
-    append_encoding(out, eb);
-    push_special(out, sep_id, sep_token);
+  for (const TemplatePiece& piece : layout) {
+    if (piece.sequence >= 0) {
+      Encoding& e = piece.sequence == 0 ? ea : eb;
+      std::fill(e.type_ids.begin(), e.type_ids.end(), piece.type_id);
+      if (out.ids.empty())
+        out = std::move(e);
+      else
+        append_encoding(out, e);
+    } else if (options.add_special_tokens) {
+      for (size_t i = 0; i < piece.ids.size(); ++i) push_special(out, piece.ids[i], piece.tokens[i], piece.type_id);
+    }
   }
+  out.n_sequences = b ? 2 : 1;
   return out;
 }
 
-// <s> text </s> (RobertaProcessing), or the bare tokens without a post-processor.
+// <s> text </s> (RobertaProcessing), [CLS] text [SEP] (BERT's), or the bare tokens without a
+// post-processor.
 Encoding Tokenizer::encode(std::string_view text, const EncodeOptions& options) const {
   return impl_->encode({.text = text}, nullptr, options);
 }
 
-// <s> A </s></s> B </s>
+// <s> A </s></s> B </s> (RobertaProcessing), [CLS] A [SEP] B [SEP] (BERT's)
 Encoding Tokenizer::encode_pair(std::string_view a, std::string_view b, const EncodeOptions& options) const {
   const Impl::Input second{.text = b};
   return impl_->encode({.text = a}, &second, options);

@@ -1,6 +1,7 @@
-// Loading a Tokenizer: tokenizer.json (HF's format; only what RoBERTa's byte-level BPE uses is
-// accepted), or vocab.json + merges.txt with RobertaTokenizer's defaults. Errors about the files'
+// Loading a Tokenizer: tokenizer.json (HF's format; what RoBERTa's byte-level BPE uses, or a
+// cased BERT-style WordPiece), or vocab.json + merges.txt with RobertaTokenizer's defaults. Errors about the files'
 // content are ErrorKind::kInvalidModel, files or folders that cannot be read kIo.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "tokenizer_impl.h"
+#include "unicode.h"
 #include "util/files.h"
 
 namespace roberta {
@@ -180,14 +182,13 @@ std::shared_ptr<Tokenizer::Impl> Tokenizer::Impl::from_vocab_merges(const std::s
     a.lstrip = a.content == "<mask>";
     impl->added.tokens.push_back(a);
   }
-  impl->cls_id = require("<s>");
-  impl->sep_id = require("</s>");
+  impl->roberta_template("<s>", require("<s>"), "</s>", require("</s>"));
   impl->added.tokens.insert(impl->added.tokens.end(), settings.added_tokens.begin(), settings.added_tokens.end());
   // As RobertaTokenizerFast builds it: add_prefix_space for the pre-tokenizer and the
   // post-processor, trim_offsets (default true) for the post-processor.
   impl->add_prefix_space = impl->trim_add_prefix_space = settings.add_prefix_space.value_or(false);
   impl->trim_offsets = settings.trim_offsets.value_or(true);
-  impl->finish_added_tokens(vocab_name);
+  impl->finish_added_tokens(vocab_name, settings.roles);
   return impl;
 }
 
@@ -196,8 +197,10 @@ Tokenizer Tokenizer::from_tokenizer_json(const std::filesystem::path& path) {
   return from_tokenizer_json_text(util::read_file(path), path.string());
 }
 
-// Accepts model BPE, no normalizer, a ByteLevel pre-tokenizer (alone or in a Sequence of one),
-// post-processor RobertaProcessing, ByteLevel or none, decoder ByteLevel or none.
+// Accepts model BPE with no normalizer and a ByteLevel pre-tokenizer (alone or in a Sequence of
+// one), or model WordPiece with a cased BertNormalizer (or none) and BertPreTokenizer;
+// post-processor RobertaProcessing, BertProcessing, TemplateProcessing, ByteLevel or none; decoder
+// ByteLevel, WordPiece or none.
 Tokenizer Tokenizer::from_tokenizer_json_text(const std::string& text, const std::string& name) {
   return Tokenizer(Impl::from_tokenizer_json(text, name, {}));
 }
@@ -210,8 +213,147 @@ std::shared_ptr<Tokenizer::Impl> Tokenizer::Impl::from_tokenizer_json(const std:
 
   const json& model = field(doc, "model", name);
   const std::string model_type = get_or<std::string>(model, "type", "BPE", name + ": model");
-  if (model_type != "BPE")
-    throw Error(name + ": model.type \"" + model_type + "\" is not supported (only BPE)", kInvalidModel);
+  if (model_type == "WordPiece")
+    impl->load_wordpiece(model, name);
+  else if (model_type == "BPE")
+    impl->load_bpe(model, name);
+  else
+    throw Error(name + ": model.type \"" + model_type + "\" is not supported (BPE or WordPiece)", kInvalidModel);
+  const bool wordpiece = impl->wordpiece != nullptr;
+
+  if (doc.contains("added_tokens") && !doc["added_tokens"].is_null())
+    impl->added.tokens = parse_added_tokens(doc["added_tokens"], name);
+
+  // A normalizer that does nothing (an empty Sequence, as some exports write) is none.
+  const bool no_normalizer = !doc.contains("normalizer") || doc["normalizer"].is_null() ||
+                             (get_or<std::string>(doc["normalizer"], "type", "", name + ": normalizer") == "Sequence" &&
+                              doc["normalizer"].contains("normalizers") &&
+                              doc["normalizer"]["normalizers"].is_array() && doc["normalizer"]["normalizers"].empty());
+  if (!no_normalizer) {
+    const json& n = doc["normalizer"];
+    const std::string type = get_or<std::string>(n, "type", "?", name + ": normalizer");
+    if (!wordpiece || type != "BertNormalizer")
+      throw Error(name + ": normalizer \"" + type + "\" is not supported (" +
+                      (wordpiece ? "WordPiece: BertNormalizer or none" : "RoBERTa tokenizers have none") + ")",
+                  kInvalidModel);
+    std::string where = name + ": normalizer";
+    bool lowercase = get_or<bool>(n, "lowercase", true, where);
+    std::optional<bool> strip_accents;  // null: follows lowercase
+    if (n.contains("strip_accents") && !n["strip_accents"].is_null())
+      strip_accents = get_or<bool>(n, "strip_accents", false, where);
+    bool chinese = get_or<bool>(n, "handle_chinese_chars", true, where);
+    if (settings.bert_tokenizer_class) {
+      // transformers' BertTokenizerFast rebuilds the normalizer with tokenizer_config.json's
+      // do_lower_case (true unless it says false), strip_accents and tokenize_chinese_chars.
+      lowercase = settings.do_lower_case.value_or(true);
+      strip_accents = settings.strip_accents;
+      chinese = settings.tokenize_chinese_chars.value_or(true);
+      where = name + " with tokenizer_config.json (tokenizer_class BertTokenizer: its do_lower_case, true unless "
+                     "it says false, and strip_accents)";
+    }
+    // strip_accents null follows lowercase, as in HF.
+    if (lowercase || strip_accents.value_or(lowercase))
+      throw Error(where + ": BertNormalizer with lowercase or strip_accents is not supported yet (cased WordPiece "
+                      "tokenizers are: lowercase false, strip_accents false or null)", kInvalidModel);
+    impl->wordpiece->clean_text = get_or<bool>(n, "clean_text", true, name + ": normalizer");
+    impl->wordpiece->handle_chinese_chars = chinese;
+  }
+
+  const auto read_byte_level = [&](const json& pt, const std::string& where) {
+    impl->add_prefix_space = get_or<bool>(pt, "add_prefix_space", false, where);
+    impl->use_regex = get_or<bool>(pt, "use_regex", true, where);
+  };
+  const std::string wanted_pre_tokenizer = wordpiece ? "BertPreTokenizer" : "ByteLevel";
+  bool plain_byte_level = false;  // (not in a Sequence: transformers rewrites only that one)
+  if (doc.contains("pre_tokenizer") && !doc["pre_tokenizer"].is_null()) {
+    const json& pt = doc["pre_tokenizer"];
+    const std::string type = get_or<std::string>(pt, "type", "", name + ": pre_tokenizer");
+    if (type == wanted_pre_tokenizer) {
+      plain_byte_level = !wordpiece;
+      if (!wordpiece) read_byte_level(pt, name + ": pre_tokenizer");
+    } else if (type == "Sequence" && pt.contains("pretokenizers") && pt["pretokenizers"].is_array() &&
+               pt["pretokenizers"].size() == 1 &&
+               get_or<std::string>(pt["pretokenizers"][0], "type", "", name) == wanted_pre_tokenizer) {
+      if (!wordpiece) read_byte_level(pt["pretokenizers"][0], name + ": pre_tokenizer.pretokenizers[0]");
+    } else {
+      throw Error(name + ": pre_tokenizer \"" + type + "\" is not supported (" + model_type + ": only " +
+                      wanted_pre_tokenizer + ")", kInvalidModel);
+    }
+  } else {
+    throw Error(name + ": pre_tokenizer is missing (" +
+                    (wordpiece ? "a WordPiece tokenizer needs BertPreTokenizer" : "a byte-level BPE needs ByteLevel") +
+                    ")", kInvalidModel);
+  }
+
+  impl->trim_offsets = false;
+  const bool has_post_processor = doc.contains("post_processor") && !doc["post_processor"].is_null();
+  if (has_post_processor) {
+    const json& pp = doc["post_processor"];
+    const std::string where = name + ": post_processor";
+    const std::string type = get_or<std::string>(pp, "type", "", where);
+    const auto special = [&](const char* key) {
+      const json& v = field(pp, key, where);
+      if (!v.is_array() || v.size() != 2 || !v[0].is_string() || !v[1].is_number_integer() ||
+          v[1].get<int64_t>() < 0 || v[1].get<int64_t>() > INT32_MAX)
+        throw Error(where + "." + key + ": expected [token, id]", kInvalidModel);
+      return std::pair{v[0].get<std::string>(), v[1].get<int32_t>()};
+    };
+    if (type == "RobertaProcessing" || type == "BertProcessing") {
+      const auto [cls, cls_id] = special("cls");
+      const auto [sep, sep_id] = special("sep");
+      if (type == "RobertaProcessing") {
+        impl->roberta_template(cls, cls_id, sep, sep_id);
+        impl->trim_offsets = get_or<bool>(pp, "trim_offsets", true, where);
+        impl->trim_add_prefix_space = get_or<bool>(pp, "add_prefix_space", true, where);
+      } else {
+        impl->bert_template(cls, cls_id, sep, sep_id);
+      }
+    } else if (type == "TemplateProcessing") {
+      impl->parse_template(pp, where);
+    } else if (type == "ByteLevel") {
+      impl->trim_offsets = get_or<bool>(pp, "trim_offsets", true, where);
+      impl->trim_add_prefix_space = get_or<bool>(pp, "add_prefix_space", true, where);
+    } else {
+      throw Error(where + " \"" + type +
+                      "\" is not supported (RobertaProcessing, BertProcessing, TemplateProcessing or ByteLevel)",
+                  kInvalidModel);
+    }
+  }
+  if (doc.contains("decoder") && !doc["decoder"].is_null()) {
+    const json& d = doc["decoder"];
+    const std::string where = name + ": decoder";
+    const std::string type = get_or<std::string>(d, "type", "", where);
+    if (type == "WordPiece") {
+      impl->wordpiece_decoder = true;
+      impl->decoder_prefix = get_or<std::string>(d, "prefix", "##", where);
+      impl->decoder_cleanup = get_or<bool>(d, "cleanup", true, where);
+    } else if (type != "ByteLevel") {
+      throw Error(where + " \"" + type + "\" is not supported (ByteLevel or WordPiece)", kInvalidModel);
+    }
+  } else {
+    impl->no_decoder = true;
+  }
+  impl->finish_added_tokens(name, settings.roles);
+  for (const auto* layout : {&impl->single_template, &impl->pair_template})
+    for (const TemplatePiece& piece : *layout)
+      for (int32_t id : piece.ids)
+        if (id < 0 || static_cast<size_t>(id) >= impl->has_id.size() || !impl->has_id[id])
+          throw Error(name + ": post_processor special token id " + std::to_string(id) + " is not in the vocabulary",
+                      kInvalidModel);
+  // tokenizer_config.json's add_prefix_space / trim_offsets, where it gives them, replace the
+  // file's, as transformers' RobertaTokenizerFast replaces them in a ByteLevel pre-tokenizer and in
+  // the post-processor. (transformers 4.x also resets them to false / true when the config does not
+  // give them; only a folder whose two files disagree sees the difference.)
+  if (!wordpiece) {
+    if (settings.add_prefix_space && plain_byte_level) impl->add_prefix_space = *settings.add_prefix_space;
+    if (settings.add_prefix_space && has_post_processor) impl->trim_add_prefix_space = *settings.add_prefix_space;
+    if (settings.trim_offsets && has_post_processor) impl->trim_offsets = *settings.trim_offsets;
+  }
+  return impl;
+}
+
+// model of type BPE: byte-level, as RoBERTa's.
+void Tokenizer::Impl::load_bpe(const json& model, const std::string& name) {
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
     if (!get_or<std::string>(model, key, "", name + ": model").empty())
       throw Error(name + ": model." + key + " is not supported (byte-level BPE has none)", kInvalidModel);
@@ -224,98 +366,185 @@ std::shared_ptr<Tokenizer::Impl> Tokenizer::Impl::from_tokenizer_json(const std:
     throw Error(name + ": model.dropout " + model["dropout"].dump() +
                     " is not supported (BPE dropout is for training; inference merges deterministically)",
                 kInvalidModel);
-  const auto model_vocab = impl->load_vocab(field(model, "vocab", name + ": model"), name + ": model.vocab");
+  const auto model_vocab = load_vocab(field(model, "vocab", name + ": model"), name + ": model.vocab");
 
   const Merges merges = parse_merges_json(field(model, "merges", name + ": model"), name);
-  std::optional<int32_t> unk_id;
+  std::optional<int32_t> bpe_unk;
   if (const auto unk = get_or<std::string>(model, "unk_token", "", name + ": model"); !unk.empty()) {
     const auto it = model_vocab.find(unk);
     if (it == model_vocab.end())
       throw Error(name + ": model.unk_token \"" + unk + "\" is not in the vocabulary", kInvalidModel);
-    unk_id = it->second;
+    bpe_unk = it->second;
   }
-  impl->bpe = std::make_unique<BpeModel>(model_vocab, merges, unk_id, get_or<bool>(model, "fuse_unk", false, name),
-                                         name + ": model.merges");
+  unk_id = bpe_unk;
+  bpe = std::make_unique<BpeModel>(model_vocab, merges, bpe_unk, get_or<bool>(model, "fuse_unk", false, name),
+                                   name + ": model.merges");
+}
 
-  if (doc.contains("added_tokens") && !doc["added_tokens"].is_null())
-    impl->added.tokens = parse_added_tokens(doc["added_tokens"], name);
+// model of type WordPiece (a BERT-style tokenizer; its normalizer and pre-tokenizer come after).
+void Tokenizer::Impl::load_wordpiece(const json& model, const std::string& name) {
+  const std::string where = name + ": model";
+  auto wp = std::make_unique<WordPieceModel>();
+  const auto model_vocab = load_vocab(field(model, "vocab", where), where + ".vocab");
+  wp->vocab.insert(model_vocab.begin(), model_vocab.end());
+  const std::string unk = get_or<std::string>(model, "unk_token", "[UNK]", where);
+  const auto it = model_vocab.find(unk);
+  if (it == model_vocab.end())
+    throw Error(where + ".unk_token \"" + unk + "\" is not in the vocabulary", kInvalidModel);
+  wp->unk_id = it->second;
+  unk_id = it->second;
+  wp->continuing_subword_prefix = get_or<std::string>(model, "continuing_subword_prefix", "##", where);
+  const json max_chars = model.contains("max_input_chars_per_word") ? model["max_input_chars_per_word"] : json(100);
+  if (!max_chars.is_number_integer() || max_chars.get<int64_t>() < 0)
+    throw Error(where + ".max_input_chars_per_word must be a non-negative integer", kInvalidModel);
+  wp->max_input_chars_per_word = max_chars.get<size_t>();
+  wordpiece = std::move(wp);
+}
 
-  // A normalizer that does nothing (an empty Sequence, as some exports write) is none.
-  const bool no_normalizer = !doc.contains("normalizer") || doc["normalizer"].is_null() ||
-                             (get_or<std::string>(doc["normalizer"], "type", "", name + ": normalizer") == "Sequence" &&
-                              doc["normalizer"].contains("normalizers") &&
-                              doc["normalizer"]["normalizers"].is_array() && doc["normalizer"]["normalizers"].empty());
-  if (!no_normalizer)
-    throw Error(name + ": normalizer \"" + get_or<std::string>(doc["normalizer"], "type", "?", name) +
-                "\" is not supported (RoBERTa tokenizers have none)", kInvalidModel);
+void Tokenizer::Impl::roberta_template(const std::string& cls, int32_t cls_token_id, const std::string& sep,
+                                       int32_t sep_token_id) {
+  const TemplatePiece c{.ids = {cls_token_id}, .tokens = {cls}}, s{.ids = {sep_token_id}, .tokens = {sep}};
+  single_template = {c, {.sequence = 0}, s};
+  pair_template = {c, {.sequence = 0}, s, s, {.sequence = 1}, s};
+  cls_id = cls_token_id, sep_id = sep_token_id;
+  cls_from_layout = sep_from_layout = true;
+}
 
-  const auto read_byte_level = [&](const json& pt, const std::string& where) {
-    impl->add_prefix_space = get_or<bool>(pt, "add_prefix_space", false, where);
-    impl->use_regex = get_or<bool>(pt, "use_regex", true, where);
-  };
-  bool plain_byte_level = false;  // (not in a Sequence: transformers rewrites only that one)
-  if (doc.contains("pre_tokenizer") && !doc["pre_tokenizer"].is_null()) {
-    const json& pt = doc["pre_tokenizer"];
-    const std::string type = get_or<std::string>(pt, "type", "", name + ": pre_tokenizer");
-    if (type == "ByteLevel") {
-      plain_byte_level = true;
-      read_byte_level(pt, name + ": pre_tokenizer");
-    } else if (type == "Sequence" && pt.contains("pretokenizers") && pt["pretokenizers"].is_array() &&
-               pt["pretokenizers"].size() == 1 &&
-               get_or<std::string>(pt["pretokenizers"][0], "type", "", name) == "ByteLevel") {
-      read_byte_level(pt["pretokenizers"][0], name + ": pre_tokenizer.pretokenizers[0]");
-    } else {
-      throw Error(name + ": pre_tokenizer \"" + type + "\" is not supported (only ByteLevel)", kInvalidModel);
+void Tokenizer::Impl::bert_template(const std::string& cls, int32_t cls_token_id, const std::string& sep,
+                                    int32_t sep_token_id) {
+  const TemplatePiece c{.ids = {cls_token_id}, .tokens = {cls}}, s{.ids = {sep_token_id}, .tokens = {sep}};
+  TemplatePiece s1 = s;
+  s1.type_id = 1;
+  single_template = {c, {.sequence = 0}, s};
+  pair_template = {c, {.sequence = 0}, s, {.sequence = 1, .type_id = 1}, s1};
+  cls_id = cls_token_id, sep_id = sep_token_id;
+  cls_from_layout = sep_from_layout = true;
+}
+
+// HF's TemplateProcessing: "single" and "pair", lists of {"SpecialToken": {"id", "type_id"}} and
+// {"Sequence": {"id": "A" or "B", "type_id"}}, and "special_tokens", each {"id", "ids", "tokens"}.
+void Tokenizer::Impl::parse_template(const json& pp, const std::string& where) {
+  const json& specials = field(pp, "special_tokens", where);
+  if (!specials.is_object()) throw Error(where + ".special_tokens must be an object", kInvalidModel);
+  const auto parse = [&](const char* key, bool pair) {
+    const json& list = field(pp, key, where);
+    const std::string at = where + "." + key;
+    if (!list.is_array()) throw Error(at + " must be an array", kInvalidModel);
+    std::vector<TemplatePiece> out;
+    int seen[2] = {0, 0};
+    for (size_t i = 0; i < list.size(); ++i) {
+      const json& item = list[i];
+      const std::string item_at = at + "[" + std::to_string(i) + "]";
+      const bool is_sequence = item.is_object() && item.size() == 1 && item.contains("Sequence");
+      if (!is_sequence && !(item.is_object() && item.size() == 1 && item.contains("SpecialToken")))
+        throw Error(item_at + ": expected {\"Sequence\": ...} or {\"SpecialToken\": ...}", kInvalidModel);
+      const json& body = item.begin().value();
+      TemplatePiece piece;
+      const json type_id = body.is_object() && body.contains("type_id") ? body["type_id"] : json(0);
+      if (!type_id.is_number_integer() || type_id.get<int64_t>() < 0 || type_id.get<int64_t>() > UINT32_MAX)
+        throw Error(item_at + ".type_id must be a non-negative integer", kInvalidModel);
+      piece.type_id = type_id.get<uint32_t>();
+      const std::string id = get_or<std::string>(body, "id", "", item_at);
+      if (is_sequence) {
+        if (id != "A" && id != "B") throw Error(item_at + ": the sequence id must be \"A\" or \"B\"", kInvalidModel);
+        piece.sequence = id == "A" ? 0 : 1;
+        ++seen[piece.sequence];
+      } else {
+        if (!specials.contains(id))
+          throw Error(item_at + ": special token \"" + id + "\" is not in special_tokens", kInvalidModel);
+        const json& st = specials[id];
+        const std::string st_at = where + ".special_tokens[\"" + id + "\"]";
+        const json& ids = field(st, "ids", st_at);
+        const json& tokens = field(st, "tokens", st_at);
+        if (!ids.is_array() || !tokens.is_array() || ids.size() != tokens.size())
+          throw Error(st_at + ": ids and tokens must be arrays of one length", kInvalidModel);
+        for (size_t k = 0; k < ids.size(); ++k) {
+          if (!ids[k].is_number_integer() || ids[k].get<int64_t>() < 0 || ids[k].get<int64_t>() > INT32_MAX ||
+              !tokens[k].is_string())
+            throw Error(st_at + ": ids must be token ids and tokens strings", kInvalidModel);
+          piece.ids.push_back(ids[k].get<int32_t>());
+          piece.tokens.push_back(tokens[k].get<std::string>());
+        }
+      }
+      out.push_back(std::move(piece));
     }
-  } else {
-    throw Error(name + ": pre_tokenizer is missing (a byte-level BPE needs ByteLevel)", kInvalidModel);
-  }
-
-  impl->roberta_specials = false;
-  impl->trim_offsets = false;
-  const bool has_post_processor = doc.contains("post_processor") && !doc["post_processor"].is_null();
-  if (has_post_processor) {
-    const json& pp = doc["post_processor"];
-    const std::string where = name + ": post_processor";
-    const std::string type = get_or<std::string>(pp, "type", "", where);
-    if (type == "RobertaProcessing") {
-      impl->roberta_specials = true;
-      const auto special = [&](const char* key, std::string& token, int32_t& id) {
-        const json& v = field(pp, key, where);
-        if (!v.is_array() || v.size() != 2 || !v[0].is_string() || !v[1].is_number_integer() ||
-            v[1].get<int64_t>() < 0 || v[1].get<int64_t>() > INT32_MAX)
-          throw Error(where + "." + key + ": expected [token, id]", kInvalidModel);
-        token = v[0].get<std::string>();
-        id = v[1].get<int32_t>();
-      };
-      special("cls", impl->cls_token, impl->cls_id);
-      special("sep", impl->sep_token, impl->sep_id);
-      impl->trim_offsets = get_or<bool>(pp, "trim_offsets", true, where);
-      impl->trim_add_prefix_space = get_or<bool>(pp, "add_prefix_space", true, where);
-    } else if (type == "ByteLevel") {
-      impl->trim_offsets = get_or<bool>(pp, "trim_offsets", true, where);
-      impl->trim_add_prefix_space = get_or<bool>(pp, "add_prefix_space", true, where);
-    } else {
-      throw Error(where + " \"" + type + "\" is not supported (RobertaProcessing or ByteLevel)", kInvalidModel);
-    }
-  }
-  if (doc.contains("decoder") && !doc["decoder"].is_null()) {
-    const std::string type = get_or<std::string>(doc["decoder"], "type", "", name + ": decoder");
-    if (type != "ByteLevel")
-      throw Error(name + ": decoder \"" + type + "\" is not supported (only ByteLevel)", kInvalidModel);
-  }
-  impl->finish_added_tokens(name);
-  for (int32_t id : {impl->cls_id, impl->sep_id})
-    if (id < 0 || static_cast<size_t>(id) >= impl->has_id.size() || !impl->has_id[id])
-      throw Error(name + ": post_processor special token id " + std::to_string(id) + " is not in the vocabulary",
+    if (seen[0] != 1 || seen[1] != (pair ? 1 : 0))
+      throw Error(at + (pair ? ": expected the sequences A and B once each" : ": expected the sequence A once"),
                   kInvalidModel);
-  // tokenizer_config.json's add_prefix_space / trim_offsets, where it gives them, replace the
-  // file's, as transformers' RobertaTokenizerFast replaces them in a ByteLevel pre-tokenizer and in
-  // the post-processor. (transformers 4.x also resets them to false / true when the config does not
-  // give them; only a folder whose two files disagree sees the difference.)
-  if (settings.add_prefix_space && plain_byte_level) impl->add_prefix_space = *settings.add_prefix_space;
-  if (settings.add_prefix_space && has_post_processor) impl->trim_add_prefix_space = *settings.add_prefix_space;
-  if (settings.trim_offsets && has_post_processor) impl->trim_offsets = *settings.trim_offsets;
+    return out;
+  };
+  single_template = parse("single", false);
+  pair_template = parse("pair", true);
+  // The special tokens before and after the text of the one-text layout ([CLS] and [SEP]).
+  const auto a = std::find_if(single_template.begin(), single_template.end(),
+                              [](const TemplatePiece& p) { return p.sequence == 0; });
+  if (a != single_template.begin() && !std::prev(a)->ids.empty()) {
+    cls_id = std::prev(a)->ids.back();
+    cls_from_layout = true;
+  }
+  if (std::next(a) != single_template.end() && !std::next(a)->ids.empty()) {
+    sep_id = std::next(a)->ids.front();
+    sep_from_layout = true;
+  }
+}
+
+// As transformers' BertTokenizerFast converts a BertTokenizer's vocab.txt (BertConverter):
+// WordPiece with the unknown token, BertNormalizer (clean_text; handle_chinese_chars,
+// strip_accents and lowercase from tokenizer_config.json's tokenize_chinese_chars, strip_accents
+// and do_lower_case, which defaults to true and is not supported yet), BertPreTokenizer,
+// [CLS] A [SEP] B [SEP] and the WordPiece decoder; the special tokens from the config files.
+std::shared_ptr<Tokenizer::Impl> Tokenizer::Impl::from_vocab_txt(const std::string& text, const std::string& name,
+                                                                 const FolderSettings& settings) {
+  if (settings.do_lower_case.value_or(true) || settings.strip_accents.value_or(false))
+    throw Error(name + ": a lowercasing or accent-stripping BertTokenizer (tokenizer_config.json's do_lower_case, "
+                    "true unless it says false, or strip_accents) is not supported yet: only cased WordPiece",
+                kInvalidModel);
+  if (const auto bad = unicode::find_invalid_utf8(text))
+    throw Error(name + ": invalid UTF-8 at byte " + std::to_string(*bad), kInvalidModel);
+  auto impl = std::make_shared<Impl>();
+  // BertTokenizer's load_vocab: a token per line (Python's universal newlines: \n, \r\n or \r),
+  // its id the line's index (a later line wins).
+  json vocab = json::object();
+  size_t index = 0;
+  for (size_t pos = 0; pos < text.size(); ++index) {
+    size_t eol = text.find_first_of("\r\n", pos);
+    if (eol == std::string::npos) eol = text.size();
+    vocab[text.substr(pos, eol - pos)] = index;
+    pos = eol + (text.compare(eol, 2, "\r\n") == 0 ? 2 : 1);
+  }
+  const auto model_vocab = impl->load_vocab(vocab, name);
+  const auto require = [&](const std::optional<std::string>& named, const char* fallback) {
+    const std::string token = named.value_or(fallback);
+    const auto it = model_vocab.find(token);
+    if (it == model_vocab.end())
+      throw Error(name + ": special token \"" + token + "\" is missing", kInvalidModel);
+    return std::pair{token, it->second};
+  };
+  auto wp = std::make_unique<WordPieceModel>();
+  wp->vocab.insert(model_vocab.begin(), model_vocab.end());
+  wp->unk_id = require(settings.roles.unk_token, "[UNK]").second;
+  wp->clean_text = true;
+  wp->handle_chinese_chars = settings.tokenize_chinese_chars.value_or(true);
+  impl->unk_id = wp->unk_id;
+  impl->wordpiece = std::move(wp);
+  impl->wordpiece_decoder = true;
+  const auto [cls, cls_id] = require(settings.roles.cls_token, "[CLS]");
+  const auto [sep, sep_id] = require(settings.roles.sep_token, "[SEP]");
+  impl->bert_template(cls, cls_id, sep, sep_id);
+  // the special tokens, as transformers adds them: special, not normalized
+  const Roles& r = settings.roles;
+  for (const auto& [role, fallback] : {std::pair{&r.unk_token, "[UNK]"}, {&r.sep_token, "[SEP]"},
+                                       {&r.pad_token, "[PAD]"}, {&r.cls_token, "[CLS]"}, {&r.mask_token, "[MASK]"}}) {
+    const auto it = model_vocab.find(role->value_or(fallback));
+    if (it == model_vocab.end()) continue;
+    AddedToken a;
+    a.content = it->first;
+    a.id = it->second;
+    a.normalized = false;
+    impl->added.tokens.push_back(a);
+  }
+  impl->added.tokens.insert(impl->added.tokens.end(), settings.added_tokens.begin(), settings.added_tokens.end());
+  impl->finish_added_tokens(name, settings.roles);
   return impl;
 }
 
@@ -329,8 +558,29 @@ Tokenizer Tokenizer::from_dir(const std::filesystem::path& dir) {
   // clean_up_tokenization_spaces as transformers reads them; added_tokens.json: the tokens added to
   // a vocab.json + merges.txt tokenizer.
   Impl::FolderSettings settings;
+  // tokenizer_config.json's or special_tokens_map.json's pad_token, mask_token, unk_token (and for
+  // a vocab.txt, cls_token and sep_token): a string, or an AddedToken object with its "content".
+  const auto read_roles = [&settings](const json& config, const std::string& where) {
+    for (auto [key, value] : {std::pair{"pad_token", &settings.roles.pad_token},
+                              std::pair{"mask_token", &settings.roles.mask_token},
+                              std::pair{"unk_token", &settings.roles.unk_token},
+                              std::pair{"cls_token", &settings.roles.cls_token},
+                              std::pair{"sep_token", &settings.roles.sep_token}}) {
+      if (!config.contains(key) || config[key].is_null()) continue;
+      const json& v = config[key];
+      if (v.is_string())
+        *value = v.get<std::string>();
+      else if (v.is_object() && v.contains("content") && v["content"].is_string())
+        *value = v["content"].get<std::string>();
+      else
+        throw Error(where + ": field \"" + key + "\" must be a token (a string or an object with \"content\")",
+                    kInvalidModel);
+    }
+  };
   std::optional<size_t> model_max_length;
   std::optional<bool> clean_up;
+  std::string bert_setting_error;
+  bool config_has_added_tokens_decoder = false;
   const auto config_file = dir / "tokenizer_config.json";
   if (std::filesystem::exists(config_file, ec)) {
     const std::string where = config_file.string();
@@ -351,12 +601,34 @@ Tokenizer Tokenizer::from_dir(const std::filesystem::path& dir) {
         throw Error(where + ": field \"" + key + "\" must be true or false", kInvalidModel);
       *value = config[key].get<bool>();
     }
+    read_roles(config, where);
+    config_has_added_tokens_decoder = config.contains("added_tokens_decoder");
+    if (config.contains("tokenizer_class") && config["tokenizer_class"].is_string()) {
+      const std::string cls = config["tokenizer_class"].get<std::string>();
+      settings.bert_tokenizer_class = cls == "BertTokenizer" || cls == "BertTokenizerFast";
+    }
+    // BertTokenizer's settings (used for a vocab.txt, and for a tokenizer.json of tokenizer_class BertTokenizer)
+    for (auto [key, value] : {std::pair{"do_lower_case", &settings.do_lower_case},
+                              std::pair{"tokenize_chinese_chars", &settings.tokenize_chinese_chars},
+                              std::pair{"strip_accents", &settings.strip_accents}}) {
+      if (!config.contains(key) || config[key].is_null()) continue;
+      if (!config[key].is_boolean()) {
+        bert_setting_error = where + ": field \"" + key + "\" must be true, false or null";
+        continue;
+      }
+      *value = config[key].get<bool>();
+    }
   }
-  std::shared_ptr<Impl> impl;
-  if (std::filesystem::exists(dir / "tokenizer.json", ec)) {
-    impl =
-        Impl::from_tokenizer_json(util::read_file(dir / "tokenizer.json"), (dir / "tokenizer.json").string(), settings);
-  } else if (std::filesystem::exists(dir / "vocab.json", ec) && std::filesystem::exists(dir / "merges.txt", ec)) {
+  // special_tokens_map.json's tokens replace tokenizer_config.json's, as transformers reads them
+  // when the config has no added_tokens_decoder (a config written by transformers 4.34 or later
+  // holds the tokens itself, and the map is not read).
+  const auto map_file = dir / "special_tokens_map.json";
+  if (!config_has_added_tokens_decoder && std::filesystem::exists(map_file, ec)) {
+    const json map = util::read_json_file(map_file);
+    if (!map.is_object()) throw Error(map_file.string() + ": expected a JSON object", kInvalidModel);
+    read_roles(map, map_file.string());
+  }
+  const auto read_added_tokens = [&] {
     const auto added_file = dir / "added_tokens.json";
     if (std::filesystem::exists(added_file, ec)) {
       const json added = util::read_json_file(added_file);
@@ -373,10 +645,23 @@ Tokenizer Tokenizer::from_dir(const std::filesystem::path& dir) {
         settings.added_tokens.push_back(t);
       }
     }
+  };
+  std::shared_ptr<Impl> impl;
+  if (std::filesystem::exists(dir / "tokenizer.json", ec)) {
+    if (settings.bert_tokenizer_class && !bert_setting_error.empty()) throw Error(bert_setting_error, kInvalidModel);
+    impl =
+        Impl::from_tokenizer_json(util::read_file(dir / "tokenizer.json"), (dir / "tokenizer.json").string(), settings);
+  } else if (std::filesystem::exists(dir / "vocab.json", ec) && std::filesystem::exists(dir / "merges.txt", ec)) {
+    read_added_tokens();
     impl = Impl::from_vocab_merges(util::read_file(dir / "vocab.json"), util::read_file(dir / "merges.txt"),
                                    (dir / "vocab.json").string(), (dir / "merges.txt").string(), settings);
+  } else if (std::filesystem::exists(dir / "vocab.txt", ec)) {
+    if (!bert_setting_error.empty()) throw Error(bert_setting_error, kInvalidModel);
+    read_added_tokens();
+    impl = Impl::from_vocab_txt(util::read_file(dir / "vocab.txt"), (dir / "vocab.txt").string(), settings);
   } else {
-    throw Error(dir.string() + ": no tokenizer found (expected tokenizer.json, or vocab.json and merges.txt)", kIo);
+    throw Error(dir.string() + ": no tokenizer found (expected tokenizer.json, vocab.json and merges.txt, or a "
+                    "BERT-style vocab.txt)", kIo);
   }
   Tokenizer tok(std::move(impl));
   tok.model_max_length_ = model_max_length;

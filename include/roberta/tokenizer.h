@@ -94,7 +94,11 @@ struct PaddingOptions {
 class Tokenizer {
  public:
   // Loads `tokenizer.json` from `dir` when present, else `vocab.json` + `merges.txt` with
-  // RoBERTa's special tokens (<s> <pad> </s> <unk>, and <mask> with lstrip).
+  // RoBERTa's special tokens (<s> <pad> </s> <unk>, and <mask> with lstrip). tokenizer.json is
+  // RoBERTa's byte-level BPE or, as some `model_type: roberta` checkpoints ship, a cased BERT-style
+  // WordPiece ([CLS] A [SEP] B [SEP]). The pad, mask and unknown tokens are those
+  // special_tokens_map.json or tokenizer_config.json name, else <pad> / [PAD], <mask> / [MASK] and
+  // the model's unknown token.
   static Tokenizer from_dir(const std::filesystem::path& dir);
   static Tokenizer from_tokenizer_json(const std::filesystem::path& path);
   static Tokenizer from_vocab_merges(const std::filesystem::path& vocab_json,
@@ -106,7 +110,7 @@ class Tokenizer {
 
   // tok.encode("The capital of France is <mask>.").ids  →  {0, 133, 812, 9, 1470, 16, 50264, 4, 2}
   Encoding encode(std::string_view text, const EncodeOptions& options = {}) const;
-  // <s> A </s></s> B </s>
+  // <s> A </s></s> B </s> (BERT's layout: [CLS] A [SEP] B [SEP], B's type id 1)
   Encoding encode_pair(std::string_view a, std::string_view b,
                        const EncodeOptions& options = {}) const;
   // Pre-tokenized input, as HF tokenizers' encode(..., is_pretokenized=True) and transformers'
@@ -144,6 +148,11 @@ class Tokenizer {
   // tok.decode({0, 31414, 232, 328, 2}, true) == "Hello world!"; invalid UTF-8 becomes U+FFFD.
   std::string decode(std::span<const int32_t> ids, bool skip_special_tokens = false) const;
 
+  // transformers' convert_tokens_to_string (the tokenizer's decoder on token strings). ByteLevel:
+  // each string whose characters are all byte-level characters becomes those bytes, any other is
+  // taken as it is, then the bytes are made valid UTF-8; WordPiece: as decode joins tokens.
+  std::string convert_tokens_to_string(std::span<const std::string> tokens) const;
+
   std::optional<int32_t> token_to_id(std::string_view token) const;
   // Throws roberta::Error for an id that is not in the vocabulary.
   const std::string& id_to_token(int32_t id) const;
@@ -151,11 +160,15 @@ class Tokenizer {
   size_t vocab_size() const;
   const std::vector<AddedToken>& added_tokens() const;
   bool is_special(int32_t id) const;
-  int32_t bos_id() const;   // <s>
-  int32_t eos_id() const;   // </s>
-  int32_t pad_id() const;   // <pad>
-  std::optional<int32_t> mask_id() const;  // <mask>
+  int32_t bos_id() const;   // <s> ([CLS])
+  int32_t eos_id() const;   // </s> ([SEP])
+  int32_t pad_id() const;   // <pad> ([PAD])
+  std::optional<int32_t> mask_id() const;  // <mask> ([MASK])
+  std::optional<int32_t> unk_id() const;   // <unk> ([UNK])
+  // What encode adds around one text or a pair: 2 / 4 for RoBERTa's layout, 2 / 3 for BERT's.
   size_t num_special_tokens_to_add(bool pair) const;
+  // A WordPiece tokenizer (BERT's layout) rather than RoBERTa's byte-level BPE.
+  bool is_wordpiece() const;
   // transformers' tokenizer.model_max_length: tokenizer_config.json's "model_max_length" when
   // from_dir found one below 10^9 (unset ones are written as 1e30), else nullopt. The pipelines
   // truncate at the smaller of it and the model's position limit, as transformers and

@@ -275,11 +275,14 @@ void register_tokenizer(py::module_& m) {
         return d;
       }, py::arg("with_added_tokens") = true, "{token: id} for every id.")
       .def("num_special_tokens_to_add", &Tokenizer::num_special_tokens_to_add, py::arg("is_pair"))
+      .def_property_readonly("is_wordpiece", &Tokenizer::is_wordpiece,
+                             "True for a BERT-style WordPiece tokenizer, False for RoBERTa's byte-level BPE.")
       .def("is_special", &Tokenizer::is_special, py::arg("id"))
       .def_property_readonly("bos_token_id", &Tokenizer::bos_id)
       .def_property_readonly("eos_token_id", &Tokenizer::eos_id)
       .def_property_readonly("pad_token_id", &Tokenizer::pad_id)
-      .def_property_readonly("mask_token_id", &Tokenizer::mask_id);
+      .def_property_readonly("mask_token_id", &Tokenizer::mask_id)
+      .def_property_readonly("unk_token_id", &Tokenizer::unk_id);
 }
 
 }  // namespace roberta::python

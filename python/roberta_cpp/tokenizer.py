@@ -105,8 +105,9 @@ class BatchEncoding(dict):
 
 
 class Tokenizer(_core.Tokenizer):
-    """roberta.cpp's byte-level BPE tokenizer, with Hugging Face's results (ids, tokens, offsets,
-    pairs, truncation, padding, decode).
+    """roberta.cpp's tokenizer (RoBERTa's byte-level BPE, or a cased BERT-style WordPiece as some
+    checkpoints ship), with Hugging Face's results (ids, tokens, offsets, pairs, truncation,
+    padding, decode).
 
         >>> tok = Tokenizer.from_pretrained("models/demo")
         >>> e = tok.encode("Hello world!")
@@ -128,7 +129,7 @@ class Tokenizer(_core.Tokenizer):
         return tok
 
     # transformers' names for the special tokens (RoBERTa's <s> is both bos and cls, </s> both eos
-    # and sep) and for id <-> token conversion.
+    # and sep; BERT's [CLS] and [SEP]) and for id <-> token conversion.
     name_or_path: str = ""
     is_fast = True
 
@@ -149,12 +150,8 @@ class Tokenizer(_core.Tokenizer):
         return None if self.mask_token_id is None else self.id_to_token(self.mask_token_id)
 
     @property
-    def unk_token_id(self) -> Optional[int]:
-        return self.token_to_id("<unk>")
-
-    @property
     def unk_token(self) -> Optional[str]:
-        return None if self.unk_token_id is None else "<unk>"
+        return None if self.unk_token_id is None else self.id_to_token(self.unk_token_id)
 
     cls_token = bos_token
     sep_token = eos_token
@@ -208,7 +205,7 @@ class Tokenizer(_core.Tokenizer):
                 strategy = pad.get("strategy", "BatchLongest")
                 length = int(strategy["Fixed"]) if isinstance(strategy, dict) else None
                 tok.enable_padding(str(pad.get("direction", "Right")).lower(), int(pad.get("pad_id", tok.pad_token_id)),
-                                   int(pad.get("pad_type_id", 0)), str(pad.get("pad_token", "<pad>")), length,
+                                   int(pad.get("pad_type_id", 0)), str(pad.get("pad_token", tok.pad_token)), length,
                                    pad.get("pad_to_multiple_of"))
         except (KeyError, TypeError, ValueError) as e:
             raise _core.ModelError(f"{where}: truncation / padding: {e}") from None
@@ -232,9 +229,13 @@ class Tokenizer(_core.Tokenizer):
     def truncation(self) -> Optional[Dict[str, Any]]:
         return dict(self._truncation) if getattr(self, "_truncation", None) else None
 
-    def enable_padding(self, direction: str = "right", pad_id: int = 1, pad_type_id: int = 0, pad_token: str = "<pad>",
-                       length: Optional[int] = None, pad_to_multiple_of: Optional[int] = None) -> None:
-        """As tokenizers' enable_padding; the padding token is always the tokenizer's <pad>."""
+    def enable_padding(self, direction: str = "right", pad_id: Optional[int] = None, pad_type_id: int = 0,
+                       pad_token: Optional[str] = None, length: Optional[int] = None,
+                       pad_to_multiple_of: Optional[int] = None) -> None:
+        """As tokenizers' enable_padding; the padding token is always the tokenizer's own (<pad>, or
+        [PAD] for a WordPiece tokenizer), which pad_id / pad_token default to."""
+        pad_id = self.pad_token_id if pad_id is None else pad_id
+        pad_token = self.id_to_token(self.pad_token_id) if pad_token is None else pad_token
         if direction not in ("left", "right"):
             raise ValueError(f"direction {direction!r}: not left or right")
         if pad_id != self.pad_token_id or pad_token != self.id_to_token(self.pad_token_id) or pad_type_id != 0:
@@ -324,8 +325,9 @@ class Tokenizer(_core.Tokenizer):
         is_split_into_words: bool = False,
     ) -> BatchEncoding:
         """Tokenizes one text (lists of ints) or a batch (lists of lists), as transformers'
-        ``tokenizer(...)``: keys input_ids and attention_mask (RoBERTa's model inputs), plus
-        token_type_ids / special_tokens_mask / offset_mapping / length when asked.
+        ``tokenizer(...)``: keys input_ids and attention_mask (RoBERTa's model inputs; a WordPiece
+        tokenizer's also token_type_ids, as BertTokenizer's), plus token_type_ids /
+        special_tokens_mask / offset_mapping / length when asked.
 
         padding: False, True or "longest" (to the longest of the batch), "max_length" (to
         max_length). truncation: True / "longest_first" / "only_first" / "only_second" cut to
@@ -415,7 +417,9 @@ class Tokenizer(_core.Tokenizer):
             raise ValueError(f"padding={padding!r} is not one of False, True, 'longest', 'max_length'")
 
         data: Dict[str, Any] = {"input_ids": [e.ids for e in encodings]}
-        if return_token_type_ids:
+        # transformers' model_input_names: RobertaTokenizer's leave token_type_ids out, BertTokenizer's
+        # (a WordPiece tokenizer) have them
+        if return_token_type_ids or (return_token_type_ids is None and self.is_wordpiece):
             data["token_type_ids"] = [e.type_ids for e in encodings]
         if return_attention_mask is None or return_attention_mask:
             data["attention_mask"] = [e.attention_mask for e in encodings]

@@ -567,3 +567,53 @@ def test_task_registry(mlm_model, monkeypatch):
                         roberta_cpp.pipelines.Task(roberta_cpp.FillMaskPipeline, "masked_lm", "NoSuchClass"))
     with pytest.raises(NotImplementedError, match="NoSuchClass"):
         roberta_cpp.pipeline("fill-mask", model=mlm_model)
+
+
+def test_wordpiece_checkpoint_fill_mask_and_features_match_pytorch(work, mlm_model):
+    """A checkpoint with a BERT-style WordPiece tokenizer (as klue/roberta-* ship one):
+    tests/data/hf/wordpiece's tokenizer.json beside a random model. The ids are HF's (its
+    goldens), [MASK] is the mask, and fill-mask's scores and feature-extraction's vectors are
+    PyTorch's for those ids."""
+    from conftest import SOURCE
+    model = make_model(work, "wordpiece", "--preset", "small-vocab", "--seed", "5")
+    shutil.copy(SOURCE / "tests" / "data" / "hf" / "wordpiece" / "tokenizer.json", model / "tokenizer.json")
+    goldens = {}
+    for line in (SOURCE / "tests" / "data" / "hf" / "wordpiece.jsonl").read_text(encoding="utf-8").split("\n")[:-1]:
+        r = json.loads(line)
+        if r["variant"] == "base" and "a" in r and r["add_special_tokens"] and r["truncation"] is None:
+            goldens[r["a"] if r["b"] is None else f'{r["a"]} / {r["b"]}'] = r
+    fill = roberta_cpp.pipeline("fill-mask", model=str(model))
+    tok = fill.tokenizer
+    assert (tok.mask_token, tok.unk_token, tok.cls_token, tok.sep_token, tok.pad_token) == \
+        ("[MASK]", "[UNK]", "[CLS]", "[SEP]", "[PAD]")
+    roberta_tok = roberta_cpp.Tokenizer.from_pretrained(mlm_model)
+    assert tok.is_wordpiece and not roberta_tok.is_wordpiece
+    assert list(roberta_tok("a", "b").keys()) == ["input_ids", "attention_mask"]  # as RobertaTokenizer
+    # as BertTokenizer: token_type_ids among the keys, text B's 1 (HF's goldens)
+    pair = goldens.get("hello world / New York")
+    enc = tok("hello world", "New York")
+    assert list(enc.keys()) == ["input_ids", "token_type_ids", "attention_mask"]
+    assert enc["token_type_ids"] == [0, 0, 0, 0, 1, 1, 1] and enc["input_ids"] == pair["ids"]
+    # the tokenizers package's enable_padding() pads with the tokenizer's own [PAD]
+    padder = roberta_cpp.Tokenizer.from_pretrained(model)
+    padder.enable_padding(length=9)
+    padded = padder.encode("hello world")
+    assert padded.ids[-4:] == [tok.pad_token_id] * 4 and padded.tokens[-1] == "[PAD]"
+    for text in ["hello[MASK]world", "[MASK] is [MASK]."]:
+        ids = goldens[text]["ids"]
+        assert list(tok.encode(text).ids) == ids
+        ref = dump_reference(model, work / "dump-wordpiece", ids=[ids])
+        got = fill(text, top_k=3)
+        masks = [i for i, t in enumerate(ids) if t == tok.mask_token_id]
+        per_mask = [got] if len(masks) == 1 else got
+        assert len(per_mask) == len(masks)
+        for at, candidates in zip(masks, per_mask):
+            probs = softmax(ref["logits"][0, at].astype(np.float64))
+            best = np.argsort(-probs, kind="stable")[:3]
+            assert [c["token"] for c in candidates] == [int(t) for t in best]
+            assert [c["score"] for c in candidates] == pytest.approx([probs[t] for t in best], abs=1e-5)
+            assert [c["token_str"] for c in candidates] == [tok.decode([int(t)]) for t in best]
+    features = roberta_cpp.pipeline("feature-extraction", model=str(model))
+    text = "안녕하세요 서울은 한국의 수도입니다."
+    ref = dump_reference(model, work / "dump-wordpiece-features", ids=[goldens[text]["ids"]])
+    np.testing.assert_allclose(np.asarray(features(text)[0]), ref["hidden_states_2"][0], atol=1e-4)  # 2 layers

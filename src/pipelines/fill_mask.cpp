@@ -25,7 +25,8 @@ FillMask::FillMask(Model model, Tokenizer tokenizer) : model_(std::move(model)),
   if (!model_.has_lm_head())
     throw Error(dir + ": the model has no MLM head (no lm_head.* tensors), so it cannot fill masks",
                 ErrorKind::kInvalidModel);
-  if (!tokenizer_.mask_id()) throw Error(dir + ": the tokenizer has no <mask> token", ErrorKind::kInvalidModel);
+  if (!tokenizer_.mask_id())
+    throw Error(dir + ": the tokenizer has no mask token (<mask> or [MASK])", ErrorKind::kInvalidModel);
   if (static_cast<int64_t>(tokenizer_.vocab_size()) > model_.config().vocab_size)
     throw Error(dir + ": the tokenizer has " + std::to_string(tokenizer_.vocab_size()) +
                     " ids but the model's vocab_size is " + std::to_string(model_.config().vocab_size),
@@ -74,11 +75,13 @@ FillMask::Prepared FillMask::prepare(std::string_view text, const FillMaskOption
   const int32_t mask = *tokenizer_.mask_id();
   for (size_t i = 0; i < p.encoding.ids.size(); ++i)
     if (p.encoding.ids[i] == mask) p.mask_positions.push_back(i);
-  if (p.mask_positions.empty())
+  if (p.mask_positions.empty()) {
+    const std::string& name = tokenizer_.id_to_token(mask);  // <mask> ([MASK] for a WordPiece tokenizer)
     throw Error(options.truncation && p.encoding.size() == eo.max_length
-                    ? "no <mask> in the text's first " + std::to_string(eo.max_length) +
+                    ? "no " + name + " in the text's first " + std::to_string(eo.max_length) +
                           " tokens (the rest is truncated)"
-                    : "no <mask> in the text");
+                    : "no " + name + " in the text");
+  }
   if (static_cast<int64_t>(p.encoding.size()) > max_len)
     throw Error("the text has " + std::to_string(p.encoding.size()) + " tokens; the model allows at most " +
                 std::to_string(max_len));

@@ -6,7 +6,6 @@
 #include <future>
 #include <optional>
 
-#include "byte_level.h"
 #include "roberta/error.h"
 #include "roberta/threads.h"
 #include "unicode.h"
@@ -51,26 +50,6 @@ size_t CodePoints::byte(int64_t i) const {
 std::string CodePoints::slice(int64_t start, int64_t end) const {
   const size_t b = byte(start), e = byte(end);
   return e > b ? std::string(text_.substr(b, e - b)) : std::string();
-}
-
-std::string decode_token_strings(std::span<const std::string> tokens) {
-  std::string bytes;
-  for (const std::string& token : tokens) {
-    const size_t mark = bytes.size();
-    bool all_byte_level = unicode::find_invalid_utf8(token) == std::nullopt;
-    for (size_t i = 0; all_byte_level && i < token.size();) {
-      const int b = byte_level::char_to_byte(unicode::next_code_point(token, i));
-      if (b < 0)
-        all_byte_level = false;
-      else
-        bytes.push_back(static_cast<char>(b));
-    }
-    if (!all_byte_level) {
-      bytes.resize(mark);
-      bytes += token;
-    }
-  }
-  return unicode::find_invalid_utf8(bytes) ? unicode::repair_utf8(bytes) : bytes;
 }
 
 void softmax(const float* x, size_t n, float* out) {

@@ -1,7 +1,7 @@
 #pragma once
 // Small pieces the task pipelines share (internal): loading a model folder, UTF-8 checks and code
-// point positions, HF's ByteLevel decoder on token strings, softmax/sigmoid as transformers' numpy
-// code computes them, and the sequence-classification forward pass.
+// point positions, softmax/sigmoid as transformers' numpy code computes them, and the
+// sequence-classification forward pass.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -50,11 +50,6 @@ class CodePoints {
   std::vector<char32_t> cps_;
   std::vector<size_t> bytes_;
 };
-
-// tokenizer.convert_tokens_to_string for a ByteLevel decoder (tokenizers' decode_chain): each
-// string whose characters are all byte-level characters becomes those bytes, any other string
-// is taken as it is (its UTF-8 bytes); the bytes are then made valid UTF-8 (from_utf8_lossy).
-std::string decode_token_strings(std::span<const std::string> tokens);
 
 // Softmax of n values (max subtracted, sums in double), as float.
 void softmax(const float* x, size_t n, float* out);

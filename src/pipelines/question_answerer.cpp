@@ -41,7 +41,7 @@ QuestionAnswerer::Prepared QuestionAnswerer::prepare(const std::string& question
     throw Error("doc_stride (" + std::to_string(doc_stride) + ") is larger than max_seq_len (" +
                 std::to_string(max_seq_len) + ")");
   const Encoding full = tokenizer_.encode_pair(question, context);
-  // <s> Q </s> </s> C </s>
+  // <s> Q </s> </s> C </s> (BERT's layout: [CLS] Q [SEP] C [SEP])
   size_t q_len = 0, c_len = 0, c_begin = 0;
   for (size_t i = 0; i < full.size(); ++i) {
     if (full.sequence_ids[i] == 0) ++q_len;
@@ -50,7 +50,7 @@ QuestionAnswerer::Prepared QuestionAnswerer::prepare(const std::string& question
       ++c_len;
     }
   }
-  if (c_len == 0) c_begin = q_len + 3;
+  if (c_len == 0) c_begin = full.size() - 1;  // where the context would start: before the last special token
   Prepared p;
   p.question = question;
   p.context = context;

@@ -33,13 +33,14 @@ TokenClassifier TokenClassifier::load(const std::filesystem::path& dir, const Lo
 
 namespace {
 
-// Tokens [begin, end) of `full` (an encoding of the text with <s> ... </s>) as a window of its own.
-Encoding window_of(const Encoding& full, size_t begin, size_t end) {
+// Tokens [begin, end) of `full` (an encoding of the text with `lead` special tokens before it and
+// `trail` after it: <s> ... </s>, [CLS] ... [SEP]) as a window of its own, with those special tokens.
+Encoding window_of(const Encoding& full, size_t begin, size_t end, size_t lead, size_t trail) {
   Encoding w;
   const auto take = [&](auto& dst, const auto& src) {
-    dst.push_back(src.front());
+    dst.assign(src.begin(), src.begin() + static_cast<ptrdiff_t>(lead));
     dst.insert(dst.end(), src.begin() + static_cast<ptrdiff_t>(begin), src.begin() + static_cast<ptrdiff_t>(end));
-    dst.push_back(src.back());
+    dst.insert(dst.end(), src.end() - static_cast<ptrdiff_t>(trail), src.end());
   };
   take(w.ids, full.ids), take(w.type_ids, full.type_ids), take(w.tokens, full.tokens);
   take(w.offsets, full.offsets), take(w.byte_offsets, full.byte_offsets);
@@ -60,7 +61,7 @@ struct PreEntity {
 size_t argmax(const float* x, size_t n) { return static_cast<size_t>(std::max_element(x, x + n) - x); }
 
 // HF's group_sub_entities: the label after its first '-' (or whole), mean score, decoded words.
-TokenEntity group_sub_entities(const std::vector<TokenEntity>& group) {
+TokenEntity group_sub_entities(const std::vector<TokenEntity>& group, const Tokenizer& tokenizer) {
   TokenEntity g;
   const std::string& first = group.front().entity;
   const size_t dash = first.find('-');
@@ -72,7 +73,7 @@ TokenEntity group_sub_entities(const std::vector<TokenEntity>& group) {
     words.push_back(e.word);
   }
   g.score = static_cast<float>(sum / static_cast<double>(group.size()));
-  g.word = pipeline::decode_token_strings(words);
+  g.word = tokenizer.convert_tokens_to_string(words);
   g.start = group.front().start, g.byte_start = group.front().byte_start;
   g.end = group.back().end, g.byte_end = group.back().byte_end;
   return g;
@@ -85,7 +86,7 @@ std::pair<char, std::string> get_tag(const std::string& label) {
   return {'I', label};
 }
 
-std::vector<TokenEntity> group_entities(const std::vector<TokenEntity>& entities) {
+std::vector<TokenEntity> group_entities(const std::vector<TokenEntity>& entities, const Tokenizer& tokenizer) {
   std::vector<TokenEntity> groups, current;
   for (const TokenEntity& e : entities) {
     if (current.empty()) {
@@ -98,11 +99,11 @@ std::vector<TokenEntity> group_entities(const std::vector<TokenEntity>& entities
     if (tag == last_tag && bi != 'B') {
       current.push_back(e);
     } else {
-      groups.push_back(group_sub_entities(current));
+      groups.push_back(group_sub_entities(current, tokenizer));
       current = {e};
     }
   }
-  if (!current.empty()) groups.push_back(group_sub_entities(current));
+  if (!current.empty()) groups.push_back(group_sub_entities(current, tokenizer));
   return groups;
 }
 
@@ -149,17 +150,24 @@ TokenClassifier::Prepared TokenClassifier::windows(std::string text, const Encod
   // HF truncates at the tokenizer's model_max_length, and cuts windows of it with a stride.
   const size_t max_len = options.max_length ? std::min(options.max_length, pipeline::model_max_length(config_))
                                             : max_length();
-  if (max_len < 3) throw Error("max_length " + std::to_string(max_len) + " leaves no room for a token");
-  const size_t budget = max_len - 2;
+  // The special tokens around the text (<s> and </s>; none without a post-processor; all of them
+  // before an empty text).
+  size_t lead = 0;
+  while (lead < full.size() && full.sequence_ids[lead] != 0) ++lead;
+  size_t trail = 0;
+  while (trail < full.size() - lead && full.sequence_ids[full.size() - 1 - trail] != 0) ++trail;
+  if (max_len <= lead + trail)
+    throw Error("max_length " + std::to_string(max_len) + " leaves no room for a token");
+  const size_t budget = max_len - lead - trail;
   Prepared p;
   p.text = std::move(text);
-  const size_t n = full.size() - 2;  // tokens between <s> and </s>
+  const size_t n = full.size() - lead - trail;  // the text's tokens
   p.tokens = n;
   if (!options.stride) {
     if (n <= budget) {
       p.windows.push_back(full);
     } else {  // HF: truncation=True at the model's length (tokenizers cuts whole words first, same tokens)
-      p.windows.push_back(window_of(full, 1, 1 + budget));
+      p.windows.push_back(window_of(full, lead, lead + budget, lead, trail));
       p.cut_at = budget;
     }
     return p;
@@ -176,8 +184,8 @@ TokenClassifier::Prepared TokenClassifier::windows(std::string text, const Encod
                 " text tokens of a window");
   for (size_t start = 0;; start += budget - stride) {
     const size_t stop = std::min(start + budget, n);
-    p.windows.push_back(window_of(full, 1 + start, 1 + stop));
-    if (start > 0) tokenizer_.as_first_token(p.windows.back(), 1);  // as HF trims each window
+    p.windows.push_back(window_of(full, lead + start, lead + stop, lead, trail));
+    if (start > 0) tokenizer_.as_first_token(p.windows.back(), lead);  // as HF trims each window
     if (stop == n) break;
   }
   return p;
@@ -208,7 +216,7 @@ std::vector<TokenEntity> TokenClassifier::finish(const Prepared& prepared, const
     throw Error("TokenClassifier::finish: logits are " + std::to_string(logits.rows) + "x" +
                 std::to_string(logits.cols) + ", expected " + std::to_string(total) + "x" + std::to_string(L));
   const pipeline::CodePoints text(prepared.text);
-  const std::optional<int32_t> unk = tokenizer_.token_to_id("<unk>");
+  const std::optional<int32_t> unk = tokenizer_.unk_id();
   const auto ignored = [&](const std::string& label) {
     return std::find(options.ignore_labels.begin(), options.ignore_labels.end(), label) != options.ignore_labels.end();
   };
@@ -230,9 +238,15 @@ std::vector<TokenEntity> TokenClassifier::finish(const Prepared& prepared, const
       e.byte_end = static_cast<size_t>(w.byte_offsets[i].second);
       e.index = static_cast<int64_t>(i);
       // The BPE model has no continuing_subword_prefix, so HF's fallback heuristic: a subword
-      // unless the character before the token or its first character is a space (" " only).
+      // unless the character before the token or its first character is a space (" " only). A
+      // WordPiece model has one ("##"): a subword when the token's string is not as long as its
+      // text ("##ing" for "ing").
       e.is_subword = false;
-      if (e.start > 0) {
+      if (tokenizer_.is_wordpiece()) {
+        const auto chars = static_cast<int64_t>(std::count_if(
+            e.word.begin(), e.word.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+        e.is_subword = chars != e.end - e.start;
+      } else if (e.start > 0) {
         const auto s0 = static_cast<size_t>(e.start);
         const bool space_before = text.at(s0 - 1) == U' ';
         const bool space_first = s0 < text.size() && text.at(s0) == U' ';
@@ -264,7 +278,7 @@ std::vector<TokenEntity> TokenClassifier::finish(const Prepared& prepared, const
         std::vector<std::string> words;
         for (size_t i = a; i < b; ++i) words.push_back(pre[i].word);
         TokenEntity e;
-        e.word = pipeline::decode_token_strings(words);
+        e.word = tokenizer_.convert_tokens_to_string(words);
         size_t k = 0;
         if (options.aggregation == Aggregation::kFirst) {
           k = argmax(pre[a].scores, L);
@@ -294,7 +308,7 @@ std::vector<TokenEntity> TokenClassifier::finish(const Prepared& prepared, const
         a = b;
       }
     }
-    if (options.aggregation != Aggregation::kNone) entities = group_entities(entities);
+    if (options.aggregation != Aggregation::kNone) entities = group_entities(entities, tokenizer_);
     for (TokenEntity& e : entities)
       if (!ignored(e.entity)) all.push_back(std::move(e));
   }

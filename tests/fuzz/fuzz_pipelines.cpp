@@ -1,7 +1,8 @@
 // libFuzzer target: the task pipelines' prepare and finish steps (no weights: the logits are made
 // from the input bytes) on arbitrary text and options. NER (every aggregation, windows with and
 // without a stride, lists of words), QA (windows, spans, the impossible answer), zero-shot (the
-// hypothesis template's str.format) and text classification. Errors are fine; a crash, a hang, an
+// hypothesis template's str.format) and text classification; NER and QA with RoBERTa's tokenizer
+// and with a BERT-style WordPiece one. Errors are fine; a crash, a hang, an
 // answer outside its text or a non-finite score is a finding.
 #include <algorithm>
 #include <cmath>
@@ -23,6 +24,12 @@ using namespace roberta;
 
 const Tokenizer& tokenizer() {
   static const Tokenizer tok = Tokenizer::from_dir(ROBERTA_SHARED_DIR "/assets/roberta-base-tokenizer");
+  return tok;
+}
+
+// A BERT-style WordPiece tokenizer ([CLS] A [SEP] B [SEP]), as some RoBERTa checkpoints ship.
+const Tokenizer& wordpiece() {
+  static const Tokenizer tok = Tokenizer::from_dir(ROBERTA_TEST_DATA "/hf/wordpiece");
   return tok;
 }
 
@@ -74,7 +81,9 @@ size_t code_points(const std::string& s) {
 void check_score(float s) { check(std::isfinite(s) && s >= 0.0f && s <= 1.0001f); }
 
 void token_classification(const std::string& text, const uint8_t* p, Logits& logits) {
-  static const TokenClassifier ner(tokenizer(), config({"O", "B-PER", "I-PER", "B-LOC", "I-LOC", "MISC"}));
+  static const TokenClassifier bpe_ner(tokenizer(), config({"O", "B-PER", "I-PER", "B-LOC", "I-LOC", "MISC"}));
+  static const TokenClassifier wordpiece_ner(wordpiece(), config({"O", "B-PER", "I-PER", "B-LOC", "I-LOC", "MISC"}));
+  const TokenClassifier& ner = p[3] & 1 ? wordpiece_ner : bpe_ner;
   TokenClassifyOptions o;
   o.aggregation = static_cast<Aggregation>(p[0] % 5);
   if (p[0] & 0x80) o.ignore_labels.clear();
@@ -113,7 +122,9 @@ void token_classification(const std::string& text, const uint8_t* p, Logits& log
 }
 
 void question_answering(const std::string& text, const uint8_t* p, Logits& logits) {
-  static const QuestionAnswerer qa(tokenizer(), config({"LABEL_0", "LABEL_1"}));
+  static const QuestionAnswerer bpe_qa(tokenizer(), config({"LABEL_0", "LABEL_1"}));
+  static const QuestionAnswerer wordpiece_qa(wordpiece(), config({"LABEL_0", "LABEL_1"}));
+  const QuestionAnswerer& qa = p[3] & 0x20 ? wordpiece_qa : bpe_qa;
   const size_t cut = text.find('?');
   if (cut == std::string::npos) return;
   const std::string question = text.substr(0, cut + 1), context = text.substr(cut + 1);

@@ -1,6 +1,6 @@
-// libFuzzer target: arbitrary bytes as text through the roberta-base tokenizer (encode with and
-// without special tokens, pairs, lists of words, truncation, invalid UTF-8 both ways) and arbitrary
-// ids to decode.
+// libFuzzer target: arbitrary bytes as text through the roberta-base tokenizer and a BERT-style
+// WordPiece one (tests/data/hf/wordpiece): encode with and without special tokens, pairs, lists of
+// words, truncation, invalid UTF-8 both ways; offsets inside the text; arbitrary ids to decode.
 #include <cstdint>
 #include <span>
 #include <string>
@@ -8,9 +8,11 @@
 
 #include "fuzz_util.h"
 #include "roberta/tokenizer.h"
+#include "unicode.h"
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const roberta::Tokenizer tok = roberta::Tokenizer::from_dir(ROBERTA_SHARED_DIR "/assets/roberta-base-tokenizer");
+namespace {
+
+void run(const roberta::Tokenizer& tok, const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   roberta::EncodeOptions options;
   options.add_special_tokens = size % 2 == 0;
@@ -22,6 +24,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.invalid_utf8 = roberta::InvalidUtf8::kReplace;
   const roberta::Encoding e = tok.encode(text, options);
   if (e.ids.size() != e.offsets.size() || e.ids.size() != e.tokens.size()) __builtin_trap();
+  const std::string repaired = roberta::unicode::repair_utf8(text);  // (what kReplace encoded)
+  const auto mid_character = [&](size_t at) { return at < repaired.size() && (repaired[at] & 0xC0) == 0x80; };
+  for (size_t i = 0; i < e.size(); ++i) {
+    const auto [b, end] = e.byte_offsets[i];
+    if (b > end || static_cast<size_t>(end) > repaired.size()) __builtin_trap();
+    if (!e.special_tokens_mask[i] && (mid_character(static_cast<size_t>(b)) || mid_character(static_cast<size_t>(end))))
+      __builtin_trap();
+  }
   const size_t half = size / 2;
   tok.encode_pair(text.substr(0, half), text.substr(half), options);
   // the bytes cut at spaces as a list of words (is_pretokenized), alone and as a pair
@@ -41,5 +51,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<int32_t> ids;
   for (size_t i = 0; i + 4 <= size; i += 4) ids.push_back(static_cast<int32_t>(data[i] | data[i + 1] << 8 | data[i + 2] << 16) - 1000);
   tok.decode(ids, size % 2 == 0);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static const roberta::Tokenizer tok =
+      roberta::Tokenizer::from_dir(ROBERTA_SHARED_DIR "/assets/roberta-base-tokenizer");
+  static const roberta::Tokenizer wordpiece = roberta::Tokenizer::from_dir(ROBERTA_TEST_DATA "/hf/wordpiece");
+  run(tok, data, size);
+  run(wordpiece, data, size);
   return 0;
 }

@@ -79,8 +79,10 @@ int run_info(const Args& args) {
     std::cout << "file              " << f << " (" << std::filesystem::file_size(f) << " bytes)\n";
   try {
     const Tokenizer tok = Tokenizer::from_dir(dir);
-    std::cout << "tokenizer         " << tok.vocab_size() << " ids, " << tok.added_tokens().size() << " added tokens"
-              << (tok.mask_id() ? ", <mask> = " + std::to_string(*tok.mask_id()) : "") << "\n";
+    std::cout << "tokenizer         " << (tok.is_wordpiece() ? "WordPiece" : "byte-level BPE")
+              << ", " << tok.vocab_size() << " ids, " << tok.added_tokens().size() << " added tokens"
+              << (tok.mask_id() ? ", " + tok.id_to_token(*tok.mask_id()) + " = " + std::to_string(*tok.mask_id()) : "")
+              << "\n";
   } catch (const Error& e) {
     std::cout << "tokenizer         none (" << e.what() << ")\n";
   }

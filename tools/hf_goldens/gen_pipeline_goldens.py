@@ -261,10 +261,10 @@ class TokenizerShim:
     pad_token = "<pad>"
     eos_token = "</s>"
 
-    def __init__(self, server, model_max_length, continuing_subword_prefix):
+    def __init__(self, server, model_max_length, continuing_subword_prefix, special_ids=(0, 1, 3)):
         self.server = server
         self.model_max_length = model_max_length
-        self.cls_token_id, self.pad_token_id, self.unk_token_id = 0, 1, 3
+        self.cls_token_id, self.pad_token_id, self.unk_token_id = special_ids  # RoBERTa's <s>, <pad>, <unk>
         self._tokenizer = types.SimpleNamespace(model=types.SimpleNamespace(
             continuing_subword_prefix=continuing_subword_prefix))
         self.log = []  # every request, in order, with HF's encodings
@@ -655,10 +655,12 @@ def ner_logits(rng, text, enc, spans, margin=3.0):
     return logits
 
 
-def ner_text_record(ner_module, server, rng, name, text, spans, kwargs, max_len, margin=3.0):
-    """One record of token_classification.jsonl: transformers' pipeline called on `text`."""
+def ner_text_record(ner_module, server, rng, name, text, spans, kwargs, max_len, margin=3.0, tok=None):
+    """One record of token_classification.jsonl: transformers' pipeline called on `text` (with the
+    tokenizer `tok`, by default roberta-base's behind `server`)."""
     config = make_config(NER_LABELS)
-    tok = TokenizerShim(server, max_len, "")
+    tok = tok or TokenizerShim(server, max_len, "")
+    tok.model_max_length = max_len
     pipe = ner_module.TokenClassificationPipeline.__new__(ner_module.TokenClassificationPipeline)
     pipe._args_parser = ner_module.TokenClassificationArgumentHandler()
     pipe.tokenizer = tok
@@ -913,6 +915,40 @@ def gen_question_answering(qa_module, server, rng):
 # ------------------------------------------------------------------------------------------------
 
 
+# A BERT-style WordPiece tokenizer (tests/data/hf/wordpiece/tokenizer.json, some `model_type: roberta`
+# checkpoints ship one): its model has a continuing_subword_prefix ("##"), so transformers tells
+# subwords by their token strings, and the WordPiece decoder joins the words of a group.
+NER_WORDPIECE_TEXTS = [
+    ("안녕하세요 서울은 한국의 수도입니다.", [("서울은", 0, ["B-LOC", "I-LOC"]), ("한국", 0, ["B-LOC"])]),
+    ("New York is a city in the world!", [("New York", 0, ["B-LOC", "I-LOC"])]),
+    ("The quick brown fox jumps over the lazy dog.", [("fox jumps", 0, ["B-PER", "I-PER", "B-ORG"]),
+                                                     ("dog", 0, ["MISC"])]),
+    ("저는 학생입니다 unbelievably in 日本語 qqq 東京!", [("학생입니다", 0, ["B-PER", "O", "I-PER"]),
+                                                      ("unbelievably", 0, ["B-ORG", "I-ORG", "B-ORG", "I-ORG"]),
+                                                      ("日本語", 0, ["B-LOC", "I-LOC", "B-LOC"]),
+                                                      ("qqq", 0, ["MISC"]), ("東京", 0, ["B-LOC", "I-LOC"])]),
+]
+NER_WORDPIECE_STRIDE = (" ".join(t for t, _ in NER_WORDPIECE_TEXTS[:3]),
+                        [("서울은", 0, ["B-LOC", "I-LOC"]), ("New York", 0, ["B-LOC", "I-LOC"]),
+                         ("fox jumps", 0, ["B-PER", "I-PER", "I-PER"])])
+
+
+def gen_token_classification_wordpiece(ner_module, server, rng, special_ids):
+    out = []
+
+    def run(name, text, spans, kwargs, max_len, margin=3.0):
+        tok = TokenizerShim(server, max_len, "##", special_ids)
+        out.append(ner_text_record(ner_module, server, rng, name, text, spans, kwargs, max_len, margin, tok=tok))
+
+    for t, (text, spans) in enumerate(NER_WORDPIECE_TEXTS):
+        for agg in NER_AGGREGATIONS:
+            run(f"wordpiece{t}_{agg}", text, spans, {"aggregation_strategy": agg}, 512, margin=2.0 if t == 3 else 3.0)
+    for agg in [None, "simple", "first", "max"]:  # (no aggregation given: "none" with a stride is an error)
+        run(f"wordpiece_stride_{agg or 'default'}", *NER_WORDPIECE_STRIDE,
+            {"stride": 3, **({"aggregation_strategy": agg} if agg else {})}, 12, margin=1.5)
+    return out
+
+
 def write_jsonl(path, records):
     with open(path, "w", encoding="utf-8") as f:
         for r in records:
@@ -960,11 +996,32 @@ def main():
     ap.add_argument("--tokenizer", default=os.path.join(HERE, "..", "..", "..", "shared", "assets",
                                                         "roberta-base-tokenizer", "tokenizer.json"))
     ap.add_argument("--out", default=os.path.join(HERE, "..", "..", "tests", "data", "pipelines"))
+    ap.add_argument("--wordpiece-ner", metavar="TOKEN_CLASSIFICATION_PY",
+                    help="write only token_classification_wordpiece.jsonl: this token_classification.py with the "
+                         "WordPiece tokenizer of tests/data/hf/wordpiece (--wordpiece-tokenizer)")
+    ap.add_argument("--wordpiece-tokenizer", default=os.path.join(HERE, "..", "..", "tests", "data", "hf", "wordpiece",
+                                                                  "tokenizer.json"))
     ap.add_argument("--ner-only", metavar="TOKEN_CLASSIFICATION_PY",
                     help="write only token_classification_words.jsonl (is_split_into_words) and "
                          "token_classification_stride.jsonl (a stride without aggregation), from this "
                          "token_classification.py; --transformers and --sentence-transformers are then not read")
     args = ap.parse_args()
+    if args.wordpiece_ner:
+        install_transformers_stubs()
+        import typing
+
+        ner = load_source("transformers.pipelines.token_classification", args.wordpiece_ner,
+                          {"Optional": typing.Optional})
+        with open(args.wordpiece_tokenizer, encoding="utf-8") as f:
+            vocab = json.load(f)["model"]["vocab"]
+        server = HfTokenizerServer(os.path.abspath(args.wordpiece_tokenizer))
+        try:
+            records = gen_token_classification_wordpiece(ner, server, np.random.default_rng(20261128),
+                                                         (vocab["[CLS]"], vocab["[PAD]"], vocab["[UNK]"]))
+        finally:
+            server.close()
+        write_jsonl(os.path.join(args.out, "token_classification_wordpiece.jsonl"), records)
+        return
     if args.ner_only:
         install_transformers_stubs()
         # (one stored copy of the v5 file names typing.Optional in a signature without importing it)

@@ -1,0 +1,45 @@
+#pragma once
+// HF's WordPiece model, with BERT's normalizer (BertNormalizer's clean_text and
+// handle_chinese_chars; its lowercase and strip_accents are refused at load) and pre-tokenizer
+// (BertPreTokenizer: words split at white space, each punctuation character a word of its own),
+// giving offsets into the original text. What some `model_type: roberta` checkpoints ship (e.g. a
+// BertTokenizer beside a RoBERTa model).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "string_hash.h"
+
+namespace roberta {
+
+struct WordPieceToken {
+  int32_t id;
+  size_t begin, end;  // byte offsets into the text
+  bool first_of_word;
+};
+
+struct WordPieceModel {
+  std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> vocab;
+  int32_t unk_id = -1;
+  std::string continuing_subword_prefix = "##";
+  size_t max_input_chars_per_word = 100;
+  bool clean_text = false;            // BertNormalizer's: drops NUL, U+FFFD and control / format characters
+  bool handle_chinese_chars = false;  // BertNormalizer's: each CJK ideograph a word of its own
+
+  // Appends the tokens of the valid UTF-8 text[begin, end) to `out`.
+  void tokenize(std::string_view text, size_t begin, size_t end, std::vector<WordPieceToken>& out) const;
+
+ private:
+  // One word: its normalized text and, per character, the original byte span.
+  struct Word {
+    std::string text;
+    std::vector<uint32_t> char_of_byte;        // character index of each byte of `text`
+    std::vector<std::pair<size_t, size_t>> source;  // original [begin, end) of each character
+  };
+  void tokenize_word(const Word& w, std::vector<WordPieceToken>& out) const;
+};
+
+}  // namespace roberta
