@@ -1,5 +1,5 @@
-// libFuzzer target: the tokenizer loaders (tokenizer.json; vocab.json + merges.txt split at the
-// first NUL byte). Any input must load or throw roberta::Error, and a loaded tokenizer must work.
+// libFuzzer target: the tokenizer loaders (tokenizer.json: byte-level BPE or WordPiece; vocab.json +
+// merges.txt split at the first NUL byte). Any input must load or throw roberta::Error, and a loaded tokenizer must work.
 #include <cstdint>
 #include <string>
 
@@ -10,6 +10,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     const auto tok = roberta::Tokenizer::from_tokenizer_json_text(input, "tokenizer.json");
     tok.encode("Hello <mask> world! 123 \xF0\x9F\x98\x80");
+    // the post-processor's layout of a pair, truncated, and the decoder (a WordPiece one too)
+    roberta::EncodeOptions options;
+    options.max_length = 6;
+    tok.decode(tok.encode_pair("Hello world", "\xEC\x95\x88\xEB\x85\x95 [MASK] \xE6\x97\xA5", options).ids, true);
   } catch (const roberta::Error&) {
   }
   const size_t nul = input.find('\0');
