@@ -169,6 +169,27 @@ void expect_byte_offsets(const roberta::Encoding& e, size_t t, const std::string
       << what << " token " << t;
 }
 
+// A golden record's variant: tokenizer.json `doc` with the record's patch applied (JSON pointer,
+// value; a final "-" appends to an array, as nlohmann's pointers do).
+json patched(json doc, const json& patch) {
+  for (const json& p : patch) doc[json::json_pointer(p[0].get<std::string>())] = p[1];
+  return doc;
+}
+
+// The encode options a golden record asks for: special tokens, truncation (strategy, side).
+roberta::EncodeOptions record_options(const json& r) {
+  roberta::EncodeOptions options;
+  options.add_special_tokens = r["add_special_tokens"];
+  if (const json& t = r["truncation"]; !t.is_null()) {
+    options.max_length = t["max_length"];
+    options.truncation = t["strategy"] == "only_first"    ? roberta::TruncationStrategy::kOnlyFirst
+                         : t["strategy"] == "only_second" ? roberta::TruncationStrategy::kOnlySecond
+                                                          : roberta::TruncationStrategy::kLongestFirst;
+    options.truncation_side = t["direction"] == "left" ? roberta::Side::kLeft : roberta::Side::kRight;
+  }
+  return options;
+}
+
 roberta::Encoding encode_record(const json& r, const roberta::EncodeOptions& options) {
   const auto& tok = tokenizer_json();
   if (r.contains("b") && !r["b"].is_null()) return tok.encode_pair(r["a"].get<std::string>(), r["b"].get<std::string>(), options);
@@ -311,25 +332,15 @@ TEST(HfGoldens, TokenizerJsonVariants) {
     // windows: tests/pipelines_test.cpp; the file's truncation / padding: python/tests/test_tokenizer.py
     if (r.contains("windows_of") || r.contains("file_settings")) continue;
     const std::string name = r["variant"];
-    if (!variants.count(name)) {
-      json doc = base;
-      for (const json& p : r["patch"]) doc[json::json_pointer(p[0].get<std::string>())] = p[1];
-      variants.emplace(name, roberta::Tokenizer::from_tokenizer_json_text(doc.dump(), name));
-    }
+    if (!variants.count(name))
+      variants.emplace(name, roberta::Tokenizer::from_tokenizer_json_text(patched(base, r["patch"]).dump(), name));
     std::vector<std::pair<std::string, const roberta::Tokenizer*>> tokenizers{
         {"patched tokenizer.json", &variants.at(name)}};
     for (auto [it, end] = folders.equal_range(name); it != end; ++it)
       tokenizers.emplace_back(it->second.first, &it->second.second);
     for (const auto& [source, tok_ptr] : tokenizers) {
       const roberta::Tokenizer& tok = *tok_ptr;
-      roberta::EncodeOptions options;
-      options.add_special_tokens = r["add_special_tokens"];
-      if (!r["truncation"].is_null()) {
-        options.max_length = r["truncation"]["max_length"];
-        options.truncation = r["truncation"]["strategy"] == "only_first" ? roberta::TruncationStrategy::kOnlyFirst
-                                                                          : roberta::TruncationStrategy::kLongestFirst;
-        options.truncation_side = r["truncation"]["direction"] == "left" ? roberta::Side::kLeft : roberta::Side::kRight;
-      }
+      const roberta::EncodeOptions options = record_options(r);
       const std::string a = r["a"];
       const bool pair = !r["b"].is_null();
       const std::string b = pair ? r["b"].get<std::string>() : "";
@@ -384,27 +395,11 @@ TEST(HfGoldens, WordPieceTokenizerAndVariants) {
   size_t errors = 0, decoded = 0, word_lists = 0, txt_checked = 0;
   for (const json& r : records) {
     const std::string name = r["variant"];
-    if (!variants.count(name)) {
-      json doc = base;
-      for (const json& p : r["patch"]) {
-        const std::string pointer = p[0];
-        if (pointer.ends_with("/-"))
-          doc[json::json_pointer(pointer.substr(0, pointer.size() - 2))].push_back(p[1]);
-        else
-          doc[json::json_pointer(pointer)] = p[1];
-      }
-      variants.emplace(name, roberta::Tokenizer::from_tokenizer_json_text(doc.dump(), name));
-    }
+    if (!variants.count(name))
+      variants.emplace(name, roberta::Tokenizer::from_tokenizer_json_text(patched(base, r["patch"]).dump(), name));
     const roberta::Tokenizer& tok = variants.at(name);
     EXPECT_TRUE(tok.is_wordpiece());
-    roberta::EncodeOptions options;
-    options.add_special_tokens = r["add_special_tokens"];
-    if (!r["truncation"].is_null()) {
-      options.max_length = r["truncation"]["max_length"];
-      options.truncation = r["truncation"]["strategy"] == "only_first" ? roberta::TruncationStrategy::kOnlyFirst
-                                                                        : roberta::TruncationStrategy::kLongestFirst;
-      options.truncation_side = r["truncation"]["direction"] == "left" ? roberta::Side::kLeft : roberta::Side::kRight;
-    }
+    const roberta::EncodeOptions options = record_options(r);
     if (r.contains("words")) {  // a list of words (or a pair of lists)
       const auto words = r["words"].get<std::vector<std::string>>();
       const bool pair = !r["pair_words"].is_null();
@@ -579,22 +574,10 @@ TEST(HfGoldens, PretokenizedWords) {
   size_t checked = 0, errors = 0;
   for (const json& r : records) {
     const std::string name = r["variant"];
-    if (!variants.count(name)) {
-      json doc = base;
-      for (const json& p : r["patch"]) doc[json::json_pointer(p[0].get<std::string>())] = p[1];
-      variants.emplace(name, roberta::Tokenizer::from_tokenizer_json_text(doc.dump(), name));
-    }
+    if (!variants.count(name))
+      variants.emplace(name, roberta::Tokenizer::from_tokenizer_json_text(patched(base, r["patch"]).dump(), name));
     const roberta::Tokenizer& tok = variants.at(name);
-    roberta::EncodeOptions options;
-    options.add_special_tokens = r["add_special_tokens"];
-    if (!r["truncation"].is_null()) {
-      const json& t = r["truncation"];
-      options.max_length = t["max_length"];
-      options.truncation = t["strategy"] == "only_first"    ? roberta::TruncationStrategy::kOnlyFirst
-                           : t["strategy"] == "only_second" ? roberta::TruncationStrategy::kOnlySecond
-                                                            : roberta::TruncationStrategy::kLongestFirst;
-      options.truncation_side = t["direction"] == "left" ? roberta::Side::kLeft : roberta::Side::kRight;
-    }
+    const roberta::EncodeOptions options = record_options(r);
     const auto words = r["words"].get<std::vector<std::string>>();
     const bool pair = !r["pair_words"].is_null();
     const auto pair_words = pair ? r["pair_words"].get<std::vector<std::string>>() : std::vector<std::string>{};
@@ -630,8 +613,7 @@ TEST(HfGoldens, PretokenizedWordsInBatches) {
   std::vector<json> want;
   for (const json& r : read_jsonl(kHfData + "pretokenized.jsonl")) {
     if (r["variant"] != "aps" || !r["truncation"].is_null() || !r["add_special_tokens"].get<bool>()) continue;
-    if (want.empty())
-      for (const json& p : r["patch"]) doc[json::json_pointer(p[0].get<std::string>())] = p[1];
+    if (want.empty()) doc = patched(doc, r["patch"]);
     roberta::Tokenizer::WordsInput x{r["words"].get<std::vector<std::string>>(), std::nullopt};
     if (!r["pair_words"].is_null()) x.pair = r["pair_words"].get<std::vector<std::string>>();
     inputs.push_back(std::move(x));

@@ -14,6 +14,7 @@
 const fs = require('fs');
 const path = require('path');
 const { Tokenizer } = require('tokenizers');
+const { patched } = require('./patch.js');
 const { encodeWords } = require('./pretokenized.js');
 
 const [outDir, assets] = process.argv.slice(2);
@@ -32,17 +33,6 @@ const VARIANTS = {
   // the prefix space in the pre-tokenizer only: trim_offsets then trims it off each word's start
   aps_pre_only: [['/pre_tokenizer/add_prefix_space', true]],
 };
-
-function patched(patch) {
-  const doc = JSON.parse(JSON.stringify(base));
-  for (const [pointer, value] of patch) {
-    const keys = pointer.split('/').slice(1);
-    let node = doc;
-    for (const k of keys.slice(0, -1)) node = node[k];
-    node[keys[keys.length - 1]] = value;
-  }
-  return doc;
-}
 
 const WORDS = [
   ['Hello', 'world'],
@@ -109,7 +99,7 @@ function fields(e, wordIds) {
 async function main() {
   const lines = [];
   for (const [variant, patch] of Object.entries(VARIANTS)) {
-    const doc = patched(patch);
+    const doc = patched(base, patch);
     const tok = Tokenizer.fromString(JSON.stringify(doc));
     const rawDoc = JSON.parse(JSON.stringify(doc));
     rawDoc.post_processor = null;

@@ -13,6 +13,7 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const { Tokenizer } = require('tokenizers');
+const { patched } = require('./patch.js');
 
 const [outDir, assets] = process.argv.slice(2);
 if (!outDir || !assets) {
@@ -42,19 +43,6 @@ const VARIANTS = {
 const SINGLE_WORD_TEXTS = ['kitty', 'a kitty b', 'kitty\u00b2', '\u00b2kitty', 'kitty\u00bd', 'kitty\u200d', '\u200dkitty',
   'kitty\u203f', 'kitty_', '_kitty', '\u24b6kitty', 'kitty\u216b', 'kitty\u0661', 'kitty\u0301', 'x kitty. kitty!'];
 
-function patched(patch) {
-  const doc = JSON.parse(JSON.stringify(base));
-  for (const [pointer, value] of patch) {
-    const keys = pointer.split('/').slice(1);
-    let o = doc;
-    for (const k of keys.slice(0, -1)) o = o[k];
-    const last = keys[keys.length - 1];
-    if (last === '-') o.push(value);  // JSON pointer's "append"
-    else o[last] = value;
-  }
-  return doc;
-}
-
 const TEXTS = ['hello world foo', 'hi<mask>\nyo', '<s>!!!', '\n', 'a b c d e f', 'é café  naïve', ' lead', '\u3000x y',
   'x <mask> y  ', 'don\'t  stop', '日本語 text', 'end ', 'a<new_tok>b <new_tok> c',
   // letters and digits of Unicode 15 and 16 (HF's tables are 16.0): one word, as the pre-tokenizer sees them
@@ -69,7 +57,7 @@ async function main() {
   const lines = [];
   for (const [name, patch] of Object.entries(VARIANTS)) {
     const file = path.join(tmp, name + '.json');
-    fs.writeFileSync(file, JSON.stringify(patched(patch)));
+    fs.writeFileSync(file, JSON.stringify(patched(base, patch)));
     const tok = Tokenizer.fromFile(file);
     const inputs = name === 'single_word' ? SINGLE_WORD_TEXTS.map((t) => [t, null])
       : [...TEXTS.map((t) => [t, null]), ...PAIRS];
@@ -108,7 +96,7 @@ async function main() {
   // post-processed, as pipeline_tokenizer.js does).
   for (const name of ['aps', 'plain']) {
     const patch = VARIANTS[name];
-    const spec = patched(patch);
+    const spec = patched(base, patch);
     const tok = Tokenizer.fromString(JSON.stringify(spec));
     const raw = Tokenizer.fromString(JSON.stringify({ ...spec, post_processor: null }));
     const cases = [
@@ -141,7 +129,7 @@ async function main() {
         pad_token: '<pad>' }]],
   };
   for (const [name, patch] of Object.entries(FILE_SETTINGS)) {
-    const tok = Tokenizer.fromString(JSON.stringify(patched(patch)));
+    const tok = Tokenizer.fromString(JSON.stringify(patched(base, patch)));
     // (the node binding's encodeBatch takes single texts only)
     const inputs = TEXTS.slice(0, 8).map((t) => [t, null]);
     const fields = (e) => ({ ids: e.getIds(), tokens: e.getTokens(), offsets: e.getOffsets(),

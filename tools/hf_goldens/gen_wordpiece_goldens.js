@@ -15,6 +15,7 @@
 const fs = require('fs');
 const path = require('path');
 const { Tokenizer } = require('tokenizers');
+const { patched } = require('./patch.js');
 const { encodeWords } = require('./pretokenized.js');
 
 const [outDir, assets] = process.argv.slice(2);
@@ -97,19 +98,6 @@ const TRUNC = [null, { max_length: 6, direction: 'right' }, { max_length: 5, dir
   { max_length: 7, direction: 'right', strategy: 'only_first' }];
 const STRATEGY = { longest_first: 'LongestFirst', only_first: 'OnlyFirst', only_second: 'OnlySecond' };
 
-function patched(patch) {
-  const doc = JSON.parse(JSON.stringify(base));
-  for (const [pointer, value] of patch) {
-    const keys = pointer.split('/').slice(1);
-    let o = doc;
-    for (const k of keys.slice(0, -1)) o = o[k];
-    const last = keys[keys.length - 1];
-    if (last === '-') o.push(value);
-    else o[last] = value;
-  }
-  return doc;
-}
-
 // What BertNormalizer (clean_text, handle_chinese_chars) and BertPreTokenizer do with each code
 // point, from HF's tokens of "a" + c + "b" (max_input_chars_per_word 2: a word of three characters
 // is [UNK]): R removed, W white space, P a word of its own, C a word of its own only with
@@ -144,7 +132,7 @@ async function main() {
   fs.writeFileSync(path.join(outDir, 'wordpiece', 'tokenizer.json'), JSON.stringify(base, null, 1) + '\n');
   const lines = [];
   for (const [name, patch] of Object.entries(VARIANTS)) {
-    const tok = Tokenizer.fromString(JSON.stringify(patched(patch)));
+    const tok = Tokenizer.fromString(JSON.stringify(patched(base, patch)));
     for (const [a, b] of [...TEXTS.map((t) => [t, null]), ...PAIRS])
       for (const special of [true, false])
         for (const trunc of TRUNC) {
@@ -178,7 +166,7 @@ async function main() {
   // Lists of words (is_pretokenized / is_split_into_words): each word through BertNormalizer,
   // BertPreTokenizer and WordPiece alone, its tokens' word id its index, offsets into the word.
   for (const name of ['base', 'bert_processing']) {
-    const spec = patched(VARIANTS[name]);
+    const spec = patched(base, VARIANTS[name]);
     const tok = Tokenizer.fromString(JSON.stringify(spec));
     const raw = Tokenizer.fromString(JSON.stringify({ ...spec, post_processor: null }));
     for (const [words, pairWords] of WORD_LISTS)
