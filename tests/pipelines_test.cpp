@@ -389,6 +389,17 @@ TEST(TokenClassifierGolden, WordPieceTokenizerMatchesTransformers) {
   expect_ner_records(records, Tokenizer::from_dir(std::string(ROBERTA_TEST_DATA) + "/hf/wordpiece"));
 }
 
+// The same tokenizer uncased (BertNormalizer's lowercase, so strip_accents too): the words are
+// transformers' lowercased, accent-free tokens joined; offsets into the original text.
+TEST(TokenClassifierGolden, UncasedWordPieceTokenizerMatchesTransformers) {
+  const auto records = read_jsonl("token_classification_wordpiece_uncased.jsonl");
+  ASSERT_GE(records.size(), 10u);
+  std::ifstream in(std::string(ROBERTA_TEST_DATA) + "/hf/wordpiece/tokenizer.json");
+  json doc = json::parse(in);
+  doc["normalizer"]["lowercase"] = true;
+  expect_ner_records(records, Tokenizer::from_tokenizer_json_text(doc.dump(), "uncased"));
+}
+
 // transformers' is_split_into_words=True: token_classification_words.jsonl.
 TEST(TokenClassifierGolden, SplitIntoWordsMatchesTransformers) {
   std::ifstream in(kTokenizerDir + "/tokenizer.json");

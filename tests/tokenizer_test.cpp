@@ -4,9 +4,11 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "roberta/tokenizer.h"
+#include "bert_normalizer.h"
 #include "test_hooks.h"
 #include "test_util.h"
 #include "unicode.h"
@@ -108,6 +110,44 @@ TEST(Corpus, IdStreamOfEveryFileEqualsHuggingFace) {
     }
     EXPECT_EQ(count, file.tokens) << file.name;
     EXPECT_EQ(sha.hex_digest(), file.sha256) << file.name;
+  }
+}
+
+// An uncased WordPiece tokenizer trained on the corpus by HF's trainer (tests/data/hf/wordpiece_corpus,
+// gen_wordpiece_corpus_goldens.js): HF's id stream of every file, with the tokenizer as it is
+// (lowercase, strip_accents) and with lowercase false; the second through encode_batch.
+TEST(Corpus, WordPieceIdStreamsEqualHuggingFace) {
+  const std::string dir = std::string(ROBERTA_TEST_DATA) + "/hf/";
+  std::ifstream in(dir + "wordpiece_corpus.json");
+  const json goldens = json::parse(in);
+  std::ifstream tj(dir + "wordpiece_corpus/tokenizer.json");
+  json doc = json::parse(tj);
+  const roberta::Tokenizer uncased = roberta::Tokenizer::from_tokenizer_json_text(doc.dump(), "uncased");
+  doc["normalizer"]["lowercase"] = false;
+  const roberta::Tokenizer cased = roberta::Tokenizer::from_tokenizer_json_text(doc.dump(), "cased");
+  roberta::EncodeOptions options;
+  options.add_special_tokens = false;
+  for (const CorpusFile& file : kCorpus) {
+    const auto lines = corpus_lines(file.name);
+    roberta::test::Sha256 sha;
+    size_t count = 0;
+    std::vector<int32_t> ids;
+    for (const std::string& line : lines) {
+      ids.clear();
+      uncased.encode_ids(line, ids);
+      count += ids.size();
+      sha.update(ids.data(), ids.size() * sizeof(int32_t));  // little-endian int32 on x86-64
+    }
+    EXPECT_EQ(count, goldens["uncased"][file.name]["tokens"].get<size_t>()) << file.name;
+    EXPECT_EQ(sha.hex_digest(), goldens["uncased"][file.name]["sha256"]) << file.name;
+    roberta::test::Sha256 cased_sha;
+    count = 0;
+    for (const roberta::Encoding& e : cased.encode_batch(lines, options, 2)) {
+      count += e.size();
+      cased_sha.update(e.ids.data(), e.ids.size() * sizeof(int32_t));
+    }
+    EXPECT_EQ(count, goldens["cased"][file.name]["tokens"].get<size_t>()) << file.name;
+    EXPECT_EQ(cased_sha.hex_digest(), goldens["cased"][file.name]["sha256"]) << file.name;
   }
 }
 
@@ -431,8 +471,9 @@ TEST(HfGoldens, WordPieceTokenizerAndVariants) {
     if (name == "base") {
       const roberta::Encoding t = pair ? from_txt.encode_pair(a, b, options) : from_txt.encode(a, options);
       EXPECT_EQ(diff_encoding(r, t), "") << what << " (vocab.txt)";
-      if (r.contains("decoded"))
+      if (r.contains("decoded")) {
         EXPECT_EQ(from_txt.decode(t.ids, true), r["decoded_skip_special"].get<std::string>()) << what << " (vocab.txt)";
+      }
       ++txt_checked;
     }
     if (r.contains("decoded")) {
@@ -457,36 +498,49 @@ TEST(HfGoldens, WordPieceTokenizerAndVariants) {
   EXPECT_EQ(variants.at("other_template").eos_id(), base["model"]["vocab"]["[SEP]"].get<int32_t>());
   EXPECT_EQ(variants.at("no_post_processor").num_special_tokens_to_add(true), 0u);
   EXPECT_EQ(variants.at("other_template").num_special_tokens_to_add(true), 3u);
+  // The untruncated single texts of a variant, with special tokens, against another tokenizer.
+  const auto expect_variant = [&](const roberta::Tokenizer& tok, const std::string& variant, const std::string& what) {
+    size_t checked = 0;
+    for (const json& r : records)
+      if (r["variant"] == variant && r.contains("a") && r["b"].is_null() && r["truncation"].is_null() &&
+          r["add_special_tokens"] && !r.contains("error")) {
+        const roberta::Encoding e = tok.encode(r["a"].get<std::string>());
+        EXPECT_EQ(diff_encoding(r, e), "") << what << " " << r["a"];
+        ++checked;
+      }
+    EXPECT_GE(checked, 40u) << what;
+  };
   // tokenizer_class BertTokenizer: transformers rebuilds tokenizer.json's normalizer with the
-  // config's do_lower_case (true unless it says false: refused, not supported yet) and
-  // tokenize_chinese_chars (false: as the no_chinese_chars variant).
+  // config's do_lower_case (true unless it says false: as the lowercase variant), strip_accents
+  // (null: follows do_lower_case) and tokenize_chinese_chars (false: as the no_chinese_chars variant).
   roberta::test::TempDir bert_dir;
   roberta::test::write_text(bert_dir / "tokenizer.json", base.dump());
   roberta::test::write_text(bert_dir / "tokenizer_config.json", R"({"tokenizer_class": "BertTokenizer"})");
-  roberta::test::expect_error([&] { roberta::Tokenizer::from_dir(bert_dir.path()); },
-                              {"tokenizer_config.json", "do_lower_case", "not supported yet"});
+  expect_variant(roberta::Tokenizer::from_dir(bert_dir.path()), "lowercase", "BertTokenizer, no do_lower_case");
+  roberta::test::write_text(bert_dir / "tokenizer_config.json",
+                            R"({"tokenizer_class": "BertTokenizer", "strip_accents": false})");
+  expect_variant(roberta::Tokenizer::from_dir(bert_dir.path()), "lowercase_keep_accents",
+                 "BertTokenizer, strip_accents false");
   roberta::test::write_text(
       bert_dir / "tokenizer_config.json",
       R"({"tokenizer_class": "BertTokenizer", "do_lower_case": false, "tokenize_chinese_chars": false})");
   const roberta::Tokenizer no_chinese = roberta::Tokenizer::from_dir(bert_dir.path());
-  size_t chinese_checked = 0;
-  for (const json& r : records)
-    if (r["variant"] == "no_chinese_chars" && r.contains("a") && r["b"].is_null() && r["truncation"].is_null() &&
-        r["add_special_tokens"] && !r.contains("error")) {
-      EXPECT_EQ(no_chinese.encode(r["a"].get<std::string>()).ids, r["ids"].get<std::vector<int32_t>>()) << r["a"];
-      ++chinese_checked;
-    }
-  EXPECT_GE(chinese_checked, 40u);
+  expect_variant(no_chinese, "no_chinese_chars", "BertTokenizer, tokenize_chinese_chars false");
   EXPECT_NE(no_chinese.encode("日本語").ids, from_txt.encode("日本語").ids);
   EXPECT_EQ(from_txt.mask_id(), base["model"]["vocab"]["[MASK]"].get<int32_t>());
   EXPECT_EQ(from_txt.pad_id(), base["model"]["vocab"]["[PAD]"].get<int32_t>());
-  // BertTokenizer lowercases unless tokenizer_config.json says otherwise: not supported yet, and said.
+  // A vocab.txt's BertTokenizer lowercases (and strips accents) unless tokenizer_config.json says
+  // otherwise, as transformers' BertConverter builds it.
   roberta::test::write_text(txt_dir / "tokenizer_config.json", "{}");
-  roberta::test::expect_error([&] { roberta::Tokenizer::from_dir(txt_dir.path()); },
-                              {"vocab.txt", "do_lower_case", "not supported yet"});
+  expect_variant(roberta::Tokenizer::from_dir(txt_dir.path()), "lowercase", "vocab.txt, no do_lower_case");
+  roberta::test::write_text(txt_dir / "tokenizer_config.json", R"({"do_lower_case": false, "strip_accents": true})");
+  expect_variant(roberta::Tokenizer::from_dir(txt_dir.path()), "strip_accents", "vocab.txt, strip_accents true");
   roberta::test::write_text(txt_dir / "tokenizer_config.json", R"({"do_lower_case": false, "cls_token": "<cls>"})");
   roberta::test::expect_error([&] { roberta::Tokenizer::from_dir(txt_dir.path()); },
                               {"vocab.txt", "special token \"<cls>\" is missing"});
+  roberta::test::write_text(txt_dir / "tokenizer_config.json", R"({"do_lower_case": false, "mask_token": "<mask>"})");
+  roberta::test::expect_error([&] { roberta::Tokenizer::from_dir(txt_dir.path()); },
+                              {"vocab.txt", "special token \"<mask>\" is missing"});
   // The same tokenizer from a model folder: the roles of its special tokens; the post-processor's
   // counts (2 / 3 for BERT's layout).
   roberta::test::TempDir dir;
@@ -561,6 +615,45 @@ TEST(HfGoldens, BertCharacterClassesOfEveryCodePoint) {
       ADD_FAILURE() << "U+" << std::hex << static_cast<uint32_t>(c) << ": HF " << want[c] << ", ours " << got;
   }
   EXPECT_EQ(mismatches, 0u);
+}
+
+// What BertNormalizer's lowercase and strip_accents, each alone, make of every code point, against
+// HF's normalizer (bert_normalizer_maps.txt, gen_wordpiece_goldens.js): Rust's char::to_lowercase
+// (Unicode 17.0), and NFD (Unicode 9.0) without the non-spacing marks (Unicode 8.0's Mn).
+TEST(HfGoldens, BertLowercaseAndStripAccentsOfEveryCodePoint) {
+  std::ifstream in(kHfData + "bert_normalizer_maps.txt");
+  ASSERT_TRUE(in);
+  std::map<std::pair<char32_t, char>, std::u32string> want;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string cp, kind, to;
+    fields >> cp >> kind;
+    std::u32string& mapped = want[{static_cast<char32_t>(std::stoul(cp, nullptr, 16)), kind[0]}];
+    while (fields >> to) mapped += static_cast<char32_t>(std::stoul(to, nullptr, 16));
+  }
+  ASSERT_GT(want.size(), 15000u);  // 1,488 lowercase mappings, 14,781 decompositions and marks
+  size_t mismatches = 0, changed = 0;
+  std::vector<roberta::NormalizedChar> out;
+  for (char32_t c = 0; c < 0x110000; ++c) {
+    if (c >= 0xD800 && c <= 0xDFFF) continue;
+    for (const char kind : {'L', 'S'}) {
+      roberta::normalize_bert({{c, 10, 14}}, kind == 'S', kind == 'L', out);
+      std::u32string got;
+      for (const roberta::NormalizedChar& n : out) {
+        got += n.cp;
+        if (n.begin != 10 || n.end != 14) ADD_FAILURE() << "U+" << std::hex << static_cast<uint32_t>(c) << " span";
+      }
+      const auto it = want.find({c, kind});
+      const std::u32string expected = it == want.end() ? std::u32string(1, c) : it->second;
+      changed += got != std::u32string(1, c);
+      if (got != expected && ++mismatches <= 20)
+        ADD_FAILURE() << kind << " U+" << std::hex << static_cast<uint32_t>(c) << ": HF has " << expected.size()
+                      << " code points, ours " << got.size() << (got.empty() ? "" : ", first U+")
+                      << (got.empty() ? 0u : static_cast<uint32_t>(got[0]));
+    }
+  }
+  EXPECT_EQ(mismatches, 0u);
+  EXPECT_EQ(changed, want.size());
 }
 
 // Lists of words (HF's is_pretokenized / transformers' is_split_into_words): each word tokenized
@@ -770,17 +863,13 @@ TEST(Loaders, BadFilesGiveErrorsNamingFileAndPlace) {
   roberta::test::expect_error([&] { roberta::Tokenizer::from_dir(dir.path()); },
                               {"tokenizer.json", "model.unk_token \"[UNK]\" is not in the vocabulary"});
   {
-    // A WordPiece tokenizer.json: what is not supported yet, and broken layouts, are named.
+    // A WordPiece tokenizer.json: what is not supported, and broken fields and layouts, are named.
     std::ifstream wp_in(kHfData + "wordpiece/tokenizer.json");
     const json wp = json::parse(wp_in);
     json d = wp;
-    d["normalizer"]["lowercase"] = true;
+    d["normalizer"]["lowercase"] = "yes";
     roberta::test::expect_error([&] { roberta::Tokenizer::from_tokenizer_json_text(d.dump(), "w.json"); },
-                                {"w.json: normalizer", "lowercase or strip_accents is not supported"});
-    d = wp;
-    d["normalizer"]["strip_accents"] = true;
-    roberta::test::expect_error([&] { roberta::Tokenizer::from_tokenizer_json_text(d.dump(), "w.json"); },
-                                {"w.json: normalizer", "strip_accents"});
+                                {"w.json: normalizer", "\"lowercase\" has the wrong type"});
     d = wp;
     d["pre_tokenizer"] = {{"type", "ByteLevel"}};
     roberta::test::expect_error([&] { roberta::Tokenizer::from_tokenizer_json_text(d.dump(), "w.json"); },

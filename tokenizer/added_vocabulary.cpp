@@ -128,11 +128,8 @@ void Tokenizer::Impl::finish_added_tokens(const std::string& source, const Roles
     }
   }
   special_by_id.assign(has_id.size(), 0);
-  is_added_id.assign(has_id.size(), 0);
-  for (const AddedToken& t : added.tokens) {
+  for (const AddedToken& t : added.tokens)
     if (t.special) special_by_id[t.id] = 1;
-    is_added_id[t.id] = 1;
-  }
   added.index();
   const auto find = [&](const char* token) -> std::optional<int32_t> {
     const auto it = ids_by_token.find(std::string_view(token));

@@ -114,7 +114,7 @@ void Tokenizer::Impl::tokenize_text(std::string_view text, size_t begin, size_t 
 // Added tokens keep the matched text (with what lstrip/rstrip took) as their token string; BPE
 // tokens are the vocabulary's strings. Word ids count pre-tokens and added-token matches.
 void Tokenizer::Impl::tokenize(std::string_view text, int8_t sequence_id, Encoding& enc,
-                               std::vector<Trim>& trims) const {
+                               std::vector<TokenNotes>& notes) const {
   // Code point index of each byte offset (only needed when the text is not pure ASCII).
   std::vector<uint32_t> char_at;
   bool ascii = true;
@@ -133,15 +133,16 @@ void Tokenizer::Impl::tokenize(std::string_view text, int8_t sequence_id, Encodi
   const auto to_char = [&](size_t byte) -> int64_t { return ascii ? static_cast<int64_t>(byte) : char_at[byte]; };
   const size_t first_token = enc.ids.size();
   int32_t word = -1;  // index of the current word (pre-token or added-token match)
-  // Offsets untrimmed; what HF's trim_offsets would take off each end goes to `trims`.
+  // Offsets untrimmed; what HF's trim_offsets would take off each end goes to `notes`, with whether
+  // the token is an added token matched in the text.
   const auto push = [&](int32_t id, std::string token, size_t ob, size_t oe, uint32_t lead_chars,
-                        uint32_t lead_bytes, uint32_t trail_chars, uint32_t trail_bytes) {
+                        uint32_t lead_bytes, uint32_t trail_chars, uint32_t trail_bytes, bool added_match) {
     enc.ids.push_back(id);
     enc.tokens.push_back(std::move(token));
     enc.offsets.emplace_back(to_char(ob), to_char(oe));
     enc.byte_offsets.emplace_back(static_cast<int64_t>(ob), static_cast<int64_t>(oe));
     enc.word_ids.push_back(word);
-    trims.push_back({lead_chars, lead_bytes, trail_chars, trail_bytes});
+    notes.push_back({lead_chars, lead_bytes, trail_chars, trail_bytes, added_match});
   };
   std::vector<Segment> segments;
   added.split(text, segments);
@@ -166,13 +167,14 @@ void Tokenizer::Impl::tokenize(std::string_view text, int8_t sequence_id, Encodi
         e = q;
       }
       ++word;
-      push(added.tokens[seg.added].id, std::string(matched), seg.begin, seg.end, lead_c, lead_b, trail_c, trail_b);
+      push(added.tokens[seg.added].id, std::string(matched), seg.begin, seg.end, lead_c, lead_b, trail_c, trail_b,
+           true);
     } else {
       tokenize_text(text, seg.begin, seg.end,
                     [&](int32_t id, size_t ob, size_t oe, uint32_t lead, uint32_t lead_bytes, uint32_t trail,
                         uint32_t trail_bytes, bool first_of_word) {
                       if (first_of_word) ++word;
-                      push(id, tokens_by_id[id], ob, oe, lead, lead_bytes, trail, trail_bytes);
+                      push(id, tokens_by_id[id], ob, oe, lead, lead_bytes, trail, trail_bytes, false);
                     });
     }
   }
@@ -186,10 +188,10 @@ void Tokenizer::Impl::tokenize(std::string_view text, int8_t sequence_id, Encodi
 // HF's trim_offsets (ByteLevel process_offsets) on the tokens of one text after truncation (as
 // HF's post-processor runs it), in both units: leading and trailing spaces leave the offsets,
 // except the one leading space of the text's first token with add_prefix_space.
-void Tokenizer::Impl::trim(Encoding& e, const std::vector<Trim>& trims) const {
+void Tokenizer::Impl::trim(Encoding& e, const std::vector<TokenNotes>& notes) const {
   if (!trim_offsets) return;
   for (size_t i = 0; i < e.size(); ++i) {
-    const Trim& t = trims[i];
+    const TokenNotes& t = notes[i];
     auto& [cs, ce] = e.offsets[i];
     auto& [bs, be] = e.byte_offsets[i];
     if (t.lead_chars > 0) {
@@ -236,7 +238,7 @@ void Tokenizer::as_first_token(Encoding& e, size_t i) const {
 
 void Tokenizer::Impl::tokenize_words(std::span<const std::string> words, int8_t sequence_id,
                                      const EncodeOptions& options, const char* which, Encoding& enc,
-                                     std::vector<Trim>& trims) const {
+                                     std::vector<TokenNotes>& notes) const {
   // HF's encode_single_sequence of a pre-tokenized input: each word encoded alone (added tokens,
   // pre-tokenizer with its prefix space, BPE; with truncation, do_tokenize's whole-piece pre-cut
   // of the word at max_length, except for text A under only_second), its tokens' word id its
@@ -246,7 +248,7 @@ void Tokenizer::Impl::tokenize_words(std::span<const std::string> words, int8_t 
                       !(options.truncation == TruncationStrategy::kOnlySecond && sequence_id == 0);
   std::string repaired;
   Encoding word;
-  std::vector<Trim> word_trims;
+  std::vector<TokenNotes> word_notes;
   for (size_t w = 0; w < words.size(); ++w) {
     std::string_view text = words[w];
     if (unicode::find_invalid_utf8(text)) {
@@ -254,54 +256,54 @@ void Tokenizer::Impl::tokenize_words(std::span<const std::string> words, int8_t 
       text = checked_text(text, options.invalid_utf8, repaired, name.c_str());
     }
     word = Encoding();
-    word_trims.clear();
-    tokenize(text, sequence_id, word, word_trims);
+    word_notes.clear();
+    tokenize(text, sequence_id, word, word_notes);
     if (precut) {
-      const size_t n = precut_length(word, options.max_length, options.truncation_side, is_added_id);
+      const size_t n = precut_length(word, options.max_length, options.truncation_side, word_notes);
       keep_tokens(word, n, options.truncation_side);
       if (options.truncation_side == Side::kRight)
-        word_trims.resize(n);
+        word_notes.resize(n);
       else
-        word_trims.erase(word_trims.begin(), word_trims.end() - static_cast<ptrdiff_t>(n));
+        word_notes.erase(word_notes.begin(), word_notes.end() - static_cast<ptrdiff_t>(n));
     }
     std::fill(word.word_ids.begin(), word.word_ids.end(), static_cast<int32_t>(w));
     append_encoding(enc, word);
-    trims.insert(trims.end(), word_trims.begin(), word_trims.end());
+    notes.insert(notes.end(), word_notes.begin(), word_notes.end());
   }
 }
 
 // Checks and tokenizes A (then B), truncates them, then adds the special tokens.
 Encoding Tokenizer::Impl::encode(const Input& a, const Input* b, const EncodeOptions& options) const {
   Encoding ea, eb;
-  thread_local std::vector<Trim> trims_a, trims_b;  // (kept between calls: no allocation per text)
-  trims_a.clear(), trims_b.clear();
+  thread_local std::vector<TokenNotes> notes_a, notes_b;  // (kept between calls: no allocation per text)
+  notes_a.clear(), notes_b.clear();
   std::string repaired;
   if (a.pretokenized)
-    tokenize_words(a.words, 0, options, b ? "text A" : "text", ea, trims_a);
+    tokenize_words(a.words, 0, options, b ? "text A" : "text", ea, notes_a);
   else
-    tokenize(checked_text(a.text, options.invalid_utf8, repaired, b ? "text A" : "text"), 0, ea, trims_a);
+    tokenize(checked_text(a.text, options.invalid_utf8, repaired, b ? "text A" : "text"), 0, ea, notes_a);
   if (b && b->pretokenized)
-    tokenize_words(b->words, 1, options, "text B", eb, trims_b);
+    tokenize_words(b->words, 1, options, "text B", eb, notes_b);
   else if (b)
-    tokenize(checked_text(b->text, options.invalid_utf8, repaired, "text B"), 1, eb, trims_b);
+    tokenize(checked_text(b->text, options.invalid_utf8, repaired, "text B"), 1, eb, notes_b);
   const std::vector<TemplatePiece>& layout = b ? pair_template : single_template;
   size_t added_count = 0;  // HF's post-processor added_tokens
   if (options.add_special_tokens)
     for (const TemplatePiece& piece : layout) added_count += piece.ids.size();
   if (options.max_length > 0) {
-    truncate_inputs(ea, b ? &eb : nullptr, options, added_count, is_added_id, a.pretokenized,
+    truncate_inputs(ea, b ? &eb : nullptr, options, added_count, notes_a, notes_b, a.pretokenized,
                     b && b->pretokenized);
-    const auto cut = [&](std::vector<Trim>& t, size_t n) {
+    const auto cut = [&](std::vector<TokenNotes>& t, size_t n) {
       if (options.truncation_side == Side::kRight)
         t.resize(n);
       else
         t.erase(t.begin(), t.end() - static_cast<ptrdiff_t>(n));
     };
-    cut(trims_a, ea.size());
-    if (b) cut(trims_b, eb.size());
+    cut(notes_a, ea.size());
+    if (b) cut(notes_b, eb.size());
   }
-  trim(ea, trims_a);
-  if (b) trim(eb, trims_b);
+  trim(ea, notes_a);
+  if (b) trim(eb, notes_b);
   // The layout: each text with its type id (RobertaProcessing sets every one to 0, RoBERTa having
   // one token type; TemplateProcessing the template's, with or without the special tokens; without
   // a post-processor, HF's encode gives text B type id 1), special tokens where asked.

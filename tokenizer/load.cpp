@@ -236,7 +236,7 @@ std::shared_ptr<Tokenizer::Impl> Tokenizer::Impl::from_tokenizer_json(const std:
       throw Error(name + ": normalizer \"" + type + "\" is not supported (" +
                       (wordpiece ? "WordPiece: BertNormalizer or none" : "RoBERTa tokenizers have none") + ")",
                   kInvalidModel);
-    std::string where = name + ": normalizer";
+    const std::string where = name + ": normalizer";
     bool lowercase = get_or<bool>(n, "lowercase", true, where);
     std::optional<bool> strip_accents;  // null: follows lowercase
     if (n.contains("strip_accents") && !n["strip_accents"].is_null())
@@ -248,13 +248,9 @@ std::shared_ptr<Tokenizer::Impl> Tokenizer::Impl::from_tokenizer_json(const std:
       lowercase = settings.do_lower_case.value_or(true);
       strip_accents = settings.strip_accents;
       chinese = settings.tokenize_chinese_chars.value_or(true);
-      where = name + " with tokenizer_config.json (tokenizer_class BertTokenizer: its do_lower_case, true unless "
-                     "it says false, and strip_accents)";
     }
-    // strip_accents null follows lowercase, as in HF.
-    if (lowercase || strip_accents.value_or(lowercase))
-      throw Error(where + ": BertNormalizer with lowercase or strip_accents is not supported yet (cased WordPiece "
-                      "tokenizers are: lowercase false, strip_accents false or null)", kInvalidModel);
+    impl->wordpiece->lowercase = lowercase;
+    impl->wordpiece->strip_accents = strip_accents.value_or(lowercase);  // null follows lowercase, as in HF
     impl->wordpiece->clean_text = get_or<bool>(n, "clean_text", true, name + ": normalizer");
     impl->wordpiece->handle_chinese_chars = chinese;
   }
@@ -491,14 +487,10 @@ void Tokenizer::Impl::parse_template(const json& pp, const std::string& where) {
 // As transformers' BertTokenizerFast converts a BertTokenizer's vocab.txt (BertConverter):
 // WordPiece with the unknown token, BertNormalizer (clean_text; handle_chinese_chars,
 // strip_accents and lowercase from tokenizer_config.json's tokenize_chinese_chars, strip_accents
-// and do_lower_case, which defaults to true and is not supported yet), BertPreTokenizer,
+// and do_lower_case, which defaults to true), BertPreTokenizer,
 // [CLS] A [SEP] B [SEP] and the WordPiece decoder; the special tokens from the config files.
 std::shared_ptr<Tokenizer::Impl> Tokenizer::Impl::from_vocab_txt(const std::string& text, const std::string& name,
                                                                  const FolderSettings& settings) {
-  if (settings.do_lower_case.value_or(true) || settings.strip_accents.value_or(false))
-    throw Error(name + ": a lowercasing or accent-stripping BertTokenizer (tokenizer_config.json's do_lower_case, "
-                    "true unless it says false, or strip_accents) is not supported yet: only cased WordPiece",
-                kInvalidModel);
   if (const auto bad = unicode::find_invalid_utf8(text))
     throw Error(name + ": invalid UTF-8 at byte " + std::to_string(*bad), kInvalidModel);
   auto impl = std::make_shared<Impl>();
@@ -525,6 +517,8 @@ std::shared_ptr<Tokenizer::Impl> Tokenizer::Impl::from_vocab_txt(const std::stri
   wp->unk_id = require(settings.roles.unk_token, "[UNK]").second;
   wp->clean_text = true;
   wp->handle_chinese_chars = settings.tokenize_chinese_chars.value_or(true);
+  wp->lowercase = settings.do_lower_case.value_or(true);
+  wp->strip_accents = settings.strip_accents.value_or(wp->lowercase);
   impl->unk_id = wp->unk_id;
   impl->wordpiece = std::move(wp);
   impl->wordpiece_decoder = true;
@@ -536,7 +530,10 @@ std::shared_ptr<Tokenizer::Impl> Tokenizer::Impl::from_vocab_txt(const std::stri
   for (const auto& [role, fallback] : {std::pair{&r.unk_token, "[UNK]"}, {&r.sep_token, "[SEP]"},
                                        {&r.pad_token, "[PAD]"}, {&r.cls_token, "[CLS]"}, {&r.mask_token, "[MASK]"}}) {
     const auto it = model_vocab.find(role->value_or(fallback));
-    if (it == model_vocab.end()) continue;
+    if (it == model_vocab.end()) {
+      if (*role) throw Error(name + ": special token \"" + **role + "\" is missing", kInvalidModel);  // named
+      continue;
+    }
     AddedToken a;
     a.content = it->first;
     a.id = it->second;

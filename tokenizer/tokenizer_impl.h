@@ -24,6 +24,7 @@
 #include "added_vocabulary.h"
 #include "bpe.h"
 #include "string_hash.h"
+#include "truncation.h"
 #include "wordpiece.h"
 #include "roberta/tokenizer.h"
 
@@ -48,7 +49,6 @@ struct Tokenizer::Impl {
   std::vector<std::string> tokens_by_id;  // "" where no token has the id
   std::vector<uint8_t> has_id;            // 1 where a token has the id
   std::vector<uint8_t> special_by_id;     // 1 for the ids of special added tokens
-  std::vector<uint8_t> is_added_id;       // 1 for the ids of added tokens
   std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> ids_by_token;
   AddedVocabulary added;
 
@@ -115,15 +115,11 @@ struct Tokenizer::Impl {
   // first_of_word) for the BPE tokens of the plain text text[begin, end).
   template <class OnToken>
   void tokenize_text(std::string_view text, size_t begin, size_t end, OnToken&& on_token) const;
-  // What HF's trim_offsets may take off a token's offsets: its leading and trailing spaces.
-  struct Trim {
-    uint32_t lead_chars, lead_bytes, trail_chars, trail_bytes;
-  };
   // Appends the tokens of valid UTF-8 `text` to `enc`, with untrimmed offsets, word ids and
-  // `sequence_id`, and one Trim per token to `trims`.
-  void tokenize(std::string_view text, int8_t sequence_id, Encoding& enc, std::vector<Trim>& trims) const;
-  // trim_offsets on the tokens of one text in `e` (`trims` theirs), after truncation.
-  void trim(Encoding& e, const std::vector<Trim>& trims) const;
+  // `sequence_id`, and one TokenNotes per token to `notes`.
+  void tokenize(std::string_view text, int8_t sequence_id, Encoding& enc, std::vector<TokenNotes>& notes) const;
+  // trim_offsets on the tokens of one text in `e` (`notes` theirs), after truncation.
+  void trim(Encoding& e, const std::vector<TokenNotes>& notes) const;
   // One input of encode: a text, or (HF's is_pretokenized) words, each tokenized on its own.
   struct Input {
     std::string_view text{};
@@ -133,7 +129,7 @@ struct Tokenizer::Impl {
   // Checks each word (invalid UTF-8 per options, errors naming "word N of `which`") and appends
   // its tokens to `enc` as tokenize() does, with the word's index as word id and offsets into it.
   void tokenize_words(std::span<const std::string> words, int8_t sequence_id, const EncodeOptions& options,
-                      const char* which, Encoding& enc, std::vector<Trim>& trims) const;
+                      const char* which, Encoding& enc, std::vector<TokenNotes>& notes) const;
   // encode (b null) or encode_pair: tokenize, truncate, add the special tokens.
   Encoding encode(const Input& a, const Input* b, const EncodeOptions& options) const;
 };

@@ -19,14 +19,13 @@ void keep_tokens(Encoding& e, size_t n, Side side) {
   cut(e.special_tokens_mask), cut(e.attention_mask), cut(e.sequence_ids), cut(e.word_ids);
 }
 
-size_t precut_length(const Encoding& e, size_t limit, Side side, const std::vector<uint8_t>& is_added_id) {
+size_t precut_length(const Encoding& e, size_t limit, Side side, const std::vector<TokenNotes>& notes) {
   const size_t n = e.size();
   const auto at = [&](size_t k) { return side == Side::kRight ? k : n - 1 - k; };
   size_t k = 0;
   while (k < n) {
     const int32_t w = e.word_ids[at(k)];
-    const int32_t id = e.ids[at(k)];
-    const bool added = id >= 0 && static_cast<size_t>(id) < is_added_id.size() && is_added_id[id];
+    const bool added = notes[at(k)].added_match;
     while (k < n && e.word_ids[at(k)] == w) ++k;
     if (!added && k >= limit) break;
   }
@@ -37,8 +36,8 @@ namespace {
 
 // HF (0.23) first cuts each input to whole words while tokenizing (precut_length). It tokenizes
 // only the words it keeps, so their word ids count from the first of them.
-void precut(Encoding& e, size_t limit, Side side, const std::vector<uint8_t>& is_added_id) {
-  keep_tokens(e, precut_length(e, limit, side, is_added_id), side);
+void precut(Encoding& e, size_t limit, Side side, const std::vector<TokenNotes>& notes) {
+  keep_tokens(e, precut_length(e, limit, side, notes), side);
   const auto first = std::find_if(e.word_ids.begin(), e.word_ids.end(), [](int32_t w) { return w >= 0; });
   if (first == e.word_ids.end() || *first == 0) return;
   const int32_t w0 = *first;
@@ -51,15 +50,16 @@ void precut(Encoding& e, size_t limit, Side side, const std::vector<uint8_t>& is
 // The strategies of HF: longest_first takes tokens from the longer text (splitting max_length
 // evenly when both are long), only_first / only_second from one text only.
 void truncate_inputs(Encoding& a, Encoding* b, const EncodeOptions& options, size_t specials,
-                     const std::vector<uint8_t>& is_added_id, bool words_a, bool words_b) {
+                     const std::vector<TokenNotes>& notes_a, const std::vector<TokenNotes>& notes_b, bool words_a,
+                     bool words_b) {
   const Side side = options.truncation_side;
   if (options.max_length < specials)
     throw Error("max_length " + std::to_string(options.max_length) + " is smaller than the " +
                 std::to_string(specials) + " special tokens it must hold");
   const size_t max_len = options.max_length - specials;
   const size_t limit = std::max<size_t>(options.max_length, 1);
-  if (options.truncation != TruncationStrategy::kOnlySecond && !words_a) precut(a, limit, side, is_added_id);
-  if (b && !words_b) precut(*b, limit, side, is_added_id);
+  if (options.truncation != TruncationStrategy::kOnlySecond && !words_a) precut(a, limit, side, notes_a);
+  if (b && !words_b) precut(*b, limit, side, notes_b);
   const size_t total = a.size() + (b ? b->size() : 0);
   if (max_len == 0) {  // as HF: nothing but the special tokens remains, whatever the strategy
     keep_tokens(a, 0, side);

@@ -11,9 +11,9 @@ namespace roberta::unicode {
 
 // kWord: Rust regex's \w (Alphabetic, marks, decimal digits, connector punctuation, ZWNJ / ZWJ).
 // kBertOther, kBertPunct: the categories HF's BertNormalizer / BertPreTokenizer take from the Rust
-// crate unicode_categories (Unicode 8.0): Cc, Cf or Co; and P*.
+// crate unicode_categories (Unicode 8.0): Cc, Cf or Co; P*; and Mn (what strip_accents removes).
 enum CharClass : uint8_t {
-  kLetter = 1, kNumber = 2, kWhitespace = 4, kMark = 8, kWord = 16, kBertOther = 32, kBertPunct = 64
+  kLetter = 1, kNumber = 2, kWhitespace = 4, kMark = 8, kWord = 16, kBertOther = 32, kBertPunct = 64, kBertMn = 128
 };
 
 uint8_t char_class(char32_t cp);
@@ -66,6 +66,8 @@ inline bool is_bert_punctuation(char32_t cp) {
                         (cp >= 0x7B && cp <= 0x7E);
   return char_class(cp) & kBertPunct;
 }
+// BertNormalizer's strip_accents: the non-spacing marks it removes after NFD.
+inline bool is_bert_nonspacing_mark(char32_t cp) { return char_class(cp) & kBertMn; }
 // BertNormalizer's handle_chinese_chars: the CJK ideograph blocks it puts spaces around.
 inline bool is_chinese_char(char32_t cp) {
   return (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3400 && cp <= 0x4DBF) || (cp >= 0x20000 && cp <= 0x2A6DF) ||

@@ -2,6 +2,7 @@
 // longer than max_input_chars_per_word) after BertNormalizer and BertPreTokenizer.
 #include "wordpiece.h"
 
+#include "bert_normalizer.h"
 #include "unicode.h"
 
 namespace roberta {
@@ -20,22 +21,33 @@ void WordPieceModel::tokenize(std::string_view text, size_t begin, size_t end, s
     word.char_of_byte.insert(word.char_of_byte.end(), word.text.size() - at, static_cast<uint32_t>(word.source.size()));
     word.source.emplace_back(ob, oe);
   };
-  for (size_t i = begin; i < end;) {
-    const size_t ob = i;
-    const char32_t cp = unicode::next_code_point(text, i);
-    // BertNormalizer: clean_text removes before it maps white space to a space.
-    if (clean_text && (cp == 0 || cp == 0xFFFD || unicode::is_bert_control(cp))) continue;
-    if (unicode::is_whitespace(cp)) {  // Rust's char::is_whitespace (\t \n \r included)
-      flush();
-      continue;
+  // BertPreTokenizer on the normalized characters: white space ends a word, punctuation (and,
+  // with handle_chinese_chars, a CJK ideograph, which BertNormalizer puts spaces around) is one.
+  const auto pre_tokenize = [&](char32_t cp, size_t ob, size_t oe) {
+    if (unicode::is_whitespace(cp)) return flush();  // Rust's char::is_whitespace (\t \n \r included)
+    const bool alone = unicode::is_bert_punctuation(cp) || (handle_chinese_chars && unicode::is_chinese_char(cp));
+    if (alone) flush();
+    add(cp, ob, oe);
+    if (alone) flush();
+  };
+  // BertNormalizer: clean_text removes before it maps white space to a space.
+  const auto removed = [&](char32_t cp) {
+    return clean_text && (cp == 0 || cp == 0xFFFD || unicode::is_bert_control(cp));
+  };
+  if (!lowercase && !strip_accents) {
+    for (size_t i = begin; i < end;) {
+      const size_t ob = i;
+      const char32_t cp = unicode::next_code_point(text, i);
+      if (!removed(cp)) pre_tokenize(cp, ob, i);
     }
-    if (unicode::is_bert_punctuation(cp) || (handle_chinese_chars && unicode::is_chinese_char(cp))) {
-      flush();
-      add(cp, ob, i);
-      flush();
-      continue;
+  } else {
+    BertCaseFolder folder(strip_accents, lowercase, pre_tokenize);
+    for (size_t i = begin; i < end;) {
+      const size_t ob = i;
+      const char32_t cp = unicode::next_code_point(text, i);
+      if (!removed(cp)) folder.push(cp, ob, i);
     }
-    add(cp, ob, i);
+    folder.finish();
   }
   flush();
 }

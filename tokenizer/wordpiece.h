@@ -1,8 +1,7 @@
 #pragma once
-// HF's WordPiece model, with BERT's normalizer (BertNormalizer's clean_text and
-// handle_chinese_chars; its lowercase and strip_accents are refused at load) and pre-tokenizer
-// (BertPreTokenizer: words split at white space, each punctuation character a word of its own),
-// giving offsets into the original text. What some `model_type: roberta` checkpoints ship (e.g. a
+// HF's WordPiece model, with BERT's normalizer (BertNormalizer: clean_text, handle_chinese_chars,
+// strip_accents, lowercase) and pre-tokenizer (BertPreTokenizer: words split at white space, each
+// punctuation character a word of its own), giving offsets into the original text. What some `model_type: roberta` checkpoints ship (e.g. a
 // BertTokenizer beside a RoBERTa model).
 #include <cstddef>
 #include <cstdint>
@@ -28,6 +27,8 @@ struct WordPieceModel {
   size_t max_input_chars_per_word = 100;
   bool clean_text = false;            // BertNormalizer's: drops NUL, U+FFFD and control / format characters
   bool handle_chinese_chars = false;  // BertNormalizer's: each CJK ideograph a word of its own
+  bool strip_accents = false;         // BertNormalizer's: NFD, then the non-spacing marks removed
+  bool lowercase = false;             // BertNormalizer's: Rust's char::to_lowercase
 
   // Appends the tokens of the valid UTF-8 text[begin, end) to `out`.
   void tokenize(std::string_view text, size_t begin, size_t end, std::vector<WordPieceToken>& out) const;

@@ -229,7 +229,9 @@ function main() {
     });
     return;
   }
-  const goldens = readGoldens(args.corpus);
+  // (the corpus's golden counts are roberta-base's: another tokenizer has none to check)
+  const roberta = path.basename(path.dirname(path.resolve(args.tokenizer))) === 'roberta-base-tokenizer';
+  const goldens = roberta ? readGoldens(args.corpus) : {};
   const version = require('tokenizers/package.json').version;
   const out = {
     tool: 'hf-tokenizers-node',

@@ -2,18 +2,20 @@
 # Tokenizer throughput, roberta.cpp against Hugging Face's Rust tokenizer (npm `tokenizers`,
 # installed into a scratch folder by bench_hf_tokenizer.sh), interleaved in one run on the whole
 # corpus, every line encoded on its own without special tokens.
-# Usage: bash tools/bench_tokenizer.sh [BUILD_DIR] [ROUNDS]
+# Usage: bash tools/bench_tokenizer.sh [BUILD_DIR] [ROUNDS] [TOKENIZER_DIR]
+# (TOKENIZER_DIR: a folder with a tokenizer.json; default roberta-base's from ../shared/assets)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 rounds=${2:-2}
 corpus=$(cd ../shared/assets/corpus && pwd)
-tok=$(cd ../shared/assets/roberta-base-tokenizer && pwd)
+tok=$(cd "${3:-../shared/assets/roberta-base-tokenizer}" && pwd)
 out=$(mktemp -d)
 for r in $(seq "$rounds"); do
   "$build/roberta-tokenizer-bench" --model "$tok" --threads 2 "$corpus"/fiction.txt "$corpus"/nonfiction.txt \
     "$corpus"/drama-poetry.txt | tail -n 1 > "$out/ours-$r.json"
-  bash tools/bench_hf_tokenizer.sh --modes batch_nopar,batch_multi 2> /dev/null | tail -n 1 > "$out/hf-$r.json"
+  bash tools/bench_hf_tokenizer.sh --tokenizer "$tok/tokenizer.json" --modes batch_nopar,batch_multi 2> /dev/null |
+    tail -n 1 > "$out/hf-$r.json"
 done
 /usr/bin/python3 - "$out" "$rounds" <<'PY'
 import json, statistics, sys
@@ -28,7 +30,8 @@ rows = [
     ("HF encodeBatch, 1 thread", med([h["modes"]["batch_nopar"]["total"]["tokens_per_s"] for h in hf])),
     ("HF encodeBatch, 2 threads", med([h["modes"]["batch_multi"]["total"]["tokens_per_s"] for h in hf])),
 ]
-print(f"{'tokenizer (whole corpus, 11.5M tokens)':40} {'tokens/s':>12}")
+tokens = ours[0]["encode, 1 thread"]["tokens"]
+print(f"{f'tokenizer (whole corpus, {tokens / 1e6:.1f}M tokens)':40} {'tokens/s':>12}")
 for name, v in rows:
     print(f"{name:40} {v:12,.0f}")
 print(f"single-threaded ratio (encode / HF 1 thread): {rows[0][1] / rows[3][1]:.1f}x")

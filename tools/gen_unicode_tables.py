@@ -13,7 +13,7 @@ char::is_whitespace use), kMark (M*), kWord (Rust regex's \\w: Alphabetic, M*, N
 and for HF's BertNormalizer / BertPreTokenizer, which take categories from the Rust crate
 unicode_categories 0.1.1 (Unicode 8.0: --bert-ucd; every code point checked against HF by
 tests/data/hf/bert_char_classes.txt), kBertOther (Cc, Cf, Co: what clean_text removes; that crate has no
-unassigned code points) and kBertPunct (P*).
+unassigned code points), kBertPunct (P*) and kBertMn (Mn: what strip_accents removes after NFD).
 Source: the Unicode Character Database as the npm package @unicode/unicode-X (the version Hugging
 Face's tokenizer knows: 16.0 for tokenizers 0.23; node reads its modules), or without --ucd Python's
 unicodedata (an older version: 14.0 on Debian 12's Python).
@@ -26,7 +26,7 @@ import subprocess
 import sys
 import unicodedata
 
-LETTER, NUMBER, WHITESPACE, MARK, WORD, BERT_OTHER, BERT_PUNCT = 1, 2, 4, 8, 16, 32, 64
+LETTER, NUMBER, WHITESPACE, MARK, WORD, BERT_OTHER, BERT_PUNCT, BERT_MN = 1, 2, 4, 8, 16, 32, 64, 128
 
 # For Python's unicodedata, which has categories but not these properties:
 # PropList.txt, White_Space (unchanged since Unicode 6.3).
@@ -45,7 +45,7 @@ UCD_SETS = {
 }
 BERT_UCD_SETS = {
     "Cc": "General_Category/Control", "Cf": "General_Category/Format", "Co": "General_Category/Private_Use",
-    "P": "General_Category/Punctuation",
+    "P": "General_Category/Punctuation", "Mn": "General_Category/Nonspacing_Mark",
 }
 
 
@@ -102,12 +102,14 @@ def flags_from_python(cp):
 
 def bert_flags_from_ucd(sets):
     other = sets["Cc"] | sets["Cf"] | sets["Co"]
-    return lambda cp: (BERT_OTHER if cp in other else 0) | (BERT_PUNCT if cp in sets["P"] else 0)
+    return lambda cp: ((BERT_OTHER if cp in other else 0) | (BERT_PUNCT if cp in sets["P"] else 0) |
+                       (BERT_MN if cp in sets["Mn"] else 0))
 
 
 def bert_flags_from_python(cp):
     cat = unicodedata.category(chr(cp))
-    return (BERT_OTHER if cat in ("Cc", "Cf", "Co") else 0) | (BERT_PUNCT if cat[0] == "P" else 0)
+    return ((BERT_OTHER if cat in ("Cc", "Cf", "Co") else 0) | (BERT_PUNCT if cat[0] == "P" else 0) |
+            (BERT_MN if cat == "Mn" else 0))
 
 
 def main():

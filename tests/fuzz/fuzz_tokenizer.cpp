@@ -1,7 +1,10 @@
 // libFuzzer target: arbitrary bytes as text through the roberta-base tokenizer and a BERT-style
-// WordPiece one (tests/data/hf/wordpiece): encode with and without special tokens, pairs, lists of
-// words, truncation, invalid UTF-8 both ways; offsets inside the text; arbitrary ids to decode.
+// WordPiece one (tests/data/hf/wordpiece), cased and uncased: encode with and without special
+// tokens, pairs, lists of words, truncation, invalid UTF-8 both ways; offsets inside the text;
+// arbitrary ids to decode.
 #include <cstdint>
+#include <fstream>
+#include <iterator>
 #include <span>
 #include <string>
 #include <vector>
@@ -59,7 +62,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const roberta::Tokenizer tok =
       roberta::Tokenizer::from_dir(ROBERTA_SHARED_DIR "/assets/roberta-base-tokenizer");
   static const roberta::Tokenizer wordpiece = roberta::Tokenizer::from_dir(ROBERTA_TEST_DATA "/hf/wordpiece");
+  static const roberta::Tokenizer uncased = [] {  // BertNormalizer's lowercase (and so strip_accents)
+    std::ifstream in(ROBERTA_TEST_DATA "/hf/wordpiece/tokenizer.json");
+    std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string cased = "\"lowercase\": false";
+    const size_t at = json.find(cased);
+    if (at == std::string::npos) __builtin_trap();
+    json.replace(at, cased.size(), "\"lowercase\": true");
+    return roberta::Tokenizer::from_tokenizer_json_text(json, "uncased");
+  }();
   run(tok, data, size);
   run(wordpiece, data, size);
+  run(uncased, data, size);
   return 0;
 }

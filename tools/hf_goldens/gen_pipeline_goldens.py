@@ -32,6 +32,7 @@ import logging
 import os
 import subprocess
 import sys
+import tempfile
 import types
 
 import numpy as np
@@ -928,18 +929,31 @@ NER_WORDPIECE_TEXTS = [
                                                       ("日本語", 0, ["B-LOC", "I-LOC", "B-LOC"]),
                                                       ("qqq", 0, ["MISC"]), ("東京", 0, ["B-LOC", "I-LOC"])]),
 ]
+# Uncased (the same tokenizer.json with BertNormalizer's lowercase, so strip_accents too): the words
+# transformers gives are the lowercased, accent-free tokens joined; subwords still by their "##".
+NER_WORDPIECE_UNCASED_TEXTS = [
+    ("ÉCOLE Café NAÏVE İstanbul ΟΔΟΣ", [("ÉCOLE", 0, ["B-ORG", "I-ORG"]), ("Café", 0, ["B-LOC", "I-LOC"]),
+                                      ("İstanbul", 0, ["B-LOC"]), ("ΟΔΟΣ", 0, ["MISC"])]),
+    ("The Quick Brown FOX jumps over the lazy Dog, naïve cafe\u0301.",
+     [("Quick Brown FOX", 0, ["B-PER", "I-PER", "I-PER"]), ("naïve cafe\u0301", 0, ["B-ORG", "I-ORG", "I-ORG"])]),
+]
 NER_WORDPIECE_STRIDE = (" ".join(t for t, _ in NER_WORDPIECE_TEXTS[:3]),
                         [("서울은", 0, ["B-LOC", "I-LOC"]), ("New York", 0, ["B-LOC", "I-LOC"]),
                          ("fox jumps", 0, ["B-PER", "I-PER", "I-PER"])])
 
 
-def gen_token_classification_wordpiece(ner_module, server, rng, special_ids):
+def gen_token_classification_wordpiece(ner_module, server, rng, special_ids, uncased=False):
     out = []
 
     def run(name, text, spans, kwargs, max_len, margin=3.0):
         tok = TokenizerShim(server, max_len, "##", special_ids)
         out.append(ner_text_record(ner_module, server, rng, name, text, spans, kwargs, max_len, margin, tok=tok))
 
+    if uncased:
+        for t, (text, spans) in enumerate(NER_WORDPIECE_UNCASED_TEXTS):
+            for agg in NER_AGGREGATIONS:
+                run(f"wordpiece_uncased{t}_{agg}", text, spans, {"aggregation_strategy": agg}, 512)
+        return out
     for t, (text, spans) in enumerate(NER_WORDPIECE_TEXTS):
         for agg in NER_AGGREGATIONS:
             run(f"wordpiece{t}_{agg}", text, spans, {"aggregation_strategy": agg}, 512, margin=2.0 if t == 3 else 3.0)
@@ -1013,14 +1027,27 @@ def main():
         ner = load_source("transformers.pipelines.token_classification", args.wordpiece_ner,
                           {"Optional": typing.Optional})
         with open(args.wordpiece_tokenizer, encoding="utf-8") as f:
-            vocab = json.load(f)["model"]["vocab"]
+            spec = json.load(f)
+        vocab = spec["model"]["vocab"]
+        special_ids = (vocab["[CLS]"], vocab["[PAD]"], vocab["[UNK]"])
         server = HfTokenizerServer(os.path.abspath(args.wordpiece_tokenizer))
         try:
-            records = gen_token_classification_wordpiece(ner, server, np.random.default_rng(20261128),
-                                                         (vocab["[CLS]"], vocab["[PAD]"], vocab["[UNK]"]))
+            records = gen_token_classification_wordpiece(ner, server, np.random.default_rng(20261128), special_ids)
         finally:
             server.close()
         write_jsonl(os.path.join(args.out, "token_classification_wordpiece.jsonl"), records)
+        with tempfile.TemporaryDirectory() as tmp:  # the uncased tokenizer: lowercase (and strip_accents)
+            spec["normalizer"]["lowercase"] = True
+            uncased = os.path.join(tmp, "tokenizer.json")
+            with open(uncased, "w", encoding="utf-8") as f:
+                json.dump(spec, f, ensure_ascii=False)
+            server = HfTokenizerServer(uncased)
+            try:
+                records = gen_token_classification_wordpiece(ner, server, np.random.default_rng(20261129), special_ids,
+                                                             uncased=True)
+            finally:
+                server.close()
+        write_jsonl(os.path.join(args.out, "token_classification_wordpiece_uncased.jsonl"), records)
         return
     if args.ner_only:
         install_transformers_stubs()

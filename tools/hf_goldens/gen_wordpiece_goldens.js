@@ -2,15 +2,16 @@
 // tokenizer.json, as some `model_type: roberta` checkpoints ship one (a cased BertTokenizer):
 // BertNormalizer, BertPreTokenizer, WordPiece, TemplateProcessing, WordPiece decoder; and variants
 // (BertProcessing, no post-processor, without clean_text / handle_chinese_chars / normalizer, a low
-// max_input_chars_per_word, another template, an added token). Also what BertNormalizer and
-// BertPreTokenizer do with every code point.
+// max_input_chars_per_word, another template, an added token, uncased: lowercase and
+// strip_accents). Also what BertNormalizer and BertPreTokenizer do with every code point.
 //
 //   source tools/hf_goldens/hf_tokenizers_env.sh
 //   node tools/hf_goldens/gen_wordpiece_goldens.js tests/data/hf ../shared/assets
 //
 // Deterministic; writes OUTDIR/wordpiece/tokenizer.json, OUTDIR/wordpiece.jsonl,
-// OUTDIR/bert_char_classes.txt and OUTDIR/decoder_none.jsonl (decode without a decoder: HF joins
-// the tokens with spaces; of the roberta-base tokenizer.json in ASSETS too).
+// OUTDIR/bert_char_classes.txt, OUTDIR/bert_normalizer_maps.txt and OUTDIR/decoder_none.jsonl
+// (decode without a decoder: HF joins the tokens with spaces; of the roberta-base tokenizer.json in
+// ASSETS too).
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -38,7 +39,10 @@ const WORDS = ['the', 'The', 'quick', 'brown', 'fox', 'jump', '##s', '##ed', 'ov
   '##x', '##y', '##z', '##o', '##n', '##e', '##a', '##b', '##d', '##r', '##l', '##h', '##w', '##k', '##t', '##i',
   '##u', '##m', '##p', '##s', '##g', '##f', 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'k', 'l',
   'm', 'n', 'o', 'p', 'r',
-  's', 'u', 'v', 'w', '##v', '##c', 'wor', '##ld', 'hel', '##lo', '😀', '##😀', '\u200d', 'ß', '##ß', 'İ', 'ﬁ', '##ﬁ'];
+  's', 'u', 'v', 'w', '##v', '##c', 'wor', '##ld', 'hel', '##lo', '😀', '##😀', '\u200d', 'ß', '##ß', 'İ', 'ﬁ', '##ﬁ',
+  // what the uncased variants need: Hangul syllables after NFD (jamo), lowercase Greek, ...
+  '안녕'.normalize('NFD'), '##' + '하세요'.normalize('NFD'), 'σασ', 'οδοσ', 'οδος', '##σ', 'istanbul', 'i', '##\u0307',
+  '##\u{1D165}', '##\u{1D16D}'];  // two spacing marks (Mc) that NFD reorders
 const vocab = {};
 for (const t of [...SPECIALS, ...WORDS]) if (!(t in vocab)) vocab[t] = Object.keys(vocab).length;
 
@@ -80,6 +84,10 @@ const VARIANTS = {
   no_decoder: [['/decoder', null]],
   // a token added as transformers adds one (not special, normalized): matched before pre-tokenization
   added_token: [['/added_tokens/-', added(Object.keys(vocab).length, '<extra>', false, { normalized: true })]],
+  // uncased: lowercase (Rust's char::to_lowercase) and strip_accents (NFD, non-spacing marks removed)
+  lowercase: [['/normalizer/lowercase', true]],
+  lowercase_keep_accents: [['/normalizer/lowercase', true], ['/normalizer/strip_accents', false]],
+  strip_accents: [['/normalizer/strip_accents', true]],
 };
 
 const TEXTS = ['The quick brown fox jumps over the lazy dog.', 'New York is a city in the world!',
@@ -89,7 +97,12 @@ const TEXTS = ['The quick brown fox jumps over the lazy dog.', 'New York is a ci
   'tab\there\nnew\r\nline\u3000ideo\u2003em', '  lead and trail  ', '', ' ', '\u0000', '[MASK] is [MASK].',
   'hello[MASK]world', 'a [UNK] b [CLS]x', 'supercalifragilisticexpialidocious', 'hel lo wor ld', 'wor\u0000ld',
   '\u0000ab\u0000 cd\u0000', '😀 x😀 😀😀', 'x\u200dy', '¿Qué? «hola» 。、「」—…·‽⁇', '$5 + 3 < 4 = x > y ^ z | ~ `a`',
-  'ßß İ ﬁﬁ', 'a\ue000b \uf8ff', '\u0378\u0379 x\u0378y', 'a<extra>b <extra> c', 'abcdef abcde ab##c', '#hash ##c'];
+  'ßß İ ﬁﬁ', 'a\ue000b \uf8ff', '\u0378\u0379 x\u0378y', 'a<extra>b <extra> c', 'abcdef abcde ab##c', '#hash ##c',
+  // case and accents: multi-character lowercase (İ), title case, final sigma (not applied by Rust's
+  // char::to_lowercase), marks reordered by NFD (both removed; two Mc kept and swapped), NFD giving
+  // punctuation or white space, Hangul, the Kelvin and Ångström signs, capital sharp s
+  'İstanbul ΣΑΣ ΟΔΟΣ ǅ ǈ ÀÉÎÕÜ Ça', 'e\u0301\u0316 a\u0316\u0301b x\u{1D16D}\u{1D165}y \u0f73\u0f71',
+  'a\u037eb c\u1fefd e\u0387f\u2000g', '안녕하세요 ㄱ각 K Å ẞ Ⅻ ＡＢ', 'ÉCOLE Éé\u0301 NAÏVE [MASK] Café'];
 const PAIRS = [['hello world', 'New York'], ['안녕하세요', '서울은 한국의 수도입니다.'], ['x', ''],
   ['The quick brown fox', 'jumps over the lazy dog'], ['日本語', 'x y']];
 const WORD_LISTS = [[['New', 'York-based', 'fox', 'jumps'], null], [['안녕하세요', '서울은', '日本語', ''], null],
@@ -125,6 +138,26 @@ async function charClasses() {
     });
   }
   return ranges.map(([a, b, k]) => `${a.toString(16)} ${b.toString(16)} ${k}`).join('\n') + '\n';
+}
+
+// What BertNormalizer's lowercase and strip_accents (each alone) make of every code point they
+// change: lines "cp L|S cps" (hex), from HF's normalizer itself (normalizeString).
+function normalizerMaps() {
+  const { bertNormalizer } = require('tokenizers');
+  const opts = { cleanText: false, handleChineseChars: false };
+  const lower = bertNormalizer({ ...opts, stripAccents: false, lowercase: true });
+  const strip = bertNormalizer({ ...opts, stripAccents: true, lowercase: false });
+  const hex = (s) => Array.from(s, (c) => c.codePointAt(0).toString(16)).join(' ');
+  const out = [];
+  for (let cp = 0; cp < 0x110000; ++cp) {
+    if (cp >= 0xD800 && cp <= 0xDFFF) continue;
+    const s = String.fromCodePoint(cp);
+    for (const [kind, n] of [['L', lower], ['S', strip]]) {
+      const t = n.normalizeString(s);
+      if (t !== s) out.push(`${cp.toString(16)} ${kind} ${hex(t)}`.trimEnd());
+    }
+  }
+  return out.join('\n') + '\n';
 }
 
 async function main() {
@@ -182,6 +215,7 @@ async function main() {
   }
   fs.writeFileSync(path.join(outDir, 'wordpiece.jsonl'), lines.join('\n') + '\n');
   fs.writeFileSync(path.join(outDir, 'bert_char_classes.txt'), await charClasses());
+  fs.writeFileSync(path.join(outDir, 'bert_normalizer_maps.txt'), normalizerMaps());
   // decode without a decoder, byte-level BPE (roberta-base's tokenizer.json, decoder null)
   const roberta = JSON.parse(fs.readFileSync(path.join(assets, 'roberta-base-tokenizer', 'tokenizer.json'), 'utf8'));
   const bare = Tokenizer.fromString(JSON.stringify({ ...roberta, decoder: null }));
