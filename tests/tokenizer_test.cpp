@@ -471,6 +471,7 @@ TEST(HfGoldens, WordPieceTokenizerAndVariants) {
     if (name == "base") {
       const roberta::Encoding t = pair ? from_txt.encode_pair(a, b, options) : from_txt.encode(a, options);
       EXPECT_EQ(diff_encoding(r, t), "") << what << " (vocab.txt)";
+      EXPECT_EQ(json(t.word_ids), r["word_ids"]) << what << " (vocab.txt)";
       if (r.contains("decoded")) {
         EXPECT_EQ(from_txt.decode(t.ids, true), r["decoded_skip_special"].get<std::string>()) << what << " (vocab.txt)";
       }
@@ -541,6 +542,12 @@ TEST(HfGoldens, WordPieceTokenizerAndVariants) {
   roberta::test::write_text(txt_dir / "tokenizer_config.json", R"({"do_lower_case": false, "mask_token": "<mask>"})");
   roberta::test::expect_error([&] { roberta::Tokenizer::from_dir(txt_dir.path()); },
                               {"vocab.txt", "special token \"<mask>\" is missing"});
+  {  // ... unless added_tokens.json has it (as transformers saves a token add_special_tokens added)
+    const size_t n = base["model"]["vocab"].size();
+    roberta::test::write_text(txt_dir / "added_tokens.json", "{\"<mask>\": " + std::to_string(n) + "}");
+    EXPECT_EQ(roberta::Tokenizer::from_dir(txt_dir.path()).mask_id(), static_cast<int32_t>(n));
+    std::filesystem::remove(txt_dir / "added_tokens.json");
+  }
   // The same tokenizer from a model folder: the roles of its special tokens; the post-processor's
   // counts (2 / 3 for BERT's layout).
   roberta::test::TempDir dir;

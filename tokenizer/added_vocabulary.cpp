@@ -11,15 +11,25 @@ namespace roberta {
 using enum ErrorKind;
 
 // Groups the tokens by pass and first byte, longest first (so the first match is the longest).
-void AddedVocabulary::index() {
+// HF matches a normalized token by its content normalized as the text is (AddedVocabulary's
+// normalized trie); one whose normalized content is empty never matches.
+void AddedVocabulary::index(const std::function<std::string(std::string_view)>& normalize) {
   for (auto& table : by_first_byte_)
     for (auto& v : table) v.clear();
-  for (size_t i = 0; i < tokens.size(); ++i)
-    by_first_byte_[tokens[i].normalized ? 1 : 0][static_cast<unsigned char>(tokens[i].content[0])].push_back(
-        static_cast<int>(i));
+  match_text_.clear();
+  has_normalized_ = false;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const bool normalized = tokens[i].normalized;
+    match_text_.push_back(normalized && normalize ? normalize(tokens[i].content) : tokens[i].content);
+    has_normalized_ = has_normalized_ || normalized;
+    if (!match_text_.back().empty())
+      by_first_byte_[normalized ? 1 : 0][static_cast<unsigned char>(match_text_.back()[0])].push_back(
+          static_cast<int>(i));
+  }
   for (auto& table : by_first_byte_)
     for (auto& v : table)
-      std::stable_sort(v.begin(), v.end(), [&](int x, int y) { return tokens[x].content.size() > tokens[y].content.size(); });
+      std::stable_sort(v.begin(), v.end(),
+                       [&](int x, int y) { return match_text_[x].size() > match_text_[y].size(); });
 }
 
 // Finds added tokens of one pass in text[from, to), leftmost-longest, as HF's AddedVocabulary does,
@@ -32,7 +42,7 @@ void AddedVocabulary::match(std::string_view text, size_t from, size_t to, int p
     const auto& candidates = table[static_cast<unsigned char>(text[p])];
     int found = -1;
     for (int c : candidates) {
-      const std::string& content = tokens[c].content;
+      const std::string& content = match_text_[c];
       if (content.size() <= to - p && text.compare(p, content.size(), content) == 0) {
         found = c;
         break;
@@ -43,7 +53,7 @@ void AddedVocabulary::match(std::string_view text, size_t from, size_t to, int p
       continue;
     }
     const AddedToken& tok = tokens[found];
-    size_t start = p, stop = p + tok.content.size();
+    size_t start = p, stop = p + match_text_[found].size();
     p = stop;
     if (start < start_offset) continue;  // overlaps what the previous match's rstrip took
     if (tok.single_word) {
@@ -130,7 +140,19 @@ void Tokenizer::Impl::finish_added_tokens(const std::string& source, const Roles
   special_by_id.assign(has_id.size(), 0);
   for (const AddedToken& t : added.tokens)
     if (t.special) special_by_id[t.id] = 1;
-  added.index();
+  decoded_added.clear();
+  if (wordpiece && wordpiece->normalizes()) {
+    added.index([&](std::string_view content) {
+      WordPieceModel::NormalizedText n;
+      wordpiece->normalize(content, 0, content.size(), n);
+      return n.text;
+    });
+    for (size_t i = 0; i < added.tokens.size(); ++i)
+      if (added.tokens[i].normalized && added.match_text(i) != added.tokens[i].content)
+        decoded_added[added.tokens[i].id] = added.match_text(i);
+  } else {
+    added.index();
+  }
   const auto find = [&](const char* token) -> std::optional<int32_t> {
     const auto it = ids_by_token.find(std::string_view(token));
     return it == ids_by_token.end() ? std::nullopt : std::optional<int32_t>(it->second);

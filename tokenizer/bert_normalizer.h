@@ -48,10 +48,10 @@ class BertCaseFolder {
     }
     char32_t d[4];
     const size_t n = canonical_decomposition(cp, d);
-    sources_.push_back({begin, end});
     for (size_t k = 0; k < n; ++k) {
       const uint8_t ccc = combining_class(d[k]);
       if (ccc == 0) flush();
+      if (k == 0) sources_.push_back({begin, end});  // (after the flush: what it emitted is dropped)
       pending_.push_back({d[k], ccc, k > 0});
     }
   }
@@ -81,7 +81,7 @@ class BertCaseFolder {
       if (!unicode::is_bert_nonspacing_mark(p.cp)) lower(p.cp, last_.first, last_.second);
     }
     pending_.clear();
-    if (next_ == sources_.size()) sources_.clear(), next_ = 0;  // (a character may still be pending)
+    if (next_ == sources_.size()) sources_.clear(), next_ = 0;
   }
 
   bool strip_accents_, lowercase_;

@@ -86,7 +86,8 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_to
   for (int32_t id : ids) {
     if (id < 0 || static_cast<size_t>(id) >= impl_->has_id.size() || !impl_->has_id[id]) continue;  // as HF
     if (skip_special_tokens && impl_->special_by_id[id]) continue;
-    const std::string& token = impl_->tokens_by_id[id];
+    const auto normalized = impl_->decoded_added.find(id);
+    const std::string& token = normalized == impl_->decoded_added.end() ? impl_->tokens_by_id[id] : normalized->second;
     if (impl_->no_decoder)
       bytes.append(first ? "" : " ").append(token);
     else if (impl_->wordpiece_decoder)

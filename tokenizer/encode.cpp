@@ -111,6 +111,51 @@ void Tokenizer::Impl::tokenize_text(std::string_view text, size_t begin, size_t 
     on_word(0, piece_text.size());
 }
 
+// The pieces of `text` in order: each added token found (on_added(index into added.tokens, begin,
+// end, the matched text, whether it was matched in the normalized text)) and the model's tokens
+// of the text between (on_token as tokenize_text's). With a WordPiece normalizer and normalized
+// added tokens, those are found in the normalized text between the others, by their normalized
+// content, as HF's AddedVocabulary::extract_and_normalize finds them; begin/end are then the
+// original span of the match's first and last characters.
+template <class OnAdded, class OnToken>
+void Tokenizer::Impl::for_each_piece(std::string_view text, OnAdded&& on_added, OnToken&& on_token) const {
+  std::vector<Segment> segments;
+  const auto raw = [&](const Segment& s) { return text.substr(s.begin, s.end - s.begin); };
+  if (!(wordpiece && wordpiece->normalizes() && added.has_normalized())) {
+    added.split(text, segments);
+    for (const Segment& s : segments) {
+      if (s.added >= 0)
+        on_added(s.added, s.begin, s.end, raw(s), false);
+      else
+        tokenize_text(text, s.begin, s.end, on_token);
+    }
+    return;
+  }
+  added.split_raw(text, segments);
+  thread_local WordPieceModel::NormalizedText n;
+  std::vector<Segment> inner;
+  std::vector<WordPieceToken> tokens;
+  for (const Segment& s : segments) {
+    if (s.added >= 0) {
+      on_added(s.added, s.begin, s.end, raw(s), false);
+      continue;
+    }
+    wordpiece->normalize(text, s.begin, s.end, n);
+    inner.clear();
+    added.split_normalized(n.text, inner);
+    for (const Segment& p : inner) {
+      if (p.added >= 0) {
+        const std::string_view matched = std::string_view(n.text).substr(p.begin, p.end - p.begin);
+        on_added(p.added, n.source[p.begin].first, n.source[p.end - 1].second, matched, true);
+        continue;
+      }
+      tokens.clear();
+      wordpiece->tokenize_normalized(n, p.begin, p.end, tokens);
+      for (const WordPieceToken& t : tokens) on_token(t.id, t.begin, t.end, 0u, 0u, 0u, 0u, t.first_of_word);
+    }
+  }
+}
+
 // Added tokens keep the matched text (with what lstrip/rstrip took) as their token string; BPE
 // tokens are the vocabulary's strings. Word ids count pre-tokens and added-token matches.
 void Tokenizer::Impl::tokenize(std::string_view text, int8_t sequence_id, Encoding& enc,
@@ -144,40 +189,35 @@ void Tokenizer::Impl::tokenize(std::string_view text, int8_t sequence_id, Encodi
     enc.word_ids.push_back(word);
     notes.push_back({lead_chars, lead_bytes, trail_chars, trail_bytes, added_match});
   };
-  std::vector<Segment> segments;
-  added.split(text, segments);
-  for (const Segment& seg : segments) {
-    if (seg.added >= 0) {
-      // The token string is the matched text, stripped whitespace included (as HF shows it).
-      const std::string_view matched = text.substr(seg.begin, seg.end - seg.begin);
-      uint32_t lead_c = 0, lead_b = 0, trail_c = 0, trail_b = 0;
-      for (size_t i = 0; i < matched.size();) {
-        const size_t at = i;
-        const char32_t cp = unicode::next_code_point(matched, i);
-        if (!(unicode::is_whitespace(cp) || cp == 0x120)) break;
-        ++lead_c, lead_b += static_cast<uint32_t>(i - at);
-      }
-      for (size_t e = matched.size(); e > 0;) {
-        size_t q = e - 1;
-        while (q > 0 && unicode::is_continuation_byte(matched[q])) --q;
-        size_t i = q;
-        const char32_t cp = unicode::next_code_point(matched, i);
-        if (!(unicode::is_whitespace(cp) || cp == 0x120)) break;
-        ++trail_c, trail_b += static_cast<uint32_t>(e - q);
-        e = q;
-      }
-      ++word;
-      push(added.tokens[seg.added].id, std::string(matched), seg.begin, seg.end, lead_c, lead_b, trail_c, trail_b,
-           true);
-    } else {
-      tokenize_text(text, seg.begin, seg.end,
-                    [&](int32_t id, size_t ob, size_t oe, uint32_t lead, uint32_t lead_bytes, uint32_t trail,
-                        uint32_t trail_bytes, bool first_of_word) {
-                      if (first_of_word) ++word;
-                      push(id, tokens_by_id[id], ob, oe, lead, lead_bytes, trail, trail_bytes, false);
-                    });
-    }
-  }
+  for_each_piece(
+      text,
+      [&](int index, size_t begin, size_t end, std::string_view matched, bool in_normalized) {
+        // The token string is the matched text, stripped whitespace included (as HF shows it); the
+        // spaces trim_offsets may take off are those of the raw text (WordPiece ones never trim).
+        uint32_t lead_c = 0, lead_b = 0, trail_c = 0, trail_b = 0;
+        for (size_t i = 0; i < matched.size() && !in_normalized;) {
+          const size_t at = i;
+          const char32_t cp = unicode::next_code_point(matched, i);
+          if (!(unicode::is_whitespace(cp) || cp == 0x120)) break;
+          ++lead_c, lead_b += static_cast<uint32_t>(i - at);
+        }
+        for (size_t e = matched.size(); e > 0 && !in_normalized;) {
+          size_t q = e - 1;
+          while (q > 0 && unicode::is_continuation_byte(matched[q])) --q;
+          size_t i = q;
+          const char32_t cp = unicode::next_code_point(matched, i);
+          if (!(unicode::is_whitespace(cp) || cp == 0x120)) break;
+          ++trail_c, trail_b += static_cast<uint32_t>(e - q);
+          e = q;
+        }
+        ++word;
+        push(added.tokens[index].id, std::string(matched), begin, end, lead_c, lead_b, trail_c, trail_b, true);
+      },
+      [&](int32_t id, size_t ob, size_t oe, uint32_t lead, uint32_t lead_bytes, uint32_t trail, uint32_t trail_bytes,
+          bool first_of_word) {
+        if (first_of_word) ++word;
+        push(id, tokens_by_id[id], ob, oe, lead, lead_bytes, trail, trail_bytes, false);
+      });
   const size_t n = enc.ids.size() - first_token;
   enc.type_ids.resize(enc.ids.size(), 0);
   enc.special_tokens_mask.resize(enc.ids.size(), 0);
@@ -350,16 +390,9 @@ Encoding Tokenizer::encode_words_pair(std::span<const std::string> a, std::span<
 void Tokenizer::encode_ids(std::string_view text, std::vector<int32_t>& out, InvalidUtf8 invalid_utf8) const {
   std::string repaired;
   text = checked_text(text, invalid_utf8, repaired, "text");
-  std::vector<Segment> segments;
-  impl_->added.split(text, segments);
-  for (const Segment& seg : segments) {
-    if (seg.added >= 0)
-      out.push_back(impl_->added.tokens[seg.added].id);
-    else
-      impl_->tokenize_text(
-          text, seg.begin, seg.end,
-          [&](int32_t id, size_t, size_t, uint32_t, uint32_t, uint32_t, uint32_t, bool) { out.push_back(id); });
-  }
+  impl_->for_each_piece(
+      text, [&](int index, size_t, size_t, std::string_view, bool) { out.push_back(impl_->added.tokens[index].id); },
+      [&](int32_t id, size_t, size_t, uint32_t, uint32_t, uint32_t, uint32_t, bool) { out.push_back(id); });
 }
 
 }  // namespace roberta

@@ -531,7 +531,10 @@ std::shared_ptr<Tokenizer::Impl> Tokenizer::Impl::from_vocab_txt(const std::stri
                                        {&r.pad_token, "[PAD]"}, {&r.cls_token, "[CLS]"}, {&r.mask_token, "[MASK]"}}) {
     const auto it = model_vocab.find(role->value_or(fallback));
     if (it == model_vocab.end()) {
-      if (*role) throw Error(name + ": special token \"" + **role + "\" is missing", kInvalidModel);  // named
+      // a token the config names must be somewhere: in the vocabulary or in added_tokens.json
+      const auto added = [&](const AddedToken& t) { return role->has_value() && t.content == **role; };
+      if (role->has_value() && std::none_of(settings.added_tokens.begin(), settings.added_tokens.end(), added))
+        throw Error(name + ": special token \"" + **role + "\" is missing", kInvalidModel);
       continue;
     }
     AddedToken a;

@@ -51,6 +51,9 @@ struct Tokenizer::Impl {
   std::vector<uint8_t> special_by_id;     // 1 for the ids of special added tokens
   std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> ids_by_token;
   AddedVocabulary added;
+  // What decode writes for a normalized added token whose normalized content differs from its
+  // content (HF's normalized_cache: "Café" decodes as "cafe" under an uncased normalizer).
+  std::unordered_map<int32_t, std::string> decoded_added;
 
   bool add_prefix_space = false;
   bool use_regex = true;
@@ -92,7 +95,7 @@ struct Tokenizer::Impl {
   // What a model folder's other files (tokenizer_config.json, added_tokens.json) change.
   struct FolderSettings {
     std::optional<bool> add_prefix_space{}, trim_offsets{};
-    std::vector<AddedToken> added_tokens{};  // added_tokens.json (vocab.json + merges.txt only)
+    std::vector<AddedToken> added_tokens{};  // added_tokens.json (beside vocab.json + merges.txt or vocab.txt)
     Roles roles{};  // tokenizer_config.json's pad_token / mask_token / unk_token, special_tokens_map.json's
     // BertTokenizer's settings: a vocab.txt's, and a tokenizer.json's when tokenizer_config.json's
     // tokenizer_class is BertTokenizer (transformers then rebuilds the normalizer with them)
@@ -115,6 +118,9 @@ struct Tokenizer::Impl {
   // first_of_word) for the BPE tokens of the plain text text[begin, end).
   template <class OnToken>
   void tokenize_text(std::string_view text, size_t begin, size_t end, OnToken&& on_token) const;
+  // The added tokens and the model's tokens of `text`, in order (encode.cpp).
+  template <class OnAdded, class OnToken>
+  void for_each_piece(std::string_view text, OnAdded&& on_added, OnToken&& on_token) const;
   // Appends the tokens of valid UTF-8 `text` to `enc`, with untrimmed offsets, word ids and
   // `sequence_id`, and one TokenNotes per token to `notes`.
   void tokenize(std::string_view text, int8_t sequence_id, Encoding& enc, std::vector<TokenNotes>& notes) const;

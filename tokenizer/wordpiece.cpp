@@ -7,7 +7,8 @@
 
 namespace roberta {
 
-void WordPieceModel::tokenize(std::string_view text, size_t begin, size_t end, std::vector<WordPieceToken>& out) const {
+template <class ForEachChar>
+void WordPieceModel::tokenize_chars(ForEachChar&& for_each_char, std::vector<WordPieceToken>& out) const {
   thread_local Word word;
   word.text.clear(), word.char_of_byte.clear(), word.source.clear();
   const auto flush = [&] {
@@ -23,33 +24,77 @@ void WordPieceModel::tokenize(std::string_view text, size_t begin, size_t end, s
   };
   // BertPreTokenizer on the normalized characters: white space ends a word, punctuation (and,
   // with handle_chinese_chars, a CJK ideograph, which BertNormalizer puts spaces around) is one.
-  const auto pre_tokenize = [&](char32_t cp, size_t ob, size_t oe) {
+  auto pre_tokenize = [&](char32_t cp, size_t ob, size_t oe) {
     if (unicode::is_whitespace(cp)) return flush();  // Rust's char::is_whitespace (\t \n \r included)
     const bool alone = unicode::is_bert_punctuation(cp) || (handle_chinese_chars && unicode::is_chinese_char(cp));
     if (alone) flush();
     add(cp, ob, oe);
     if (alone) flush();
   };
+  for_each_char(pre_tokenize);
+  flush();
+}
+
+void WordPieceModel::tokenize(std::string_view text, size_t begin, size_t end, std::vector<WordPieceToken>& out) const {
   // BertNormalizer: clean_text removes before it maps white space to a space.
   const auto removed = [&](char32_t cp) {
     return clean_text && (cp == 0 || cp == 0xFFFD || unicode::is_bert_control(cp));
   };
-  if (!lowercase && !strip_accents) {
-    for (size_t i = begin; i < end;) {
-      const size_t ob = i;
-      const char32_t cp = unicode::next_code_point(text, i);
-      if (!removed(cp)) pre_tokenize(cp, ob, i);
+  tokenize_chars(
+      [&](auto& pre_tokenize) {
+        if (!lowercase && !strip_accents) {
+          for (size_t i = begin; i < end;) {
+            const size_t ob = i;
+            const char32_t cp = unicode::next_code_point(text, i);
+            if (!removed(cp)) pre_tokenize(cp, ob, i);
+          }
+          return;
+        }
+        BertCaseFolder folder(strip_accents, lowercase, pre_tokenize);
+        for (size_t i = begin; i < end;) {
+          const size_t ob = i;
+          const char32_t cp = unicode::next_code_point(text, i);
+          if (!removed(cp)) folder.push(cp, ob, i);
+        }
+        folder.finish();
+      },
+      out);
+}
+
+void WordPieceModel::normalize(std::string_view text, size_t begin, size_t end, NormalizedText& out) const {
+  out.text.clear(), out.source.clear();
+  auto append = [&](char32_t cp, size_t ob, size_t oe) {
+    const size_t at = out.text.size();
+    unicode::append_utf8(out.text, cp);
+    out.source.insert(out.source.end(), out.text.size() - at, {ob, oe});
+  };
+  BertCaseFolder folder(strip_accents, lowercase, append);
+  for (size_t i = begin; i < end;) {
+    const size_t ob = i;
+    char32_t cp = unicode::next_code_point(text, i);
+    if (clean_text) {
+      if (cp == 0 || cp == 0xFFFD || unicode::is_bert_control(cp)) continue;
+      if (unicode::is_whitespace(cp)) cp = ' ';
     }
-  } else {
-    BertCaseFolder folder(strip_accents, lowercase, pre_tokenize);
-    for (size_t i = begin; i < end;) {
-      const size_t ob = i;
-      const char32_t cp = unicode::next_code_point(text, i);
-      if (!removed(cp)) folder.push(cp, ob, i);
-    }
-    folder.finish();
+    const bool spaced = handle_chinese_chars && unicode::is_chinese_char(cp);  // " c ", each with c's span
+    if (spaced) folder.push(' ', ob, i);
+    folder.push(cp, ob, i);
+    if (spaced) folder.push(' ', ob, i);
   }
-  flush();
+  folder.finish();
+}
+
+void WordPieceModel::tokenize_normalized(const NormalizedText& n, size_t from, size_t to,
+                                         std::vector<WordPieceToken>& out) const {
+  tokenize_chars(
+      [&](auto& pre_tokenize) {
+        for (size_t i = from; i < to;) {
+          const auto [ob, oe] = n.source[i];
+          const char32_t cp = unicode::next_code_point(n.text, i);
+          pre_tokenize(cp, ob, oe);
+        }
+      },
+      out);
 }
 
 void WordPieceModel::tokenize_word(const Word& w, std::vector<WordPieceToken>& out) const {

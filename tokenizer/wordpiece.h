@@ -33,6 +33,18 @@ struct WordPieceModel {
   // Appends the tokens of the valid UTF-8 text[begin, end) to `out`.
   void tokenize(std::string_view text, size_t begin, size_t end, std::vector<WordPieceToken>& out) const;
 
+  // BertNormalizer's output as HF's NormalizedString holds it: the normalized text (white space
+  // mapped to a space by clean_text, spaces around CJK ideographs, accents stripped, lowercased)
+  // and, for each of its bytes, the original span of the character it comes from. Normalized added
+  // tokens are matched in it; tokenize_normalized then tokenizes the text between them.
+  struct NormalizedText {
+    std::string text;
+    std::vector<std::pair<size_t, size_t>> source;  // per byte of `text`
+  };
+  bool normalizes() const { return clean_text || handle_chinese_chars || strip_accents || lowercase; }
+  void normalize(std::string_view text, size_t begin, size_t end, NormalizedText& out) const;
+  void tokenize_normalized(const NormalizedText& n, size_t from, size_t to, std::vector<WordPieceToken>& out) const;
+
  private:
   // One word: its normalized text and, per character, the original byte span.
   struct Word {
@@ -41,6 +53,10 @@ struct WordPieceModel {
     std::vector<std::pair<size_t, size_t>> source;  // original [begin, end) of each character
   };
   void tokenize_word(const Word& w, std::vector<WordPieceToken>& out) const;
+  // Calls for_each_char(pre_tokenize) which gives each normalized character (cp, begin, end) to
+  // BertPreTokenizer, and WordPiece the words it makes.
+  template <class ForEachChar>
+  void tokenize_chars(ForEachChar&& for_each_char, std::vector<WordPieceToken>& out) const;
 };
 
 }  // namespace roberta

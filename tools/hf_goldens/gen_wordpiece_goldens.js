@@ -42,7 +42,8 @@ const WORDS = ['the', 'The', 'quick', 'brown', 'fox', 'jump', '##s', '##ed', 'ov
   's', 'u', 'v', 'w', '##v', '##c', 'wor', '##ld', 'hel', '##lo', '😀', '##😀', '\u200d', 'ß', '##ß', 'İ', 'ﬁ', '##ﬁ',
   // what the uncased variants need: Hangul syllables after NFD (jamo), lowercase Greek, ...
   '안녕'.normalize('NFD'), '##' + '하세요'.normalize('NFD'), 'σασ', 'οδοσ', 'οδος', '##σ', 'istanbul', 'i', '##\u0307',
-  '##\u{1D165}', '##\u{1D16D}'];  // two spacing marks (Mc) that NFD reorders
+  '##\u{1D165}', '##\u{1D16D}',  // two spacing marks (Mc) that NFD reorders
+  '\u{1D158}', '##\u{1B44}', '##\u{1D16E}'];  // U+1D160's pieces, reordered after U+1B44 (ccc 9)
 const vocab = {};
 for (const t of [...SPECIALS, ...WORDS]) if (!(t in vocab)) vocab[t] = Object.keys(vocab).length;
 
@@ -68,6 +69,9 @@ const base = {
     vocab },
 };
 
+const NEXT = Object.keys(vocab).length;
+const ADDED = [['<Extra>', true], ['Café', true], ['中文', true], ['[Keep]', false], ['Naïve', true, { lstrip: true }]]
+  .map(([content, normalized, extra], k) => ['/added_tokens/-', added(NEXT + k, content, false, { normalized, ...extra })]);
 const VARIANTS = {
   base: [],
   bert_processing: [['/post_processor', { type: 'BertProcessing', sep: ['[SEP]', vocab['[SEP]']],
@@ -88,6 +92,10 @@ const VARIANTS = {
   lowercase: [['/normalizer/lowercase', true]],
   lowercase_keep_accents: [['/normalizer/lowercase', true], ['/normalizer/strip_accents', false]],
   strip_accents: [['/normalizer/strip_accents', true]],
+  // normalized added tokens are matched by their normalized content in the normalized text (HF's
+  // AddedVocabulary::extract_and_normalize); a non-normalized one in the raw text
+  added_lowercase: [['/normalizer/lowercase', true], ...ADDED],
+  added_cased: [...ADDED, ['/added_tokens/-', added(NEXT + 5, 'a\u200bb', false, { normalized: true })]],
 };
 
 const TEXTS = ['The quick brown fox jumps over the lazy dog.', 'New York is a city in the world!',
@@ -99,10 +107,13 @@ const TEXTS = ['The quick brown fox jumps over the lazy dog.', 'New York is a ci
   '\u0000ab\u0000 cd\u0000', '😀 x😀 😀😀', 'x\u200dy', '¿Qué? «hola» 。、「」—…·‽⁇', '$5 + 3 < 4 = x > y ^ z | ~ `a`',
   'ßß İ ﬁﬁ', 'a\ue000b \uf8ff', '\u0378\u0379 x\u0378y', 'a<extra>b <extra> c', 'abcdef abcde ab##c', '#hash ##c',
   // case and accents: multi-character lowercase (İ), title case, final sigma (not applied by Rust's
-  // char::to_lowercase), marks reordered by NFD (both removed; two Mc kept and swapped), NFD giving
+  // char::to_lowercase), marks reordered by NFD (both removed; two Mc kept and swapped; a decomposition's
+  // added marks sorted after the next character's mark, taking its span), NFD giving
   // punctuation or white space, Hangul, the Kelvin and Ångström signs, capital sharp s
-  'İstanbul ΣΑΣ ΟΔΟΣ ǅ ǈ ÀÉÎÕÜ Ça', 'e\u0301\u0316 a\u0316\u0301b x\u{1D16D}\u{1D165}y \u0f73\u0f71',
-  'a\u037eb c\u1fefd e\u0387f\u2000g', '안녕하세요 ㄱ각 K Å ẞ Ⅻ ＡＢ', 'ÉCOLE Éé\u0301 NAÏVE [MASK] Café'];
+  'İstanbul ΣΑΣ ΟΔΟΣ ǅ ǈ ÀÉÎÕÜ Ça', 'e\u0301\u0316 a\u0316\u0301b x\u{1D16D}\u{1D165}y \u0f73\u0f71 \u{1D160}\u{1B44}',
+  'a\u037eb c\u1fefd e\u0387f\u2000g', '안녕하세요 ㄱ각 K Å ẞ Ⅻ ＡＢ', 'ÉCOLE Éé\u0301 NAÏVE [MASK] Café',
+  // the added tokens of added_lowercase / added_cased, as written and as normalized
+  'Café <EXTRA> cafe\u0301 [Keep] [keep] 中文 中 文', 'x<extra>y ab a\u200bb  NAÏVE x Naïve<Extra>'];
 const PAIRS = [['hello world', 'New York'], ['안녕하세요', '서울은 한국의 수도입니다.'], ['x', ''],
   ['The quick brown fox', 'jumps over the lazy dog'], ['日本語', 'x y']];
 const WORD_LISTS = [[['New', 'York-based', 'fox', 'jumps'], null], [['안녕하세요', '서울은', '日本語', ''], null],
