@@ -532,9 +532,10 @@ std::shared_ptr<Tokenizer::Impl> Tokenizer::Impl::from_vocab_txt(const std::stri
     const auto it = model_vocab.find(role->value_or(fallback));
     if (it == model_vocab.end()) {
       // a token the config names must be somewhere: in the vocabulary or in added_tokens.json
-      const auto added = [&](const AddedToken& t) { return role->has_value() && t.content == **role; };
-      if (role->has_value() && std::none_of(settings.added_tokens.begin(), settings.added_tokens.end(), added))
-        throw Error(name + ": special token \"" + **role + "\" is missing", kInvalidModel);
+      const std::optional<std::string>& named = *role;  // (a lambda may not capture a structured binding)
+      const auto added = [&](const AddedToken& t) { return t.content == *named; };
+      if (named && std::none_of(settings.added_tokens.begin(), settings.added_tokens.end(), added))
+        throw Error(name + ": special token \"" + *named + "\" is missing", kInvalidModel);
       continue;
     }
     AddedToken a;

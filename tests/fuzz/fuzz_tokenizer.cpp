@@ -62,13 +62,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const roberta::Tokenizer tok =
       roberta::Tokenizer::from_dir(ROBERTA_SHARED_DIR "/assets/roberta-base-tokenizer");
   static const roberta::Tokenizer wordpiece = roberta::Tokenizer::from_dir(ROBERTA_TEST_DATA "/hf/wordpiece");
-  static const roberta::Tokenizer uncased = [] {  // BertNormalizer's lowercase (and so strip_accents)
+  // BertNormalizer's lowercase (and so strip_accents), and added tokens matched by their normalized
+  // content in the normalized text
+  static const roberta::Tokenizer uncased = [] {
     std::ifstream in(ROBERTA_TEST_DATA "/hf/wordpiece/tokenizer.json");
     std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const std::string cased = "\"lowercase\": false";
-    const size_t at = json.find(cased);
-    if (at == std::string::npos) __builtin_trap();
-    json.replace(at, cased.size(), "\"lowercase\": true");
+    const auto edit = [&](const std::string& from, const std::string& to) {
+      const size_t at = json.find(from);
+      if (at == std::string::npos) __builtin_trap();
+      json.replace(at, from.size(), to);
+    };
+    edit("\"lowercase\": false", "\"lowercase\": true");
+    std::string added = "\"added_tokens\": [";
+    int id = 500;
+    for (const char* content : {"\\u00c9a", "\\u4e2d\\u6587", "a\\u200bb", " x"})
+      added += std::string("{\"id\": ") + std::to_string(id++) + ", \"content\": \"" + content +
+               "\", \"single_word\": false, \"lstrip\": true, \"rstrip\": true, \"normalized\": true, "
+               "\"special\": false},";
+    edit("\"added_tokens\": [", added);
     return roberta::Tokenizer::from_tokenizer_json_text(json, "uncased");
   }();
   run(tok, data, size);
