@@ -439,6 +439,14 @@ TEST(HfGoldens, WordPieceTokenizerAndVariants) {
       variants.emplace(name, roberta::Tokenizer::from_tokenizer_json_text(patched(base, r["patch"]).dump(), name));
     const roberta::Tokenizer& tok = variants.at(name);
     EXPECT_TRUE(tok.is_wordpiece());
+    const json spec = patched(base, r["patch"]);
+    const json& normalizer = spec["normalizer"];
+    const bool lower = !normalizer.is_null() && normalizer["lowercase"].get<bool>();
+    EXPECT_EQ(tok.lowercases(), lower) << name;
+    EXPECT_EQ(tok.strips_accents(), !normalizer.is_null() && (normalizer["strip_accents"].is_null()
+                                                                  ? lower
+                                                                  : normalizer["strip_accents"].get<bool>()))
+        << name;
     const roberta::EncodeOptions options = record_options(r);
     if (r.contains("words")) {  // a list of words (or a pair of lists)
       const auto words = r["words"].get<std::vector<std::string>>();

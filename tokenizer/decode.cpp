@@ -132,5 +132,7 @@ size_t Tokenizer::num_special_tokens_to_add(bool pair) const {
   return n;
 }
 bool Tokenizer::is_wordpiece() const { return impl_->wordpiece != nullptr; }
+bool Tokenizer::lowercases() const { return impl_->wordpiece && impl_->wordpiece->lowercase; }
+bool Tokenizer::strips_accents() const { return impl_->wordpiece && impl_->wordpiece->strip_accents; }
 
 }  // namespace roberta

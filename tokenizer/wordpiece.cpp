@@ -35,18 +35,18 @@ void WordPieceModel::tokenize_chars(ForEachChar&& for_each_char, std::vector<Wor
   flush();
 }
 
+bool WordPieceModel::cleaned_away(char32_t cp) const {
+  return clean_text && (cp == 0 || cp == 0xFFFD || unicode::is_bert_control(cp));
+}
+
 void WordPieceModel::tokenize(std::string_view text, size_t begin, size_t end, std::vector<WordPieceToken>& out) const {
-  // BertNormalizer: clean_text removes before it maps white space to a space.
-  const auto removed = [&](char32_t cp) {
-    return clean_text && (cp == 0 || cp == 0xFFFD || unicode::is_bert_control(cp));
-  };
   tokenize_chars(
       [&](auto& pre_tokenize) {
         if (!lowercase && !strip_accents) {
           for (size_t i = begin; i < end;) {
             const size_t ob = i;
             const char32_t cp = unicode::next_code_point(text, i);
-            if (!removed(cp)) pre_tokenize(cp, ob, i);
+            if (!cleaned_away(cp)) pre_tokenize(cp, ob, i);
           }
           return;
         }
@@ -54,7 +54,7 @@ void WordPieceModel::tokenize(std::string_view text, size_t begin, size_t end, s
         for (size_t i = begin; i < end;) {
           const size_t ob = i;
           const char32_t cp = unicode::next_code_point(text, i);
-          if (!removed(cp)) folder.push(cp, ob, i);
+          if (!cleaned_away(cp)) folder.push(cp, ob, i);
         }
         folder.finish();
       },
@@ -72,10 +72,8 @@ void WordPieceModel::normalize(std::string_view text, size_t begin, size_t end, 
   for (size_t i = begin; i < end;) {
     const size_t ob = i;
     char32_t cp = unicode::next_code_point(text, i);
-    if (clean_text) {
-      if (cp == 0 || cp == 0xFFFD || unicode::is_bert_control(cp)) continue;
-      if (unicode::is_whitespace(cp)) cp = ' ';
-    }
+    if (cleaned_away(cp)) continue;
+    if (clean_text && unicode::is_whitespace(cp)) cp = ' ';
     const bool spaced = handle_chinese_chars && unicode::is_chinese_char(cp);  // " c ", each with c's span
     if (spaced) folder.push(' ', ob, i);
     folder.push(cp, ob, i);

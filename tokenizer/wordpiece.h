@@ -1,8 +1,8 @@
 #pragma once
 // HF's WordPiece model, with BERT's normalizer (BertNormalizer: clean_text, handle_chinese_chars,
 // strip_accents, lowercase) and pre-tokenizer (BertPreTokenizer: words split at white space, each
-// punctuation character a word of its own), giving offsets into the original text. What some `model_type: roberta` checkpoints ship (e.g. a
-// BertTokenizer beside a RoBERTa model).
+// punctuation character a word of its own), giving offsets into the original text. What some
+// `model_type: roberta` checkpoints ship (e.g. a BertTokenizer beside a RoBERTa model).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -53,6 +53,8 @@ struct WordPieceModel {
     std::vector<std::pair<size_t, size_t>> source;  // original [begin, end) of each character
   };
   void tokenize_word(const Word& w, std::vector<WordPieceToken>& out) const;
+  // What clean_text removes (before it maps white space to a space).
+  bool cleaned_away(char32_t cp) const;
   // Calls for_each_char(pre_tokenize) which gives each normalized character (cp, begin, end) to
   // BertPreTokenizer, and WordPiece the words it makes.
   template <class ForEachChar>

@@ -169,6 +169,10 @@ class Tokenizer {
   size_t num_special_tokens_to_add(bool pair) const;
   // A WordPiece tokenizer (BERT's layout) rather than RoBERTa's byte-level BPE.
   bool is_wordpiece() const;
+  // A WordPiece tokenizer whose BertNormalizer lowercases (an uncased vocabulary; transformers'
+  // BertTokenizer.do_lower_case), and one that strips accents (NFD, non-spacing marks removed).
+  bool lowercases() const;
+  bool strips_accents() const;
   // transformers' tokenizer.model_max_length: tokenizer_config.json's "model_max_length" when
   // from_dir found one below 10^9 (unset ones are written as 1e30), else nullopt. The pipelines
   // truncate at the smaller of it and the model's position limit, as transformers and

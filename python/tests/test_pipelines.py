@@ -588,6 +588,7 @@ def test_wordpiece_checkpoint_fill_mask_and_features_match_pytorch(work, mlm_mod
         ("[MASK]", "[UNK]", "[CLS]", "[SEP]", "[PAD]")
     roberta_tok = roberta_cpp.Tokenizer.from_pretrained(mlm_model)
     assert tok.is_wordpiece and not roberta_tok.is_wordpiece
+    assert not tok.do_lower_case and not roberta_tok.do_lower_case  # (the test tokenizer is cased)
     assert list(roberta_tok("a", "b").keys()) == ["input_ids", "attention_mask"]  # as RobertaTokenizer
     # as BertTokenizer: token_type_ids among the keys, text B's 1 (HF's goldens)
     pair = goldens.get("hello world / New York")

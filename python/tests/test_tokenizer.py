@@ -302,3 +302,23 @@ def test_alignment_queries_match_hf(tok):
         with pytest.raises(OverflowError, match="must not be negative"):
             call()
     assert batch.encodings[0].token_to_chars(10**6) is None and batch.encodings[0].word_to_tokens(2**31) is None
+
+
+def test_uncased_wordpiece_matches_hf(tmp_path):
+    """An uncased WordPiece tokenizer.json (BertNormalizer lowercase, so strip_accents too): ids and
+    offsets of HF's goldens (wordpiece.jsonl, variant "lowercase"), do_lower_case as BertTokenizer's."""
+    spec = json.loads((HF / "wordpiece" / "tokenizer.json").read_text(encoding="utf-8"))
+    spec["normalizer"]["lowercase"] = True
+    (tmp_path / "tokenizer.json").write_text(json.dumps(spec), encoding="utf-8")
+    tok = roberta_cpp.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    assert tok.is_wordpiece and tok.do_lower_case
+    checked = 0
+    for line in (HF / "wordpiece.jsonl").read_text(encoding="utf-8").split("\n")[:-1]:
+        r = json.loads(line)
+        if r["variant"] != "lowercase" or "a" not in r or r["b"] is not None or r["truncation"] is not None \
+                or not r["add_special_tokens"]:
+            continue
+        enc = tok.encode(r["a"])
+        assert enc.ids == r["ids"] and [list(o) for o in enc.offsets] == r["offsets"], r["a"]
+        checked += 1
+    assert checked >= 40

@@ -79,7 +79,12 @@ int run_info(const Args& args) {
     std::cout << "file              " << f << " (" << std::filesystem::file_size(f) << " bytes)\n";
   try {
     const Tokenizer tok = Tokenizer::from_dir(dir);
-    std::cout << "tokenizer         " << (tok.is_wordpiece() ? "WordPiece" : "byte-level BPE")
+    const char* kind = !tok.is_wordpiece()                          ? "byte-level BPE"
+                       : tok.lowercases() && tok.strips_accents() ? "WordPiece (uncased: lowercase, accents stripped)"
+                       : tok.lowercases()                         ? "WordPiece (uncased: lowercase, accents kept)"
+                       : tok.strips_accents()                     ? "WordPiece (cased, accents stripped)"
+                                                                  : "WordPiece (cased)";
+    std::cout << "tokenizer         " << kind
               << ", " << tok.vocab_size() << " ids, " << tok.added_tokens().size() << " added tokens"
               << (tok.mask_id() ? ", " + tok.id_to_token(*tok.mask_id()) + " = " + std::to_string(*tok.mask_id()) : "")
               << "\n";
