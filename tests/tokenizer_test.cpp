@@ -209,6 +209,19 @@ void expect_byte_offsets(const roberta::Encoding& e, size_t t, const std::string
       << what << " token " << t;
 }
 
+// Encodes text `a` (with `b`, a pair, where the record has one) and checks the encoding, its word
+// ids and every text token's byte offsets against golden record `r`.
+roberta::Encoding expect_golden(const roberta::Tokenizer& tok, const json& r, const std::string& a, const std::string& b,
+                                const roberta::EncodeOptions& options, const std::string& what) {
+  const bool pair = !r["b"].is_null();
+  const roberta::Encoding e = pair ? tok.encode_pair(a, b, options) : tok.encode(a, options);
+  EXPECT_EQ(diff_encoding(r, e), "") << what;
+  EXPECT_EQ(json(e.word_ids), r["word_ids"]) << what;
+  for (size_t t = 0; t < e.size(); ++t)
+    if (!e.special_tokens_mask[t]) expect_byte_offsets(e, t, e.sequence_ids[t] == 1 ? b : a, what);
+  return e;
+}
+
 // A golden record's variant: tokenizer.json `doc` with the record's patch applied (JSON pointer,
 // value; a final "-" appends to an array, as nlohmann's pointers do).
 json patched(json doc, const json& patch) {
@@ -390,11 +403,7 @@ TEST(HfGoldens, TokenizerJsonVariants) {
         EXPECT_THROW(pair ? tok.encode_pair(a, b, options) : tok.encode(a, options), roberta::Error) << what;
         continue;
       }
-      const roberta::Encoding e = pair ? tok.encode_pair(a, b, options) : tok.encode(a, options);
-      EXPECT_EQ(diff_encoding(r, e), "") << what;
-      EXPECT_EQ(json(e.word_ids), r["word_ids"]) << what;
-      for (size_t t = 0; t < e.size(); ++t)
-        if (!e.special_tokens_mask[t]) expect_byte_offsets(e, t, e.sequence_ids[t] == 1 ? b : a, what);
+      expect_golden(tok, r, a, b, options, what);
     }
   }
 }
@@ -471,15 +480,9 @@ TEST(HfGoldens, WordPieceTokenizerAndVariants) {
       ++errors;
       continue;
     }
-    const roberta::Encoding e = pair ? tok.encode_pair(a, b, options) : tok.encode(a, options);
-    EXPECT_EQ(diff_encoding(r, e), "") << what;
-    EXPECT_EQ(json(e.word_ids), r["word_ids"]) << what;
-    for (size_t t = 0; t < e.size(); ++t)
-      if (!e.special_tokens_mask[t]) expect_byte_offsets(e, t, e.sequence_ids[t] == 1 ? b : a, what);
+    const roberta::Encoding e = expect_golden(tok, r, a, b, options, what);
     if (name == "base") {
-      const roberta::Encoding t = pair ? from_txt.encode_pair(a, b, options) : from_txt.encode(a, options);
-      EXPECT_EQ(diff_encoding(r, t), "") << what << " (vocab.txt)";
-      EXPECT_EQ(json(t.word_ids), r["word_ids"]) << what << " (vocab.txt)";
+      const roberta::Encoding t = expect_golden(from_txt, r, a, b, options, what + " (vocab.txt)");
       if (r.contains("decoded")) {
         EXPECT_EQ(from_txt.decode(t.ids, true), r["decoded_skip_special"].get<std::string>()) << what << " (vocab.txt)";
       }

@@ -13,7 +13,7 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const { Tokenizer } = require('tokenizers');
-const { patched } = require('./patch.js');
+const { patched, setTruncation } = require('./patch.js');
 
 const [outDir, assets] = process.argv.slice(2);
 if (!outDir || !assets) {
@@ -50,7 +50,6 @@ const TEXTS = ['hello world foo', 'hi<mask>\nyo', '<s>!!!', '\n', 'a b c d e f',
 const PAIRS = [['hello world foo', 'bar baz'], ['a b c', '\n d e'], ['<s>x', 'y</s> z'], ['é é é', ' q']];
 const TRUNC = [null, { max_length: 3, direction: 'left' }, { max_length: 5, direction: 'left' },
   { max_length: 6, direction: 'left', strategy: 'only_first' }, { max_length: 4, direction: 'right' }];
-const STRATEGY = { longest_first: 'LongestFirst', only_first: 'OnlyFirst', only_second: 'OnlySecond' };
 
 async function main() {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'roberta-variants-'));
@@ -64,12 +63,7 @@ async function main() {
     for (const [a, b] of inputs)
       for (const special of [true, false])
         for (const trunc of TRUNC) {
-          if (trunc) {
-            tok.setTruncation(trunc.max_length, { strategy: STRATEGY[trunc.strategy || 'longest_first'],
-              direction: trunc.direction });
-          } else {
-            tok.disableTruncation();
-          }
+          setTruncation(tok, trunc);
           let fields;
           try {
             const e = await tok.encode(a, b, { addSpecialTokens: special });

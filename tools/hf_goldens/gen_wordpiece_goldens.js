@@ -16,7 +16,7 @@
 const fs = require('fs');
 const path = require('path');
 const { Tokenizer } = require('tokenizers');
-const { patched } = require('./patch.js');
+const { patched, setTruncation } = require('./patch.js');
 const { encodeWords } = require('./pretokenized.js');
 
 const [outDir, assets] = process.argv.slice(2);
@@ -120,7 +120,6 @@ const WORD_LISTS = [[['New', 'York-based', 'fox', 'jumps'], null], [['안녕하�
   [['a\u0000b', ' x ', 'unbelievably', '[MASK]', 'qqq'], null], [['hello', 'world!'], ['The', 'lazy', 'dog.']]];
 const TRUNC = [null, { max_length: 6, direction: 'right' }, { max_length: 5, direction: 'left' },
   { max_length: 7, direction: 'right', strategy: 'only_first' }];
-const STRATEGY = { longest_first: 'LongestFirst', only_first: 'OnlyFirst', only_second: 'OnlySecond' };
 
 // What BertNormalizer (clean_text, handle_chinese_chars) and BertPreTokenizer do with each code
 // point, from HF's tokens of "a" + c + "b" (max_input_chars_per_word 2: a word of three characters
@@ -180,12 +179,7 @@ async function main() {
     for (const [a, b] of [...TEXTS.map((t) => [t, null]), ...PAIRS])
       for (const special of [true, false])
         for (const trunc of TRUNC) {
-          if (trunc) {
-            tok.setTruncation(trunc.max_length, { strategy: STRATEGY[trunc.strategy || 'longest_first'],
-              direction: trunc.direction });
-          } else {
-            tok.disableTruncation();
-          }
+          setTruncation(tok, trunc);
           const record = { variant: name, patch, a, b, add_special_tokens: special,
             truncation: trunc && { strategy: 'longest_first', ...trunc } };
           let e;

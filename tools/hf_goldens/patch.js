@@ -1,6 +1,7 @@
 // A copy of tokenizer.json `base` with a golden record's `patch` applied: [JSON pointer, value]
-// pairs, a final "-" appending to an array (JSON pointer's "append"). Shared by the generators
-// of variant, pre-tokenized and WordPiece goldens.
+// pairs, a final "-" appending to an array (JSON pointer's "append"); and a record's truncation
+// ({max_length, direction, strategy} or null) set on an HF tokenizer. Shared by the generators of
+// variant, pre-tokenized and WordPiece goldens.
 'use strict';
 
 function patched(base, patch) {
@@ -16,4 +17,15 @@ function patched(base, patch) {
   return doc;
 }
 
-module.exports = { patched };
+const STRATEGY = { longest_first: 'LongestFirst', only_first: 'OnlyFirst', only_second: 'OnlySecond' };
+
+function setTruncation(tok, trunc) {
+  if (trunc) {
+    tok.setTruncation(trunc.max_length, { strategy: STRATEGY[trunc.strategy || 'longest_first'],
+      direction: trunc.direction });
+  } else {
+    tok.disableTruncation();
+  }
+}
+
+module.exports = { patched, setTruncation };
