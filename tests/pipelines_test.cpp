@@ -389,6 +389,15 @@ TEST(TokenClassifierGolden, WordPieceTokenizerMatchesTransformers) {
   expect_ner_records(records, Tokenizer::from_dir(std::string(ROBERTA_TEST_DATA) + "/hf/wordpiece"));
 }
 
+// A SentencePiece Unigram tokenizer (tests/data/hf/unigram): no continuing_subword_prefix, so
+// transformers' space heuristic tells subwords; groups decoded with the Metaspace decoder; <unk>
+// tokens take their text; offsets of "▁" tokens include the space.
+TEST(TokenClassifierGolden, UnigramTokenizerMatchesTransformers) {
+  const auto records = read_jsonl("token_classification_unigram.jsonl");
+  ASSERT_GE(records.size(), 20u);
+  expect_ner_records(records, Tokenizer::from_dir(std::string(ROBERTA_TEST_DATA) + "/hf/unigram"));
+}
+
 // The same tokenizer uncased (BertNormalizer's lowercase, so strip_accents too): the words are
 // transformers' lowercased, accent-free tokens joined; offsets into the original text.
 TEST(TokenClassifierGolden, UncasedWordPieceTokenizerMatchesTransformers) {
@@ -518,8 +527,9 @@ TEST(TokenClassifier, ByteOffsetsAndErrors) {
 
 // ---- question-answering
 
-TEST(QuestionAnswererGolden, MatchesTransformers) {
-  for (const json& rec : read_jsonl("question_answering.jsonl")) {
+// Each record's windows, and the answers of its logits, against transformers' (with `tok`).
+void expect_qa_records(const std::vector<json>& records, const Tokenizer& tok) {
+  for (const json& rec : records) {
     const std::string name = rec["name"];
     SCOPED_TRACE(name);
     const json& kw = rec["options"];
@@ -530,7 +540,7 @@ TEST(QuestionAnswererGolden, MatchesTransformers) {
     o.max_answer_len = kw.value("max_answer_len", size_t{15});
     o.handle_impossible_answer = kw.value("handle_impossible_answer", false);
     o.align_to_words = kw.value("align_to_words", true);
-    const QuestionAnswerer qa(tokenizer(), make_config({{"id2label", {"LABEL_0", "LABEL_1"}}}));
+    const QuestionAnswerer qa(tok, make_config({{"id2label", {"LABEL_0", "LABEL_1"}}}));
     const std::string context = rec["context"];
     const auto p = qa.prepare(rec["question"], context, o);
     ASSERT_EQ(p.windows.size(), rec["windows"].size());
@@ -557,6 +567,18 @@ TEST(QuestionAnswererGolden, MatchesTransformers) {
       EXPECT_EQ(context.substr(got[i].byte_start, got[i].byte_end - got[i].byte_start), got[i].answer) << i;
     }
   }
+}
+
+TEST(QuestionAnswererGolden, MatchesTransformers) {
+  expect_qa_records(read_jsonl("question_answering.jsonl"), tokenizer());
+}
+
+// A SentencePiece Unigram tokenizer (tests/data/hf/unigram, XLM-RoBERTa's kind): answers start with
+// the space before their first word (its "▁" token's offsets); unknown characters, NFKC forms.
+TEST(QuestionAnswererGolden, UnigramTokenizerMatchesTransformers) {
+  const auto records = read_jsonl("question_answering_unigram.jsonl");
+  ASSERT_GE(records.size(), 10u);
+  expect_qa_records(records, Tokenizer::from_dir(std::string(ROBERTA_TEST_DATA) + "/hf/unigram"));
 }
 
 TEST(QuestionAnswerer, Errors) {

@@ -62,7 +62,16 @@ void Tokenizer::Impl::tokenize_text(std::string_view text, size_t begin, size_t 
     thread_local std::vector<WordPieceToken> tokens;
     tokens.clear();
     wordpiece->tokenize(text, begin, end, tokens);
-    for (const WordPieceToken& t : tokens) on_token(t.id, t.begin, t.end, 0u, 0u, 0u, 0u, t.first_of_word);
+    for (const WordPieceToken& t : tokens) on_token(t.id, t.begin, t.end, 0u, 0u, 0u, 0u, t.first_of_word, {});
+    return;
+  }
+  if (unigram) {
+    thread_local NormalizedText n;
+    thread_local std::vector<UnigramToken> tokens;
+    tokens.clear();
+    unigram->normalize(text, begin, end, n);
+    unigram->tokenize_normalized(n, 0, n.text.size(), tokens);
+    for (const UnigramToken& t : tokens) on_token(t.id, t.begin, t.end, 0u, 0u, 0u, 0u, t.first_of_word, t.text);
     return;
   }
   std::string prefixed;
@@ -101,7 +110,7 @@ void Tokenizer::Impl::tokenize_text(std::string_view text, size_t begin, size_t 
         lead_bytes = lead - 1 + bytes;
         if (pe <= shift) trail_bytes = trail - 1 + bytes;  // the token is that space alone
       }
-      on_token(piece.id, ob, oe, lead, lead_bytes, trail, trail_bytes, first_of_word);
+      on_token(piece.id, ob, oe, lead, lead_bytes, trail, trail_bytes, first_of_word, std::string_view{});
       first_of_word = false;
     }
   };
@@ -113,15 +122,16 @@ void Tokenizer::Impl::tokenize_text(std::string_view text, size_t begin, size_t 
 
 // The pieces of `text` in order: each added token found (on_added(index into added.tokens, begin,
 // end, the matched text, whether it was matched in the normalized text)) and the model's tokens
-// of the text between (on_token as tokenize_text's). With a WordPiece normalizer and normalized
-// added tokens, those are found in the normalized text between the others, by their normalized
-// content, as HF's AddedVocabulary::extract_and_normalize finds them; begin/end are then the
-// original span of the match's first and last characters.
+// of the text between (on_token as tokenize_text's). With a normalizer (WordPiece's or Unigram's)
+// and normalized added tokens, those are found in the normalized text between the others, by their
+// normalized content, as HF's AddedVocabulary::extract_and_normalize finds them; begin/end are then
+// the original span of the match's first and last characters.
 template <class OnAdded, class OnToken>
 void Tokenizer::Impl::for_each_piece(std::string_view text, OnAdded&& on_added, OnToken&& on_token) const {
   std::vector<Segment> segments;
   const auto raw = [&](const Segment& s) { return text.substr(s.begin, s.end - s.begin); };
-  if (!(wordpiece && wordpiece->normalizes() && added.has_normalized())) {
+  const bool normalizes = (wordpiece && wordpiece->normalizes()) || (unigram && unigram->normalizes());
+  if (!(normalizes && added.has_normalized())) {
     added.split(text, segments);
     for (const Segment& s : segments) {
       if (s.added >= 0)
@@ -132,26 +142,35 @@ void Tokenizer::Impl::for_each_piece(std::string_view text, OnAdded&& on_added, 
     return;
   }
   added.split_raw(text, segments);
-  thread_local WordPieceModel::NormalizedText n;
+  thread_local NormalizedText n;
   std::vector<Segment> inner;
   std::vector<WordPieceToken> tokens;
+  std::vector<UnigramToken> unigram_tokens;
   for (const Segment& s : segments) {
     if (s.added >= 0) {
       on_added(s.added, s.begin, s.end, raw(s), false);
       continue;
     }
-    wordpiece->normalize(text, s.begin, s.end, n);
+    if (wordpiece)
+      wordpiece->normalize(text, s.begin, s.end, n);
+    else
+      unigram->normalize(text, s.begin, s.end, n);
     inner.clear();
     added.split_normalized(n.text, inner);
     for (const Segment& p : inner) {
       if (p.added >= 0) {
         const std::string_view matched = std::string_view(n.text).substr(p.begin, p.end - p.begin);
         on_added(p.added, n.source[p.begin].first, n.source[p.end - 1].second, matched, true);
-        continue;
+      } else if (wordpiece) {
+        tokens.clear();
+        wordpiece->tokenize_normalized(n, p.begin, p.end, tokens);
+        for (const WordPieceToken& t : tokens) on_token(t.id, t.begin, t.end, 0u, 0u, 0u, 0u, t.first_of_word, {});
+      } else {
+        unigram_tokens.clear();
+        unigram->tokenize_normalized(n, p.begin, p.end, unigram_tokens);
+        for (const UnigramToken& t : unigram_tokens)
+          on_token(t.id, t.begin, t.end, 0u, 0u, 0u, 0u, t.first_of_word, t.text);
       }
-      tokens.clear();
-      wordpiece->tokenize_normalized(n, p.begin, p.end, tokens);
-      for (const WordPieceToken& t : tokens) on_token(t.id, t.begin, t.end, 0u, 0u, 0u, 0u, t.first_of_word);
     }
   }
 }
@@ -214,9 +233,10 @@ void Tokenizer::Impl::tokenize(std::string_view text, int8_t sequence_id, Encodi
         push(added.tokens[index].id, std::string(matched), begin, end, lead_c, lead_b, trail_c, trail_b, true);
       },
       [&](int32_t id, size_t ob, size_t oe, uint32_t lead, uint32_t lead_bytes, uint32_t trail, uint32_t trail_bytes,
-          bool first_of_word) {
+          bool first_of_word, std::string_view token) {
         if (first_of_word) ++word;
-        push(id, tokens_by_id[id], ob, oe, lead, lead_bytes, trail, trail_bytes, false);
+        push(id, token.empty() ? tokens_by_id[id] : std::string(token), ob, oe, lead, lead_bytes, trail, trail_bytes,
+             false);
       });
   const size_t n = enc.ids.size() - first_token;
   enc.type_ids.resize(enc.ids.size(), 0);
@@ -392,7 +412,9 @@ void Tokenizer::encode_ids(std::string_view text, std::vector<int32_t>& out, Inv
   text = checked_text(text, invalid_utf8, repaired, "text");
   impl_->for_each_piece(
       text, [&](int index, size_t, size_t, std::string_view, bool) { out.push_back(impl_->added.tokens[index].id); },
-      [&](int32_t id, size_t, size_t, uint32_t, uint32_t, uint32_t, uint32_t, bool) { out.push_back(id); });
+      [&](int32_t id, size_t, size_t, uint32_t, uint32_t, uint32_t, uint32_t, bool, std::string_view) {
+        out.push_back(id);
+      });
 }
 
 }  // namespace roberta

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "json_fields.h"
 #include "tokenizer_impl.h"
 #include "unicode.h"
 #include "util/files.h"
@@ -45,22 +46,8 @@ Merges parse_merges_txt(const std::string& text, const std::string& name) {
   return merges;
 }
 
-// obj[key], which must exist.
-const json& field(const json& obj, const char* key, const std::string& where) {
-  if (!obj.is_object() || !obj.contains(key)) throw Error(where + ": missing field \"" + key + "\"", kInvalidModel);
-  return obj.at(key);
-}
-
-// obj[key] as a T, or `fallback` when it is absent or null.
-template <class T>
-T get_or(const json& obj, const char* key, T fallback, const std::string& where) {
-  if (!obj.is_object() || !obj.contains(key) || obj.at(key).is_null()) return fallback;
-  try {
-    return obj.at(key).get<T>();
-  } catch (const json::exception&) {
-    throw Error(where + ": field \"" + key + "\" has the wrong type", kInvalidModel);
-  }
-}
+using json_fields::field;
+using json_fields::get_or;
 
 // model.merges of tokenizer.json: strings "left right" (older files) or pairs ["left", "right"].
 Merges parse_merges_json(const json& merges_json, const std::string& name) {
@@ -217,9 +204,13 @@ std::shared_ptr<Tokenizer::Impl> Tokenizer::Impl::from_tokenizer_json(const std:
     impl->load_wordpiece(model, name);
   else if (model_type == "BPE")
     impl->load_bpe(model, name);
+  else if (model_type == "Unigram")
+    impl->load_unigram(doc, name);
   else
-    throw Error(name + ": model.type \"" + model_type + "\" is not supported (BPE or WordPiece)", kInvalidModel);
+    throw Error(name + ": model.type \"" + model_type + "\" is not supported (BPE, WordPiece or Unigram)",
+                kInvalidModel);
   const bool wordpiece = impl->wordpiece != nullptr;
+  const bool unigram = impl->unigram != nullptr;
 
   if (doc.contains("added_tokens") && !doc["added_tokens"].is_null())
     impl->added.tokens = parse_added_tokens(doc["added_tokens"], name);
@@ -229,7 +220,7 @@ std::shared_ptr<Tokenizer::Impl> Tokenizer::Impl::from_tokenizer_json(const std:
                              (get_or<std::string>(doc["normalizer"], "type", "", name + ": normalizer") == "Sequence" &&
                               doc["normalizer"].contains("normalizers") &&
                               doc["normalizer"]["normalizers"].is_array() && doc["normalizer"]["normalizers"].empty());
-  if (!no_normalizer) {
+  if (!no_normalizer && !unigram) {
     const json& n = doc["normalizer"];
     const std::string type = get_or<std::string>(n, "type", "?", name + ": normalizer");
     if (!wordpiece || type != "BertNormalizer")
@@ -261,7 +252,9 @@ std::shared_ptr<Tokenizer::Impl> Tokenizer::Impl::from_tokenizer_json(const std:
   };
   const std::string wanted_pre_tokenizer = wordpiece ? "BertPreTokenizer" : "ByteLevel";
   bool plain_byte_level = false;  // (not in a Sequence: transformers rewrites only that one)
-  if (doc.contains("pre_tokenizer") && !doc["pre_tokenizer"].is_null()) {
+  if (unigram) {
+    // (load_unigram read it)
+  } else if (doc.contains("pre_tokenizer") && !doc["pre_tokenizer"].is_null()) {
     const json& pt = doc["pre_tokenizer"];
     const std::string type = get_or<std::string>(pt, "type", "", name + ": pre_tokenizer");
     if (type == wanted_pre_tokenizer) {
@@ -324,7 +317,7 @@ std::shared_ptr<Tokenizer::Impl> Tokenizer::Impl::from_tokenizer_json(const std:
       impl->decoder_prefix = get_or<std::string>(d, "prefix", "##", where);
       impl->decoder_cleanup = get_or<bool>(d, "cleanup", true, where);
     } else if (type != "ByteLevel") {
-      throw Error(where + " \"" + type + "\" is not supported (ByteLevel or WordPiece)", kInvalidModel);
+      parse_decoder_steps(d, where, impl->decoder_steps);
     }
   } else {
     impl->no_decoder = true;
@@ -340,7 +333,7 @@ std::shared_ptr<Tokenizer::Impl> Tokenizer::Impl::from_tokenizer_json(const std:
   // file's, as transformers' RobertaTokenizerFast replaces them in a ByteLevel pre-tokenizer and in
   // the post-processor. (transformers 4.x also resets them to false / true when the config does not
   // give them; only a folder whose two files disagree sees the difference.)
-  if (!wordpiece) {
+  if (!wordpiece && !unigram) {
     if (settings.add_prefix_space && plain_byte_level) impl->add_prefix_space = *settings.add_prefix_space;
     if (settings.add_prefix_space && has_post_processor) impl->trim_add_prefix_space = *settings.add_prefix_space;
     if (settings.trim_offsets && has_post_processor) impl->trim_offsets = *settings.trim_offsets;
@@ -661,6 +654,15 @@ Tokenizer Tokenizer::from_dir(const std::filesystem::path& dir) {
     read_added_tokens();
     impl = Impl::from_vocab_txt(util::read_file(dir / "vocab.txt"), (dir / "vocab.txt").string(), settings);
   } else {
+    // A SentencePiece model alone (XLMRobertaTokenizer's, CamembertTokenizer's slow files): what
+    // transformers converts on loading; the converted tokenizer.json is what we read.
+    for (const char* spm : {"sentencepiece.bpe.model", "spiece.model", "sentencepiece.model"})
+      if (std::filesystem::exists(dir / spm, ec))
+        throw Error(dir.string() + ": only a SentencePiece model (" + spm +
+                        ") and no tokenizer.json: save the tokenizer once with transformers "
+                        "(AutoTokenizer.from_pretrained(folder).save_pretrained(folder)) to write the tokenizer.json "
+                        "it converts it to",
+                    kInvalidModel);
     throw Error(dir.string() + ": no tokenizer found (expected tokenizer.json, vocab.json and merges.txt, or a "
                     "BERT-style vocab.txt)", kIo);
   }

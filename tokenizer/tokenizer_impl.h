@@ -25,6 +25,7 @@
 #include "bpe.h"
 #include "string_hash.h"
 #include "truncation.h"
+#include "unigram.h"
 #include "wordpiece.h"
 #include "roberta/tokenizer.h"
 
@@ -39,11 +40,38 @@ struct TemplatePiece {
   std::vector<std::string> tokens{};
 };
 
+// One step of a decoder chain: HF's Metaspace (`pattern` a space, but dropped in the first token
+// when `drop_first`), Replace (`pattern` by `content` in each token), ByteFallback (runs of <0xXX>
+// tokens as their bytes, each one U+FFFD if they are not UTF-8), Fuse (all tokens one),
+// Strip (up to `start` / `stop` `pattern` characters off each token's ends).
+struct DecoderStep {
+  enum Kind { kMetaspace, kReplace, kByteFallback, kFuse, kStrip } kind;
+  std::string pattern{}, content{};
+  bool drop_first = false;
+  size_t start = 0, stop = 0;
+};
+
+// Metaspace's settings, as a pre-tokenizer or a decoder: the replacement of a space,
+// prepend_scheme (or the older add_prefix_space), split.
+struct MetaspaceSettings {
+  std::string replacement;
+  UnigramModel::Prepend prepend_scheme;
+  bool split;
+};
+MetaspaceSettings parse_metaspace(const nlohmann::json& m, const std::string& where);
+// A decoder of type Metaspace, Replace, ByteFallback, Fuse, Strip or a Sequence of them (errors
+// name `where`).
+void parse_decoder_steps(const nlohmann::json& d, const std::string& where, std::vector<DecoderStep>& steps);
+
 struct Tokenizer::Impl {
   std::unique_ptr<BpeModel> bpe;
   std::unique_ptr<WordPieceModel> wordpiece;  // instead of `bpe` for a WordPiece tokenizer
+  std::unique_ptr<UnigramModel> unigram;      // instead of `bpe` for a SentencePiece (Unigram) tokenizer
   bool wordpiece_decoder = false;             // HF's WordPiece decoder (else ByteLevel)
   bool no_decoder = false;                    // tokenizer.json has none: HF joins the tokens with spaces
+  // A decoder of SentencePiece tokenizers (Metaspace, or a Sequence of the steps below), run on
+  // the token strings in order, as HF's decode_chain; empty for the other decoders.
+  std::vector<DecoderStep> decoder_steps;
   std::string decoder_prefix = "##";
   bool decoder_cleanup = true;
   std::vector<std::string> tokens_by_id;  // "" where no token has the id
@@ -104,6 +132,8 @@ struct Tokenizer::Impl {
   };
   void load_bpe(const nlohmann::json& model, const std::string& name);
   void load_wordpiece(const nlohmann::json& model, const std::string& name);
+  // The Unigram model, its normalizer and pre-tokenizer (and a Metaspace decoder) of tokenizer.json `doc`.
+  void load_unigram(const nlohmann::json& doc, const std::string& name);
   void parse_template(const nlohmann::json& post_processor, const std::string& where);
   static std::shared_ptr<Impl> from_tokenizer_json(const std::string& text, const std::string& name,
                                                    const FolderSettings& settings);
@@ -115,7 +145,8 @@ struct Tokenizer::Impl {
 
   // ---- encoding (encode.cpp)
   // Calls on_token(id, begin, end, leading_spaces, leading_bytes, trailing_spaces, trailing_bytes,
-  // first_of_word) for the BPE tokens of the plain text text[begin, end).
+  // first_of_word, token) for the model's tokens of the plain text text[begin, end); `token` is
+  // empty but for a token whose string is not the vocabulary's (Unigram's fused unknown pieces).
   template <class OnToken>
   void tokenize_text(std::string_view text, size_t begin, size_t end, OnToken&& on_token) const;
   // The added tokens and the model's tokens of `text`, in order (encode.cpp).

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "normalized_text.h"
 #include "string_hash.h"
 
 namespace roberta {
@@ -37,10 +38,7 @@ struct WordPieceModel {
   // mapped to a space by clean_text, spaces around CJK ideographs, accents stripped, lowercased)
   // and, for each of its bytes, the original span of the character it comes from. Normalized added
   // tokens are matched in it; tokenize_normalized then tokenizes the text between them.
-  struct NormalizedText {
-    std::string text;
-    std::vector<std::pair<size_t, size_t>> source;  // per byte of `text`
-  };
+  using NormalizedText = roberta::NormalizedText;
   bool normalizes() const { return clean_text || handle_chinese_chars || strip_accents || lowercase; }
   void normalize(std::string_view text, size_t begin, size_t end, NormalizedText& out) const;
   void tokenize_normalized(const NormalizedText& n, size_t from, size_t to, std::vector<WordPieceToken>& out) const;

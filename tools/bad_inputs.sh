@@ -36,6 +36,15 @@ printf '[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nhello\n' > "$w/vocabtxt/vocab.txt"
 printf '{"mask_token": "<mask>"}' > "$w/vocabtxt/tokenizer_config.json"
 case_ "BERT-style vocab.txt without the mask token its config names" "" \
   "$bin" fill-mask --model "$w/vocabtxt" "a [MASK]"
+variant spmonly; rm "$w/spmonly/tokenizer.json" "$w/spmonly/vocab.json" "$w/spmonly/merges.txt"
+printf 'x' > "$w/spmonly/sentencepiece.bpe.model"
+case_ "only a SentencePiece model (slow XLM-R tokenizer files), no tokenizer.json" "" \
+  "$bin" fill-mask --model "$w/spmonly" "a <mask>"
+variant badspm; cp tests/data/hf/unigram/tokenizer.json "$w/badspm/tokenizer.json"
+"$py" -c "import json; p='$w/badspm/tokenizer.json'; d=json.load(open(p)); \
+d['normalizer']['normalizers'][0]['precompiled_charsmap']='AAAA'; json.dump(d,open(p,'w'))"
+case_ "SentencePiece tokenizer.json with a broken precompiled_charsmap" "" \
+  "$bin" fill-mask --model "$w/badspm" "a <mask>"
 case_ "model without an MLM head" "" "$bin" fill-mask --model "$w/nohead" "a <mask>"
 variant cfg1; printf '{"vocab_size": 50265,' > "$w/cfg1/config.json"
 case_ "config.json is not valid JSON" "" "$bin" info --model "$w/cfg1"

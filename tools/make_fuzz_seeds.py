@@ -54,6 +54,26 @@ put("fuzz_tokenizer_files", "tokenizer.json", json.dumps(doc, ensure_ascii=False
 put("fuzz_tokenizer_files", "vocab-nul-merges",
     json.dumps(vocab, ensure_ascii=False) + "\0#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges))
 
+# tokenizer files: SentencePiece Unigram ones (tests/data/hf): the byte-fallback one as it is, and
+# a small one with the graphemes' charsmap, every normalizer and WhitespaceSplit + Metaspace
+hf = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "hf")
+with open(os.path.join(hf, "unigram_byte_fallback", "tokenizer.json"), encoding="utf-8") as f:
+    put("fuzz_tokenizer_files", "unigram-byte-fallback-tokenizer.json", f.read())
+with open(os.path.join(hf, "unigram", "tokenizer.json"), encoding="utf-8") as f:
+    doc = json.load(f)
+with open(os.path.join(hf, "precompiled_graphemes.json"), encoding="utf-8") as f:
+    charsmap = json.load(f)["charsmap"]
+doc["model"]["vocab"] = doc["model"]["vocab"][:300] + [["<mask>", 0.0]]
+doc["added_tokens"][-1]["id"] = 300
+doc["normalizer"] = {"type": "Sequence", "normalizers": [
+    {"type": "Replace", "pattern": {"String": "``"}, "content": "\""},
+    {"type": "Precompiled", "precompiled_charsmap": charsmap}, {"type": "Strip", "strip_left": True, "strip_right": True},
+    {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}, {"type": "Prepend", "prepend": "\u2581"}]}
+doc["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+    {"type": "WhitespaceSplit"}, {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": True}]}
+put("fuzz_tokenizer_files", "unigram-tokenizer.json", json.dumps(doc, ensure_ascii=False))
+put("fuzz_tokenizer", "unigram", "\uff46ull  \u00e9\u0301 \uff45\u0301 \u2581x a\u200db \u2122\u001e [K] \U0001F600\u200d\U0001F600 \r\n")
+
 # safetensors: one valid file with F32, F16 and BF16 tensors
 def safetensors(tensors):
     header, data = {}, b""

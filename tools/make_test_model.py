@@ -25,10 +25,10 @@ Heads and model kinds, named as transformers stores them:
                         last out, as recent save_pretrained does); --num-labels N: LABEL_0..LABEL_N-1.
                         Neither: 2 labels and no id2label (transformers' default, not written)
   --problem-type single_label_classification|multi_label_classification|regression
-  --model-type roberta | data2vec-text | roberta-prelayernorm   (prefixes roberta., data2vec_text.,
-                        roberta_prelayernorm.; pre-LN layers with attention.LayerNorm,
-                        intermediate.LayerNorm and a final roberta_prelayernorm.LayerNorm)
-  --type-vocab-size N, --max-position-embeddings N,
+  --model-type roberta | xlm-roberta | data2vec-text | roberta-prelayernorm   (prefixes roberta.,
+                        roberta., data2vec_text., roberta_prelayernorm.; pre-LN layers with
+                        attention.LayerNorm, intermediate.LayerNorm and a final roberta_prelayernorm.LayerNorm)
+  --type-vocab-size N, --max-position-embeddings N, --vocab-size N (the preset's otherwise),
   --position-embedding-type absolute|relative_key|relative_key_query (adds each layer's
                         attention.self.distance_embedding.weight (2*max_position_embeddings-1, head size))
 sentence-transformers layout (modules.json, sentence_bert_config.json, 1_Pooling/config.json,
@@ -67,7 +67,8 @@ PRESETS = {
 DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 HEADS = ["mlm", "sequence", "token", "qa", "none"]
 # Class names per model_type: the base model and its head classes (transformers' names).
-CLASS_PREFIX = {"roberta": "Roberta", "data2vec-text": "Data2VecText", "roberta-prelayernorm": "RobertaPreLayerNorm"}
+CLASS_PREFIX = {"roberta": "Roberta", "xlm-roberta": "XLMRoberta", "data2vec-text": "Data2VecText",
+                "roberta-prelayernorm": "RobertaPreLayerNorm"}
 HEAD_CLASS = {"mlm": "ForMaskedLM", "sequence": "ForSequenceClassification", "token": "ForTokenClassification",
               "qa": "ForQuestionAnswering", "none": "Model"}
 ST_ACTIVATIONS = {"tanh": "torch.nn.modules.activation.Tanh", "identity": "torch.nn.modules.linear.Identity",
@@ -277,6 +278,7 @@ def main():
     ap.add_argument("--hidden-act", default="gelu")
     ap.add_argument("--type-vocab", "--type-vocab-size", dest="type_vocab", type=int, default=1)
     ap.add_argument("--max-position-embeddings", type=int)
+    ap.add_argument("--vocab-size", type=int)
     ap.add_argument("--position-embedding-type", default="absolute", choices=POSITION_EMBEDDING_TYPES)
     ap.add_argument("--model-type", default="roberta", choices=sorted(MODEL_PREFIXES))
     ap.add_argument("--head", default="mlm", choices=HEADS)
@@ -300,6 +302,8 @@ def main():
     p = dict(PRESETS[args.preset])
     if args.max_position_embeddings is not None:
         p["positions"] = args.max_position_embeddings
+    if args.vocab_size is not None:
+        p["vocab"] = args.vocab_size
     if args.no_prefix:
         if args.head not in ("mlm", "none"):
             sys.exit("error: --no-prefix is --head none (RobertaModel); it takes no other head")

@@ -169,6 +169,8 @@ class Tokenizer {
   size_t num_special_tokens_to_add(bool pair) const;
   // A WordPiece tokenizer (BERT's layout) rather than RoBERTa's byte-level BPE.
   bool is_wordpiece() const;
+  // A SentencePiece tokenizer (Unigram model, Metaspace pre-tokenizer: XLM-RoBERTa's, CamemBERT's).
+  bool is_unigram() const;
   // A WordPiece tokenizer whose BertNormalizer lowercases (an uncased vocabulary; transformers'
   // BertTokenizer.do_lower_case), and one that strips accents (NFD, non-spacing marks removed).
   bool lowercases() const;

@@ -618,3 +618,50 @@ def test_wordpiece_checkpoint_fill_mask_and_features_match_pytorch(work, mlm_mod
     text = "안녕하세요 서울은 한국의 수도입니다."
     ref = dump_reference(model, work / "dump-wordpiece-features", ids=[goldens[text]["ids"]])
     np.testing.assert_allclose(np.asarray(features(text)[0]), ref["hidden_states_2"][0], atol=1e-4)  # 2 layers
+
+
+def test_xlm_roberta_checkpoint_fill_mask_and_features_match_pytorch(work):
+    """An XLM-RoBERTa checkpoint (model_type xlm-roberta) with a SentencePiece Unigram tokenizer
+    (tests/data/hf/unigram's tokenizer.json, as transformers' XLMRobertaConverter writes it) beside a
+    random model: the ids are HF's (its goldens), <mask> is found after nmt_nfkc too (＜mask＞),
+    fill-mask's scores are PyTorch's for those ids and its strings HF's Metaspace decoder's, and
+    feature-extraction's vectors are PyTorch's."""
+    from conftest import SOURCE
+    hf = SOURCE / "tests" / "data" / "hf"
+    model = make_model(work, "xlm-roberta", "--model-type", "xlm-roberta", "--vocab-size", "2002", "--seed", "11",
+                       "--tokenizer-dir", str(hf / "unigram"))
+    goldens = {}
+    for line in (hf / "unigram.jsonl").read_text(encoding="utf-8").split("\n")[:-1]:
+        r = json.loads(line)
+        if r["variant"] == "base" and r["b"] is None and r["add_special_tokens"] and r["truncation"] is None:
+            goldens[r["a"]] = r
+    fill = roberta_cpp.pipeline("fill-mask", model=str(model))
+    tok = fill.tokenizer
+    assert (tok.mask_token, tok.unk_token, tok.cls_token, tok.sep_token, tok.pad_token) == \
+        ("<mask>", "<unk>", "<s>", "</s>", "<pad>")
+    assert not tok.is_wordpiece
+    assert list(tok("a", "b").keys()) == ["input_ids", "attention_mask"]  # as XLMRobertaTokenizer
+    nfkc = "\uff21\uff22\uff43\uff11 \ufb01ne \u2460 \u2122 \u00bd \u216b \u212b \u01c5 \u337f \uff1cmask\uff1e"
+    for text in ["Hello <mask>!", "x<mask>y <mask><mask>", nfkc]:
+        ids = goldens[text]["ids"]
+        assert list(tok.encode(text).ids) == ids
+        assert tok.decode(ids) == goldens[text]["decoded_skip_special"]
+        assert tok.decode(ids, skip_special_tokens=False) == goldens[text]["decoded"]
+        ref = dump_reference(model, work / "dump-xlmr", ids=[ids])
+        got = fill(text, top_k=3)
+        masks = [i for i, t in enumerate(ids) if t == tok.mask_token_id]
+        per_mask = [got] if len(masks) == 1 else got
+        assert len(per_mask) == len(masks)
+        for at, candidates in zip(masks, per_mask):
+            probs = softmax(ref["logits"][0, at].astype(np.float64))
+            best = np.argsort(-probs, kind="stable")[:3]
+            assert [c["token"] for c in candidates] == [int(t) for t in best]
+            assert [c["score"] for c in candidates] == pytest.approx([probs[t] for t in best], abs=1e-5)
+            # (transformers decodes with skip_special_tokens=False: "<unk>" stays)
+            assert [c["token_str"] for c in candidates] == [tok.decode([int(t)], skip_special_tokens=False)
+                                                            for t in best]
+            assert all("\u2581" not in c["token_str"] for c in candidates)
+    features = roberta_cpp.pipeline("feature-extraction", model=str(model))
+    text = "Don\u2019t stop \u2014 \u201cquoted\u201d and \u2018single\u2019 words\u2026 1234567890 3.14 1,000"
+    ref = dump_reference(model, work / "dump-xlmr-features", ids=[goldens[text]["ids"]])
+    np.testing.assert_allclose(np.asarray(features(text)[0]), ref["hidden_states_2"][0], atol=1e-4)  # 2 layers

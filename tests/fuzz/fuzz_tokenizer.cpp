@@ -1,5 +1,7 @@
-// libFuzzer target: arbitrary bytes as text through the roberta-base tokenizer and a BERT-style
-// WordPiece one (tests/data/hf/wordpiece), cased and uncased: encode with and without special
+// libFuzzer target: arbitrary bytes as text through the roberta-base tokenizer, a BERT-style
+// WordPiece one (tests/data/hf/wordpiece), cased and uncased, and SentencePiece Unigram ones
+// (tests/data/hf/unigram: Precompiled nmt_nfkc, Metaspace; with normalized added tokens; with byte
+// fallback and its decoder chain): encode with and without special
 // tokens, pairs, lists of words, truncation, invalid UTF-8 both ways; offsets inside the text;
 // arbitrary ids to decode.
 #include <cstdint>
@@ -14,6 +16,28 @@
 #include "unicode.h"
 
 namespace {
+
+std::string read_file(const char* path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// `json` with its first `from` replaced by `to`.
+std::string edited(std::string json, const std::string& from, const std::string& to) {
+  const size_t at = json.find(from);
+  if (at == std::string::npos) __builtin_trap();
+  return json.replace(at, from.size(), to);
+}
+
+// Entries of a tokenizer.json "added_tokens" list (not special, lstrip, rstrip), ids from `id`.
+std::string added_tokens(int id, std::initializer_list<const char*> contents, bool normalized) {
+  std::string added;
+  for (const char* content : contents)
+    added += std::string("{\"id\": ") + std::to_string(id++) + ", \"content\": \"" + content +
+             "\", \"single_word\": false, \"lstrip\": true, \"rstrip\": true, \"normalized\": " +
+             (normalized ? "true" : "false") + ", \"special\": false},";
+  return added;
+}
 
 void run(const roberta::Tokenizer& tok, const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
@@ -64,26 +88,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const roberta::Tokenizer wordpiece = roberta::Tokenizer::from_dir(ROBERTA_TEST_DATA "/hf/wordpiece");
   // BertNormalizer's lowercase (and so strip_accents), and added tokens matched by their normalized
   // content in the normalized text
-  static const roberta::Tokenizer uncased = [] {
-    std::ifstream in(ROBERTA_TEST_DATA "/hf/wordpiece/tokenizer.json");
-    std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const auto edit = [&](const std::string& from, const std::string& to) {
-      const size_t at = json.find(from);
-      if (at == std::string::npos) __builtin_trap();
-      json.replace(at, from.size(), to);
-    };
-    edit("\"lowercase\": false", "\"lowercase\": true");
-    std::string added = "\"added_tokens\": [";
-    int id = 500;
-    for (const char* content : {"\\u00c9a", "\\u4e2d\\u6587", "a\\u200bb", " x"})
-      added += std::string("{\"id\": ") + std::to_string(id++) + ", \"content\": \"" + content +
-               "\", \"single_word\": false, \"lstrip\": true, \"rstrip\": true, \"normalized\": true, "
-               "\"special\": false},";
-    edit("\"added_tokens\": [", added);
-    return roberta::Tokenizer::from_tokenizer_json_text(json, "uncased");
-  }();
+  static const roberta::Tokenizer uncased = roberta::Tokenizer::from_tokenizer_json_text(
+      edited(edited(read_file(ROBERTA_TEST_DATA "/hf/wordpiece/tokenizer.json"), "\"lowercase\": false",
+                    "\"lowercase\": true"),
+             "\"added_tokens\": [",
+             "\"added_tokens\": [" + added_tokens(500, {"\\u00c9a", "\\u4e2d\\u6587", "a\\u200bb", " x"}, true)),
+      "uncased");
+  // Unigram: normalized added tokens (matched after nmt_nfkc: "\uff46ull" is "full") and one that is not
+  static const roberta::Tokenizer unigram = roberta::Tokenizer::from_tokenizer_json_text(
+      edited(read_file(ROBERTA_TEST_DATA "/hf/unigram/tokenizer.json"), "\"added_tokens\": [",
+             "\"added_tokens\": [" + added_tokens(2002, {"\\uff46ull", "a  b", "\\u00e9\\u0301", "\\u2581x"}, true) +
+                 added_tokens(2006, {"[K]"}, false)),
+      "unigram");
+  static const roberta::Tokenizer byte_fallback =
+      roberta::Tokenizer::from_dir(ROBERTA_TEST_DATA "/hf/unigram_byte_fallback");
   run(tok, data, size);
   run(wordpiece, data, size);
   run(uncased, data, size);
+  run(unigram, data, size);
+  run(byte_fallback, data, size);
   return 0;
 }

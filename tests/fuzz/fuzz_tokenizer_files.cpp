@@ -1,4 +1,4 @@
-// libFuzzer target: the tokenizer loaders (tokenizer.json: byte-level BPE or WordPiece; vocab.json +
+// libFuzzer target: the tokenizer loaders (tokenizer.json: byte-level BPE, WordPiece or Unigram; vocab.json +
 // merges.txt split at the first NUL byte). Any input must load or throw roberta::Error, and a loaded tokenizer must work.
 #include <cstdint>
 #include <string>

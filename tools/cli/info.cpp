@@ -79,7 +79,8 @@ int run_info(const Args& args) {
     std::cout << "file              " << f << " (" << std::filesystem::file_size(f) << " bytes)\n";
   try {
     const Tokenizer tok = Tokenizer::from_dir(dir);
-    const char* kind = !tok.is_wordpiece()                          ? "byte-level BPE"
+    const char* kind = tok.is_unigram()                             ? "SentencePiece (Unigram)"
+                       : !tok.is_wordpiece()                        ? "byte-level BPE"
                        : tok.lowercases() && tok.strips_accents() ? "WordPiece (uncased: lowercase, accents stripped)"
                        : tok.lowercases()                         ? "WordPiece (uncased: lowercase, accents kept)"
                        : tok.strips_accents()                     ? "WordPiece (cased, accents stripped)"

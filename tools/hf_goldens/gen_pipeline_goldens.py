@@ -4,6 +4,8 @@
     /usr/bin/python3 tools/hf_goldens/gen_pipeline_goldens.py \
         --transformers SRC/transformers --sentence-transformers SRC/sentence_transformers \
         [--legacy-text-classification OLD/text_classification.py] [--out tests/data/pipelines]
+    /usr/bin/python3 tools/hf_goldens/gen_pipeline_goldens.py --unigram-pipelines \
+        SRC/transformers/pipelines/token_classification.py SRC/transformers/pipelines/question_answering.py
 
 The expected outputs come from the libraries' own code, run unchanged: transformers'
 text_classification.py, zero_shot_classification.py, token_classification.py and
@@ -14,7 +16,9 @@ a real model or tokenizer object is replaced by small stand-ins below:
 - the tokenizer: a shim that answers the calls those modules make with the results of Hugging
   Face's Rust tokenizer (npm `tokenizers`, through pipeline_tokenizer.js): ids, offsets, special
   token masks, word ids, overflowing windows, Encoding.word_to_chars, convert_ids_to_tokens and
-  convert_tokens_to_string (the ByteLevel decoder);
+  convert_tokens_to_string (the decoder of the tokenizer.json, as transformers' TokenizersBackend
+  calls it), and `_tokenizer.model` with the attributes the real model object has (a Unigram model
+  has no continuing_subword_prefix);
 - the model: returns logits made here (seeded random, with chosen labels and answer spans raised
   so that every option has something to do) and checks that it was given the expected ids;
 - the plumbing of transformers.pipelines.base (Pipeline.__call__ / run_single as base.py does
@@ -253,6 +257,13 @@ class BatchEncodingShim(dict):
         return self
 
 
+class UnigramModelShim:
+    """tokenizers.models.Unigram as `Tokenizer.model` returns it: its Python class has getters for
+    alpha and nbest_size only (bindings/python/src/models.rs), so token_classification.py's
+    getattr(model, "continuing_subword_prefix", None) gives None and transformers uses its fallback
+    heuristic for subwords."""
+
+
 class TokenizerShim:
     """The surface of a transformers fast tokenizer (RobertaTokenizerFast) that the pipelines use."""
 
@@ -262,11 +273,13 @@ class TokenizerShim:
     pad_token = "<pad>"
     eos_token = "</s>"
 
-    def __init__(self, server, model_max_length, continuing_subword_prefix, special_ids=(0, 1, 3)):
+    def __init__(self, server, model_max_length, continuing_subword_prefix, special_ids=(0, 1, 3), model=None):
         self.server = server
         self.model_max_length = model_max_length
         self.cls_token_id, self.pad_token_id, self.unk_token_id = special_ids  # RoBERTa's <s>, <pad>, <unk>
-        self._tokenizer = types.SimpleNamespace(model=types.SimpleNamespace(
+        # `model`: a stand-in for the model object itself (UnigramModelShim), else a BPE/WordPiece model
+        # whose continuing_subword_prefix is the one given.
+        self._tokenizer = types.SimpleNamespace(model=model if model is not None else types.SimpleNamespace(
             continuing_subword_prefix=continuing_subword_prefix))
         self.log = []  # every request, in order, with HF's encodings
 
@@ -863,11 +876,13 @@ QA_CASES = [
 ]
 
 
-def gen_question_answering(qa_module, server, rng):
+def gen_question_answering(qa_module, server, rng, cases=QA_CASES, make_tok=None):
+    """Records of question_answering*.jsonl. An answer's window is an index, or "all": every window
+    whose context tokens hold the whole answer. make_tok: the tokenizer shim (roberta-base's by default)."""
     out = []
-    for name, question, context, kwargs, answers, impossible in QA_CASES:
+    for name, question, context, kwargs, answers, impossible in cases:
         config = make_config(["LABEL_0", "LABEL_1"])
-        tok = TokenizerShim(server, 512, "")
+        tok = make_tok(server) if make_tok else TokenizerShim(server, 512, "")
         pipe = qa_module.QuestionAnsweringPipeline.__new__(qa_module.QuestionAnsweringPipeline)
         pipe._args_parser = qa_module.QuestionAnsweringArgumentHandler()
         pipe.tokenizer = tok
@@ -876,18 +891,21 @@ def gen_question_answering(qa_module, server, rng):
         probe = tok(text=question, text_pair=context, padding="do_not_pad", truncation="only_second",
                     max_length=max_seq_len, stride=doc_stride, return_token_type_ids=True,
                     return_overflowing_tokens=True, return_offsets_mapping=True, return_special_tokens_mask=True)
-        queue, logits = [], []
+        queue, logits, boosted = [], [], set()
         for w, enc in enumerate(probe._encodings):
             T = len(enc["ids"])
             start = rng.normal(0, 1, size=T).astype(np.float32)
             end = rng.normal(0, 1, size=T).astype(np.float32)
-            for win, sub, occ, boost in answers:
-                if win != w:
+            for a, (win, sub, occ, boost) in enumerate(answers):
+                if win != w and win != "all":
                     continue
                 s, e = char_span(context, sub, occ)
                 toks = [i for i in range(T) if enc["sequence_ids"][i] == 1 and enc["offsets"][i][1] > s
                         and enc["offsets"][i][0] < e]
+                if win == "all" and not (toks and enc["offsets"][toks[0]][0] <= s and enc["offsets"][toks[-1]][1] >= e):
+                    continue
                 assert toks, (name, w, sub)
+                boosted.add(a)
                 start[toks[0]] += boost
                 end[toks[-1]] += boost
             if name == "question_with_bos_token" and w == 0:
@@ -897,6 +915,7 @@ def gen_question_answering(qa_module, server, rng):
             logits.append({"start": start, "end": end})
             queue.append(([enc["ids"]], Outputs(start_logits=torch.tensor(start[None]),
                                                 end_logits=torch.tensor(end[None]))))
+        assert len(boosted) == len(answers), (name, boosted)
         pipe.model = ModelShim(config, queue)
         tok.log.clear()
         result = pipe(question=question, context=context, **kwargs)
@@ -963,6 +982,109 @@ def gen_token_classification_wordpiece(ner_module, server, rng, special_ids, unc
     return out
 
 
+# ------------------------------------------------------------------------------------------------
+# SentencePiece Unigram (tests/data/hf/unigram/tokenizer.json, XLMRobertaConverter's layout:
+# Precompiled nmt_nfkc, Metaspace always/split, Unigram with unk_id 3). Its model has no
+# continuing_subword_prefix, so transformers' fallback heuristic tells subwords (a token is a subword
+# unless its first character or the one before it is U+0020); a token starting with "▁" has offsets
+# that begin at the space before its word (or at the first character, at the start of a text); an
+# <unk> token (adjacent unknown characters fused) gets the text under its offsets as its word and is
+# never a subword; convert_tokens_to_string is the Metaspace decoder (the first token's "▁" dropped).
+
+NER_UNIGRAM_TEXTS = [
+    # entities after punctuation, an unknown CJK run after a lone "▁" token
+    ("Angela Merkel visited Berlin (Germany) and 東京 on Monday.",
+     [("Angela", 0, ["B-PER", "I-PER", "B-ORG"]), ("Merkel", 0, ["I-PER"]), ("Berlin", 0, ["B-LOC", "I-LOC"]),
+      ("(Germany)", 0, ["O", "B-LOC", "I-LOC", "I-LOC", "I-LOC", "O"]), ("東京", 0, ["B-LOC"]),
+      ("Monday", 0, ["DATE"])]),
+    # accented letters the vocabulary lacks (<unk> inside words), a line break, two and three spaces
+    ("São Paulo\nRio de Janeiro  and   Zürich, naïve café owners.",
+     [("São", 0, ["B-LOC", "I-LOC", "B-LOC"]), ("Paulo", 0, ["I-LOC"]), ("Rio de Janeiro", 0, ["B-LOC", "I-LOC"]),
+      ("Zürich", 0, ["B-LOC", "I-LOC", "I-LOC"]), ("naïve", 0, ["MISC", "O", "MISC"]),
+      ("café", 0, ["B-ORG", "I-ORG"])]),
+    # NFKC forms: full-width letters, the ﬁ and ﬃ ligatures (pieces sharing a character), an emoji
+    ("The ｆｕｌｌ-width Ｔｏｋｙｏ office of Ｓｏｎｙ opened the ﬁnancial oﬃce 😀 today.",
+     [("ｆｕｌｌ-width", 0, ["MISC", "O", "MISC"]), ("Ｔｏｋｙｏ", 0, ["B-LOC", "I-LOC"]),
+      ("Ｓｏｎｙ", 0, ["B-ORG", "I-ORG"]), ("ﬁnancial oﬃce", 0, ["B-ORG", "I-ORG", "O", "I-ORG"]),
+      ("😀", 0, ["MISC"]), ("today", 0, ["DATE"])]),
+    # a tab, NBSP and U+3000 before words (normalized to spaces, but not U+0020 for the heuristic), quotes
+    ("Meet\tAda Lovelace\u00a0in London\u3000today, with IBM's \"Apple\" team.",
+     [("Ada Lovelace", 0, ["B-PER", "I-PER"]), ("London", 0, ["B-LOC"]), ("today", 0, ["DATE"]),
+      ("IBM", 0, ["B-ORG", "I-ORG"]), ("Apple", 0, ["B-ORG", "I-ORG"])]),
+    # an unknown run first (its "▁" and itself both at offset 0), a flag emoji, abbreviations
+    ("東京 and 大阪 are in Japan 🇯🇵! Dr. Jekyll met Mr. Hyde in New York.",
+     [("東京", 0, ["B-LOC"]), ("大阪", 0, ["B-LOC"]), ("Japan 🇯🇵", 0, ["B-LOC", "I-LOC"]),
+      ("Jekyll", 0, ["B-PER", "I-PER"]), ("Hyde", 0, ["B-PER", "I-PER"]), ("New York", 0, ["B-LOC", "I-LOC"])]),
+]
+NER_UNIGRAM_STRIDE = (" ".join(NER_UNIGRAM_TEXTS[i][0] for i in (0, 1, 3)),
+                      [span for i in (0, 1, 3) for span in NER_UNIGRAM_TEXTS[i][1]])
+
+QA_UNIGRAM_CASES = [
+    # name, question, context, kwargs, answers: [(window or "all", substring, occurrence, boost)], impossible boost
+    ("short_top3", "Where do I live?", "My name is Wolfgang and I live in Berlin, Germany.", {"top_k": 3},
+     [(0, "Berlin", 0, 4.0), (0, "Germany", 0, 3.0)], 0.0),
+    ("answer_first_word", "Who lives in Berlin?", "Wolfgang lives in Berlin.", {"top_k": 2},
+     [(0, "Wolfgang", 0, 5.0), (0, "Berlin", 0, 2.0)], 0.0),
+    ("impossible_wins", "What is the answer?", "Nothing in this context answers that question at all.",
+     {"top_k": 2, "handle_impossible_answer": True}, [(0, "context", 0, 2.0)], 9.0),
+    ("impossible_loses", "Who wrote it?", "The book was written by Harper Lee in 1960.",
+     {"top_k": 3, "handle_impossible_answer": True}, [(0, "Harper Lee", 0, 6.0)], 2.0),
+    ("long_context_windows", "What is the capital of Peru?", QA_LONG_CONTEXT,
+     {"max_seq_len": 48, "doc_stride": 16, "top_k": 3}, [("all", "Lima", 0, 6.0), ("all", "São Paulo", 0, 4.0)], 0.0),
+    ("long_context_overlap_scores_add", "Which country has most of the forest?", QA_LONG_CONTEXT,
+     {"max_seq_len": 48, "doc_stride": 20, "top_k": 3, "handle_impossible_answer": True},
+     [("all", "Brazil", 0, 6.0)], 1.0),
+    ("long_context_default_doc_stride", "Which country has most of the forest?", QA_LONG_CONTEXT,
+     {"max_seq_len": 64, "top_k": 2}, [("all", "Brazil", 0, 5.0)], 0.0),
+    ("unknown_characters", "What is the capital of Japan?",
+     "The capital of Japan is 東京, and 大阪 is its second city.", {"top_k": 3}, [(0, "東京", 0, 5.0), (0, "大阪", 0, 3.0)], 0.0),
+    ("unknown_character_inside_word", "Which city?", "The largest city is São Paulo in Brazil.", {"top_k": 3},
+     [(0, "São Paulo", 0, 6.0), (0, "ão", 0, 3.0)], 0.0),
+    ("several_spaces", "Who painted Guernica?", "It was painted by   Pablo    Picasso  in 1937.", {"top_k": 3},
+     [(0, "Pablo    Picasso", 0, 5.0), (0, "1937", 0, 2.0)], 0.0),
+    ("no_align_to_words", "What city?", "The largest city is SãoPauloville indeed.",
+     {"align_to_words": False, "top_k": 2}, [(0, "Paulo", 0, 6.0)], 0.0),
+    ("align_to_words_inside_word", "What city?", "The largest city is SãoPauloville indeed.",
+     {"top_k": 2}, [(0, "Paulo", 0, 6.0)], 0.0),
+    ("max_answer_len_short", "Who?", "Pablo Diego José Francisco de Paula Picasso painted Guernica.",
+     {"max_answer_len": 3, "top_k": 3}, [(0, "Pablo Diego José Francisco de Paula Picasso", 0, 4.0)], 0.0),
+    ("case_insensitive_merge", "Where?", "Paris is nice; paris is big; PARIS is old.",
+     {"top_k": 3}, [(0, "Paris", 0, 4.0), (0, "paris", 0, 4.0), (0, "PARIS", 0, 3.5)], 0.0),
+    ("multiline_context", "Who?", "First line.\nSecond line with Ada Lovelace\n\tand tabs.",
+     {"top_k": 4}, [(0, "Ada Lovelace", 0, 5.0), (0, "and", 0, 2.0)], 0.0),
+    ("nfkc_context", "Ｗｈｅｒｅ is the ﬁrm?", "The ﬁrm Ｓｏｎｙ is in Ｔｏｋｙｏ\u3000now.",
+     {"top_k": 3}, [(0, "Ｔｏｋｙｏ", 0, 6.0), (0, "ﬁrm", 0, 3.0)], 0.0),
+]
+
+
+def unigram_special_ids(spec):
+    """<s>, <pad>, <unk> ids of a Unigram tokenizer.json (its vocabulary is a list of [piece, score])."""
+    ids = {piece: i for i, (piece, _) in enumerate(spec["model"]["vocab"])}
+    assert ids["<unk>"] == spec["model"]["unk_id"]
+    return ids["<s>"], ids["<pad>"], ids["<unk>"]
+
+
+def gen_token_classification_unigram(ner_module, server, rng, special_ids):
+    out = []
+
+    def run(name, text, spans, kwargs, max_len, margin=3.0):
+        tok = TokenizerShim(server, max_len, None, special_ids, model=UnigramModelShim())
+        out.append(ner_text_record(ner_module, server, rng, name, text, spans, kwargs, max_len, margin, tok=tok))
+
+    for t, (text, spans) in enumerate(NER_UNIGRAM_TEXTS):
+        for agg in NER_AGGREGATIONS:
+            run(f"unigram{t}_{agg}", text, spans, {"aggregation_strategy": agg}, 512, margin=2.0 if t == 2 else 3.0)
+    for agg in [None, "simple", "first", "average", "max"]:  # (no aggregation given: "none" with a stride is an error)
+        run(f"unigram_stride_{agg or 'default'}", *NER_UNIGRAM_STRIDE,
+            {"stride": 4, **({"aggregation_strategy": agg} if agg else {})}, 16, margin=1.5)
+    return out
+
+
+def gen_question_answering_unigram(qa_module, server, rng, special_ids):
+    return gen_question_answering(qa_module, server, rng, QA_UNIGRAM_CASES,
+                                  lambda s: TokenizerShim(s, 512, None, special_ids, model=UnigramModelShim()))
+
+
 def write_jsonl(path, records):
     with open(path, "w", encoding="utf-8") as f:
         for r in records:
@@ -1015,11 +1137,35 @@ def main():
                          "WordPiece tokenizer of tests/data/hf/wordpiece (--wordpiece-tokenizer)")
     ap.add_argument("--wordpiece-tokenizer", default=os.path.join(HERE, "..", "..", "tests", "data", "hf", "wordpiece",
                                                                   "tokenizer.json"))
+    ap.add_argument("--unigram-pipelines", nargs=2, metavar=("TOKEN_CLASSIFICATION_PY", "QUESTION_ANSWERING_PY"),
+                    help="write only token_classification_unigram.jsonl and question_answering_unigram.jsonl: "
+                         "these two pipeline files with the SentencePiece Unigram tokenizer of "
+                         "tests/data/hf/unigram (--unigram-tokenizer)")
+    ap.add_argument("--unigram-tokenizer", default=os.path.join(HERE, "..", "..", "tests", "data", "hf", "unigram",
+                                                                "tokenizer.json"))
     ap.add_argument("--ner-only", metavar="TOKEN_CLASSIFICATION_PY",
                     help="write only token_classification_words.jsonl (is_split_into_words) and "
                          "token_classification_stride.jsonl (a stride without aggregation), from this "
                          "token_classification.py; --transformers and --sentence-transformers are then not read")
     args = ap.parse_args()
+    if args.unigram_pipelines:
+        install_transformers_stubs()
+        import typing
+
+        ner = load_source("transformers.pipelines.token_classification", args.unigram_pipelines[0],
+                          {"Optional": typing.Optional})
+        qa = load_source("transformers.pipelines.question_answering", args.unigram_pipelines[1])
+        with open(args.unigram_tokenizer, encoding="utf-8") as f:
+            special_ids = unigram_special_ids(json.load(f))
+        server = HfTokenizerServer(os.path.abspath(args.unigram_tokenizer))
+        try:
+            ner_records = gen_token_classification_unigram(ner, server, np.random.default_rng(20261130), special_ids)
+            qa_records = gen_question_answering_unigram(qa, server, np.random.default_rng(20261131), special_ids)
+        finally:
+            server.close()
+        write_jsonl(os.path.join(args.out, "token_classification_unigram.jsonl"), ner_records)
+        write_jsonl(os.path.join(args.out, "question_answering_unigram.jsonl"), qa_records)
+        return
     if args.wordpiece_ner:
         install_transformers_stubs()
         import typing

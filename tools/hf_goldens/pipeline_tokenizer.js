@@ -17,7 +17,10 @@
 //   encode_words   {words, add_special_tokens, truncation: null | {max_length, strategy, stride}, overflow}
 //                  a pre-tokenized input (transformers' is_split_into_words=True), as pretokenized.js
 //                  composes it from HF's functions; with `overflow`, the overflowing windows too.
-//   decode_tokens  {tokens}  the ByteLevel decoder on token strings (convert_tokens_to_string)
+//   decode_tokens  {tokens}  convert_tokens_to_string as transformers' TokenizersBackend does it: the
+//                  decoder of the loaded tokenizer.json (`backend_tokenizer.decoder.decode(tokens)`:
+//                  ByteLevel for roberta-base, WordPiece, Metaspace for the Unigram file), or the
+//                  tokens joined by spaces when it has none
 //   id_to_token    {ids}
 // strategy: "LongestFirst" | "OnlyFirst" | "OnlySecond". Errors come back as {"error": message}.
 'use strict';
@@ -36,7 +39,7 @@ const tok = Tokenizer.fromFile(tokenizerJson);
 const spec = JSON.parse(fs.readFileSync(tokenizerJson, 'utf8'));
 const rawSpec = JSON.parse(fs.readFileSync(tokenizerJson, 'utf8'));
 rawSpec.post_processor = null;
-const raw = Tokenizer.fromString(JSON.stringify(rawSpec));  // pre-tokenizer + BPE only
+const raw = Tokenizer.fromString(JSON.stringify(rawSpec));  // normalizer, pre-tokenizer and model only
 
 function fields(e) {
   const wordIds = e.getWordIds().map((w) => (w === null || w === undefined ? -1 : w));
@@ -92,6 +95,9 @@ async function windows(req) {
   const pair = req.b !== null && req.b !== undefined;
   const A = await raw.encode(req.a, null, { addSpecialTokens: false });
   const B = pair ? await raw.encode(req.b, null, { addSpecialTokens: false }) : null;
+  // The special tokens the post-processor adds (Rust's added_tokens(is_pair)): 2 and 4 for the
+  // tokenizers whose pairs are windowed here (roberta-base's RobertaProcessing, the Unigram file's
+  // TemplateProcessing `<s> $A </s> </s> $B </s>`); the WordPiece file's windows are of single texts.
   const budget = req.max_length - (pair ? 4 : 2);
   const total = A.getLength() + (pair ? B.getLength() : 0);
   const stride = req.stride || 0;
@@ -138,8 +144,10 @@ async function handle(req) {
       encodings.forEach((e) => delete e.word_to_chars);
       return { encodings };
     }
-    case 'decode_tokens':
-      return { text: tok.getDecoder().decode(req.tokens) };
+    case 'decode_tokens': {
+      const decoder = tok.getDecoder();
+      return { text: decoder ? decoder.decode(req.tokens) : req.tokens.join(' ') };
+    }
     case 'id_to_token':
       return { tokens: req.ids.map((id) => tok.idToToken(id)) };
     default:

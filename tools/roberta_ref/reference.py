@@ -8,7 +8,8 @@ lm_head.decoder.weight is absent) and the pooler tanh(dense(h[:, 0])). Computed 
 
 Also, as transformers 4.x computes them (modeling_roberta.py, modeling_data2vec_text.py,
 modeling_roberta_prelayernorm.py):
-- model_type "data2vec-text" (prefix `data2vec_text.`): the same network as RoBERTa;
+- model_type "xlm-roberta" (prefix `roberta.`) and "data2vec-text" (prefix `data2vec_text.`): the
+  same network as RoBERTa;
 - model_type "roberta-prelayernorm" (prefix `roberta_prelayernorm.`): embeddings with their
   LayerNorm as RoBERTa; each layer x += attention.output.dense(attn(attention.LayerNorm(x))),
   x += output.dense(act(intermediate.dense(intermediate.LayerNorm(x)))); the model's final
@@ -58,7 +59,8 @@ def activation(name):
 
 
 # The base model's name in checkpoints of each config.json model_type (transformers' base_model_prefix).
-MODEL_PREFIXES = {"roberta": "roberta.", "data2vec-text": "data2vec_text.", "roberta-prelayernorm": "roberta_prelayernorm."}
+MODEL_PREFIXES = {"roberta": "roberta.", "xlm-roberta": "roberta.", "data2vec-text": "data2vec_text.",
+                  "roberta-prelayernorm": "roberta_prelayernorm."}
 POSITION_EMBEDDING_TYPES = ("absolute", "relative_key", "relative_key_query")
 
 
