@@ -268,11 +268,20 @@ TEST(UnigramLoaders, BadFilesGiveErrorsNamingThePlace) {
   expect("/model/vocab/5", json::array({"a"}), {"x.json: model.vocab[5]", "[piece, score]"});
   expect("/model/unk_id", 5000, {"x.json: model.unk_id 5000", "vocabulary's size 2002"});
   expect("/model/unk_id", -1, {"x.json: model.unk_id", "non-negative"});
-  expect("/normalizer/normalizers/0/precompiled_charsmap", "AAA", {"normalizers[0].precompiled_charsmap", "base64"});
+  expect("/normalizer/normalizers/0/precompiled_charsmap", "AAAAA", {"normalizers[0].precompiled_charsmap", "base64"});
+  expect("/normalizer/normalizers/0/precompiled_charsmap", "QR==", {"precompiled_charsmap", "unused bits"});
   expect("/normalizer/normalizers/0/precompiled_charsmap", "/////w==", {"precompiled_charsmap", "trie size"});
   expect("/normalizer/normalizers/2/pattern", {{"Regex", "\\s+|x"}},
          {"normalizers[2].pattern", "\"\\s+|x\" is not supported"});
   expect("/normalizer/normalizers/1", {{"type", "NFKC"}}, {"normalizers[1] \"NFKC\" is not supported"});
+  expect("/normalizer/normalizers/2/pattern", {{"String", ""}}, {"normalizers[2].pattern", "empty pattern"});
+  expect("/normalizer/normalizers/2/pattern", {{"Regex", " {0,}"}}, {"normalizers[2].pattern", "not supported"});
+  expect("/normalizer/normalizers/1", {{"type", "Prepend"}, {"prepend", ""}}, {"normalizers[1].prepend", "empty"});
+  json deep = {{"type", "Strip"}, {"strip_left", true}, {"strip_right", true}};
+  for (int i = 0; i < 9; ++i) deep = {{"type", "Sequence"}, {"normalizers", json::array({deep})}};
+  expect("/normalizer", deep, {"nested more than 8 deep"});
+  expect("/post_processor", {{"type", "RobertaProcessing"}, {"sep", {"</s>", 2}}, {"cls", {"<s>", 0}}},
+         {"x.json: post_processor \"RobertaProcessing\" with trim_offsets", "Unigram"});
   expect("/pre_tokenizer", {{"type", "ByteLevel"}}, {"x.json: pre_tokenizer \"ByteLevel\"", "Metaspace"});
   expect("/pre_tokenizer", nullptr, {"x.json: pre_tokenizer is missing"});
   expect("/pre_tokenizer/replacement", "ab", {"pre_tokenizer.replacement", "one character"});
@@ -280,9 +289,17 @@ TEST(UnigramLoaders, BadFilesGiveErrorsNamingThePlace) {
   expect("/decoder", {{"type", "Sequence"}, {"decoders", {{{"type", "CTC"}}}}}, {"decoder.decoders[0] \"CTC\""});
   expect("/decoder", {{"type", "Strip"}, {"content", " "}, {"start", -1}, {"stop", 0}},
          {"decoder.start", "non-negative"});
+  // what loads: an escaped character as a Replace pattern, Sequences nested 8 deep
+  json ok = base;
+  ok["normalizer"]["normalizers"][2]["pattern"] = {{"Regex", "\\."}};
+  json nested = ok["normalizer"];
+  for (int i = 0; i < 7; ++i) nested = {{"type", "Sequence"}, {"normalizers", json::array({nested})}};
+  ok["normalizer"] = nested;
+  for (const std::string& t : roberta::Tokenizer::from_tokenizer_json_text(ok.dump(), "ok.json").encode("a. b").tokens)
+    EXPECT_EQ(t.find('.'), std::string::npos) << t;  // (the pattern "\\." is the dot itself)
   // a folder with only the slow tokenizer's SentencePiece model
   roberta::test::TempDir dir;
-  roberta::test::write_text(dir / "sentencepiece.bpe.model", "\x0a\x04\x0a\x02ab");
+  roberta::test::write_text(dir / "sentencepiece.bpe.model", "\x0a\x04\x0a\x02" "ab");
   roberta::test::expect_error([&] { roberta::Tokenizer::from_dir(dir.path()); },
                               {"sentencepiece.bpe.model", "no tokenizer.json", "save_pretrained"});
   // a character the vocabulary lacks, without an unknown token
@@ -290,6 +307,22 @@ TEST(UnigramLoaders, BadFilesGiveErrorsNamingThePlace) {
   d["model"]["unk_id"] = nullptr;
   const roberta::Tokenizer tok = roberta::Tokenizer::from_tokenizer_json_text(d.dump(), "x.json");
   roberta::test::expect_error([&] { tok.encode("snow \xE2\x9B\x84"); }, {"U+26C4", "no unknown token"});
+}
+
+}  // namespace
+
+namespace {
+
+// Base64 as spm_precompiled 0.1.4 (base64 0.13) decodes it: padding optional, unused bits zero.
+TEST(Precompiled, Base64) {
+  EXPECT_EQ(roberta::decode_base64("QUJD"), "ABC");
+  EXPECT_EQ(roberta::decode_base64("QUI="), "AB");
+  EXPECT_EQ(roberta::decode_base64("QUI"), "AB");
+  EXPECT_EQ(roberta::decode_base64("QQ=="), "A");
+  EXPECT_EQ(roberta::decode_base64("QQ"), "A");
+  EXPECT_EQ(roberta::decode_base64(""), "");
+  for (const char* bad : {"QR==", "QUJ=", "Q", "QUJDR", "QU=I", "QU!D", "QQ==="})
+    EXPECT_THROW(roberta::decode_base64(bad), std::invalid_argument) << bad;
 }
 
 }  // namespace

@@ -141,13 +141,10 @@ void Tokenizer::Impl::finish_added_tokens(const std::string& source, const Roles
   for (const AddedToken& t : added.tokens)
     if (t.special) special_by_id[t.id] = 1;
   decoded_added.clear();
-  if ((wordpiece && wordpiece->normalizes()) || (unigram && unigram->normalizes())) {
+  if (normalizes()) {
     added.index([&](std::string_view content) {
       NormalizedText n;
-      if (wordpiece)
-        wordpiece->normalize(content, 0, content.size(), n);
-      else
-        unigram->normalize(content, 0, content.size(), n);
+      normalize(content, 0, content.size(), n);
       return n.text;
     });
     for (size_t i = 0; i < added.tokens.size(); ++i)

@@ -1,4 +1,5 @@
-// Decoding ids back to text (HF's ByteLevel decoder) and the lookups between ids and tokens.
+// Decoding ids back to text (HF's ByteLevel, WordPiece and Metaspace decoders, the byte-fallback
+// chain) and the lookups between ids and tokens.
 #include <optional>
 #include <string>
 #include <vector>

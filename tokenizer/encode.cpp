@@ -1,6 +1,7 @@
 // Encoding: added-token split, GPT-2 pre-tokenization and BPE (or BERT's pre-tokenization and
-// WordPiece) with offsets in code points and bytes (HF's trim_offsets), truncation, and the
-// post-processor's special tokens (RoBERTa's <s> A </s></s> B </s>, BERT's [CLS] A [SEP] B [SEP]).
+// WordPiece, or SentencePiece's normalizers, Metaspace and Unigram) with offsets in code points and
+// bytes (HF's trim_offsets), truncation, and the post-processor's special tokens (RoBERTa's
+// <s> A </s></s> B </s>, BERT's [CLS] A [SEP] B [SEP]).
 #include <algorithm>
 #include <string>
 #include <string_view>
@@ -51,11 +52,23 @@ std::string_view checked_text(std::string_view text, InvalidUtf8 mode, std::stri
 
 }  // namespace
 
+bool Tokenizer::Impl::normalizes() const {
+  return (wordpiece && wordpiece->normalizes()) || (unigram && unigram->normalizes());
+}
+
+void Tokenizer::Impl::normalize(std::string_view text, size_t begin, size_t end, NormalizedText& out) const {
+  if (wordpiece)
+    wordpiece->normalize(text, begin, end, out);
+  else
+    unigram->normalize(text, begin, end, out);
+}
+
 // Calls on_token(id, begin, end, leading_spaces, leading_bytes, trailing_spaces, trailing_bytes,
-// first_of_word) for the BPE tokens of the plain text text[begin, end); begin/end are byte offsets
-// into `text` widened to whole characters. A prefix space (add_prefix_space) is aligned, as HF
-// aligns it, with the text's first character: a token of that space alone spans that character,
-// and trimming the space takes that character's bytes (a real space is one byte).
+// first_of_word, token) for the model's tokens of the plain text text[begin, end) (see
+// tokenizer_impl.h); for BPE, begin/end are byte offsets into `text` widened to whole characters. A
+// prefix space (add_prefix_space) is aligned, as HF aligns it, with the text's first character: a
+// token of that space alone spans that character, and trimming the space takes that character's
+// bytes (a real space is one byte).
 template <class OnToken>
 void Tokenizer::Impl::tokenize_text(std::string_view text, size_t begin, size_t end, OnToken&& on_token) const {
   if (wordpiece) {  // offsets as they are (HF trims only byte-level tokens)
@@ -71,6 +84,7 @@ void Tokenizer::Impl::tokenize_text(std::string_view text, size_t begin, size_t 
     tokens.clear();
     unigram->normalize(text, begin, end, n);
     unigram->tokenize_normalized(n, 0, n.text.size(), tokens);
+    n.release_if_large();
     for (const UnigramToken& t : tokens) on_token(t.id, t.begin, t.end, 0u, 0u, 0u, 0u, t.first_of_word, t.text);
     return;
   }
@@ -130,8 +144,7 @@ template <class OnAdded, class OnToken>
 void Tokenizer::Impl::for_each_piece(std::string_view text, OnAdded&& on_added, OnToken&& on_token) const {
   std::vector<Segment> segments;
   const auto raw = [&](const Segment& s) { return text.substr(s.begin, s.end - s.begin); };
-  const bool normalizes = (wordpiece && wordpiece->normalizes()) || (unigram && unigram->normalizes());
-  if (!(normalizes && added.has_normalized())) {
+  if (!(normalizes() && added.has_normalized())) {
     added.split(text, segments);
     for (const Segment& s : segments) {
       if (s.added >= 0)
@@ -151,10 +164,7 @@ void Tokenizer::Impl::for_each_piece(std::string_view text, OnAdded&& on_added, 
       on_added(s.added, s.begin, s.end, raw(s), false);
       continue;
     }
-    if (wordpiece)
-      wordpiece->normalize(text, s.begin, s.end, n);
-    else
-      unigram->normalize(text, s.begin, s.end, n);
+    normalize(text, s.begin, s.end, n);
     inner.clear();
     added.split_normalized(n.text, inner);
     for (const Segment& p : inner) {
@@ -173,6 +183,7 @@ void Tokenizer::Impl::for_each_piece(std::string_view text, OnAdded&& on_added, 
       }
     }
   }
+  n.release_if_large();
 }
 
 // Added tokens keep the matched text (with what lstrip/rstrip took) as their token string; BPE

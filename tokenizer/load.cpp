@@ -307,6 +307,11 @@ std::shared_ptr<Tokenizer::Impl> Tokenizer::Impl::from_tokenizer_json(const std:
                       "\" is not supported (RobertaProcessing, BertProcessing, TemplateProcessing or ByteLevel)",
                   kInvalidModel);
     }
+    // HF trims a token's offsets by the white space of its string; a Unigram token's string is a
+    // piece ("\u2581" is no white space) or, unknown, the text itself: not done here.
+    if (unigram && impl->trim_offsets)
+      throw Error(where + " \"" + type + "\" with trim_offsets is not supported for a Unigram model "
+                      "(TemplateProcessing, as transformers writes for XLM-RoBERTa)", kInvalidModel);
   }
   if (doc.contains("decoder") && !doc["decoder"].is_null()) {
     const json& d = doc["decoder"];

@@ -31,8 +31,11 @@ std::string one_char(const json& v, const std::string& where) {
 // Replace's pattern: {"String": s}, or {"Regex": r} for the regexes transformers' converters
 // write: a plain string, or one character repeated ("X{n,}", "X+", as " {2,}").
 void parse_replace_pattern(const json& pattern, SpmNormalizerStep& step, const std::string& where) {
+  // (an empty pattern matches between every two characters in HF: content inserted everywhere)
+  const auto empty = [&] { return Error(where + ".pattern: an empty pattern is not supported", kInvalidModel); };
   if (pattern.is_object() && pattern.contains("String") && pattern["String"].is_string()) {
     step.pattern = pattern["String"].get<std::string>();
+    if (step.pattern.empty()) throw empty();
     return;
   }
   if (!(pattern.is_object() && pattern.contains("Regex") && pattern["Regex"].is_string()))
@@ -48,13 +51,14 @@ void parse_replace_pattern(const json& pattern, SpmNormalizerStep& step, const s
   std::string literal;
   while (i < r.size() && kMeta.find(r[i]) == std::string::npos) literal += r[i++];
   if (i == r.size()) {
+    if (literal.empty()) throw empty();
     step.pattern = literal;
     return;
   }
-  // one character (maybe escaped) then a quantifier
+  // one character (maybe escaped) then a quantifier (none: the escaped character alone)
   std::string unit;
   if (r[0] == '\\' && r.size() >= 2 && kMeta.find(r[1]) != std::string::npos) {
-    unit = r.substr(0, 2).substr(1);
+    unit = std::string(1, r[1]);
     i = 2;
   } else if (!literal.empty()) {
     size_t k = 0;
@@ -65,25 +69,33 @@ void parse_replace_pattern(const json& pattern, SpmNormalizerStep& step, const s
     throw unsupported();
   }
   const std::string quantifier = r.substr(i);
+  if (quantifier.empty() && i == 2) {
+    step.pattern = unit;
+    return;
+  }
   if (quantifier == "+") {
     step.min_repeat = 1;
   } else if (quantifier.size() >= 4 && quantifier.front() == '{' && quantifier.ends_with(",}")) {
     const std::string n = quantifier.substr(1, quantifier.size() - 3);
-    if (n.empty() || n.size() > 4 || n.find_first_not_of("0123456789") != std::string::npos) throw unsupported();
-    step.min_repeat = std::max<size_t>(1, std::stoul(n));
+    // (X{0,} would match the empty string between characters too)
+    if (n.empty() || n.size() > 4 || n.find_first_not_of("0123456789") != std::string::npos || std::stoul(n) == 0)
+      throw unsupported();
+    step.min_repeat = std::stoul(n);
   } else {
     throw unsupported();
   }
   step.pattern = unit;
 }
 
-void parse_normalizer(const json& n, const std::string& where, std::vector<SpmNormalizerStep>& steps) {
+void parse_normalizer(const json& n, const std::string& where, std::vector<SpmNormalizerStep>& steps,
+                      int depth = 0) {
   const std::string type = get_or<std::string>(n, "type", "", where);
   if (type == "Sequence") {
+    if (depth >= 8) throw Error(where + ": Sequences nested more than 8 deep are not supported", kInvalidModel);
     const json& list = field(n, "normalizers", where);
     if (!list.is_array()) throw Error(where + ".normalizers must be an array", kInvalidModel);
     for (size_t i = 0; i < list.size(); ++i)
-      parse_normalizer(list[i], where + ".normalizers[" + std::to_string(i) + "]", steps);
+      parse_normalizer(list[i], where + ".normalizers[" + std::to_string(i) + "]", steps, depth + 1);
     return;
   }
   SpmNormalizerStep step{.kind = SpmNormalizerStep::kPrecompiled};
@@ -110,6 +122,8 @@ void parse_normalizer(const json& n, const std::string& where, std::vector<SpmNo
     const json& prepend = field(n, "prepend", where);
     if (!prepend.is_string()) throw Error(where + ".prepend must be a string", kInvalidModel);
     step.content = prepend.get<std::string>();
+    // (HF's prepend of nothing still moves the first character's span to the string's start)
+    if (step.content.empty()) throw Error(where + ".prepend: an empty string is not supported", kInvalidModel);
   } else {
     throw Error(where + " \"" + type +
                     "\" is not supported (a Unigram tokenizer's: Precompiled, Replace, Strip, Prepend, Sequence)",

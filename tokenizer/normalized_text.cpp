@@ -15,7 +15,7 @@ void NormalizedText::assign(std::string_view input, size_t begin, size_t end) {
   }
 }
 
-void transform(NormalizedText& n, const std::vector<CharChange>& changes, size_t initial_offset, size_t origin) {
+void transform(NormalizedText& n, const std::vector<CharChange>& changes, size_t origin) {
   // `cursor`: the next byte of the old text not yet replaced or removed (HF's offset).
   size_t cursor = 0;
   const auto skip_char = [&] {
@@ -24,7 +24,6 @@ void transform(NormalizedText& n, const std::vector<CharChange>& changes, size_t
     unicode::next_code_point(n.text, i);
     cursor = i;
   };
-  for (size_t k = 0; k < initial_offset; ++k) skip_char();
   std::string text;
   std::vector<std::pair<size_t, size_t>> source;
   text.reserve(n.text.size());

@@ -17,6 +17,10 @@ struct NormalizedText {
 
   // text[begin, end) of valid UTF-8 as it is: each byte spans its character.
   void assign(std::string_view input, size_t begin, size_t end);
+  // Frees the memory of a reused (thread_local) buffer that a long text grew past 1 MB.
+  void release_if_large() {
+    if (text.capacity() > (size_t{1} << 20)) *this = NormalizedText{};
+  }
 };
 
 // One character of a transformation (HF's (char, isize)): 0 replaces the next character, 1 is
@@ -26,10 +30,10 @@ struct CharChange {
   int change;
 };
 
-// HF's NormalizedString::transform_range on the whole text: `changes` replace it, the first
-// `initial_offset` characters being removed before them. `origin` is the span an added character
-// takes at the very start (HF's (0, 0) of the string's own original).
-void transform(NormalizedText& n, const std::vector<CharChange>& changes, size_t initial_offset, size_t origin);
+// HF's NormalizedString::transform_range on the whole text (initial_offset 0): `changes` replace
+// it. `origin` is the span an added character takes at the very start (HF's (0, 0) of the string's
+// own original).
+void transform(NormalizedText& n, const std::vector<CharChange>& changes, size_t origin);
 
 // HF's NormalizedString::replace of each [begin, end) of `matches` (in order, not overlapping) by
 // `content`: its characters take the span of the match's last byte.

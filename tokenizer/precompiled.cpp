@@ -85,7 +85,8 @@ uint32_t unit_value(uint32_t u) { return u & ((1u << 31) - 1); }
 
 }  // namespace
 
-// Standard base64 with padding (the base64 crate's STANDARD engine, as HF decodes the charsmap).
+// Base64 as the crate spm_precompiled 0.1.4 decodes the charsmap (base64 0.13's decode: the
+// standard alphabet, the final padding optional, a last symbol's unused bits zero).
 std::string decode_base64(std::string_view text) {
   const auto value = [](char c) -> int {
     if (c >= 'A' && c <= 'Z') return c - 'A';
@@ -95,27 +96,31 @@ std::string decode_base64(std::string_view text) {
     if (c == '/') return 63;
     return -1;
   };
-  if (text.size() % 4 != 0) throw std::invalid_argument("not base64 (its length is not a multiple of 4)");
+  size_t n = text.size(), pad = 0;
+  while (n > 0 && text[n - 1] == '=' && pad < 2) --n, ++pad;
+  if (n % 4 == 1 || (pad > 0 && (n + pad) % 4 != 0))
+    throw std::invalid_argument("not base64 (a length of " + std::to_string(text.size()) + ")");
   std::string out;
-  out.reserve(text.size() / 4 * 3);
-  for (size_t i = 0; i < text.size(); i += 4) {
-    int v[4];
-    int pad = 0;
-    for (int k = 0; k < 4; ++k) {
-      const char c = text[i + static_cast<size_t>(k)];
-      if (c == '=' && i + 4 == text.size() && k >= 2) {
-        v[k] = 0;
-        ++pad;
-        continue;
-      }
-      v[k] = value(c);
-      if (v[k] < 0 || pad > 0)
-        throw std::invalid_argument("not base64 (character " + std::to_string(i + static_cast<size_t>(k)) + ")");
+  out.reserve(n / 4 * 3 + 2);
+  uint32_t bits = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const int v = value(text[i]);
+    if (v < 0) throw std::invalid_argument("not base64 (character " + std::to_string(i) + ")");
+    bits = (bits << 6) | static_cast<uint32_t>(v);
+    if (i % 4 == 3) {
+      out.push_back(static_cast<char>(bits >> 16));
+      out.push_back(static_cast<char>((bits >> 8) & 0xFF));
+      out.push_back(static_cast<char>(bits & 0xFF));
+      bits = 0;
     }
-    const uint32_t bits = (uint32_t(v[0]) << 18) | (uint32_t(v[1]) << 12) | (uint32_t(v[2]) << 6) | uint32_t(v[3]);
-    out.push_back(static_cast<char>(bits >> 16));
-    if (pad < 2) out.push_back(static_cast<char>((bits >> 8) & 0xFF));
-    if (pad < 1) out.push_back(static_cast<char>(bits & 0xFF));
+  }
+  if (n % 4 == 2) {  // 12 bits: one byte and 4 unused bits
+    if (bits & 0xF) throw std::invalid_argument("not base64 (unused bits in its last symbol)");
+    out.push_back(static_cast<char>(bits >> 4));
+  } else if (n % 4 == 3) {  // 18 bits: two bytes and 2 unused bits
+    if (bits & 0x3) throw std::invalid_argument("not base64 (unused bits in its last symbol)");
+    out.push_back(static_cast<char>(bits >> 10));
+    out.push_back(static_cast<char>((bits >> 2) & 0xFF));
   }
   return out;
 }
@@ -151,13 +156,14 @@ Precompiled::Precompiled(std::string_view charsmap) {
     return v;
   };
   if (charsmap.size() < 4) throw std::invalid_argument("shorter than its 4-byte trie size");
-  const size_t trie_bytes = u32(0);
-  if (trie_bytes > charsmap.size() - 4)
+  // (spm_precompiled reads size / 4 units; the replacements follow them)
+  const size_t trie_bytes = u32(0), units = trie_bytes / 4;
+  if (4 * units > charsmap.size() - 4)
     throw std::invalid_argument("trie size " + std::to_string(trie_bytes) + " exceeds the " +
                                 std::to_string(charsmap.size() - 4) + " bytes after it");
-  units_.resize(trie_bytes / 4);
-  for (size_t k = 0; k < units_.size(); ++k) units_[k] = u32(4 + 4 * k);
-  replacements_.assign(charsmap.substr(4 + trie_bytes));
+  units_.resize(units);
+  for (size_t k = 0; k < units; ++k) units_[k] = u32(4 + 4 * k);
+  replacements_.assign(charsmap.substr(4 + 4 * units));
   if (const auto bad = unicode::find_invalid_utf8(replacements_))
     throw std::invalid_argument("its replacement strings are not valid UTF-8 (byte " + std::to_string(*bad) + ")");
   if (units_.empty()) throw std::invalid_argument("its trie is empty");
@@ -232,7 +238,7 @@ void Precompiled::normalize(NormalizedText& n, size_t origin) const {
     }
     i = end;
   }
-  if (modified) roberta::transform(n, changes, 0, origin);
+  if (modified) roberta::transform(n, changes, origin);
 }
 
 }  // namespace roberta

@@ -31,8 +31,8 @@ class Precompiled {
   std::string replacements_;
 };
 
-// Standard base64 with padding (what HF's base64 crate decodes the JSON's charsmap with);
-// std::invalid_argument if it is not.
+// Base64 as HF's spm_precompiled decodes the JSON's charsmap (the standard alphabet, padding
+// optional); std::invalid_argument if it is not.
 std::string decode_base64(std::string_view text);
 
 // The end (byte offset) of the extended grapheme cluster of valid UTF-8 `text` starting at `begin`

@@ -4,8 +4,11 @@
 //
 //   load.cpp              tokenizer.json, vocab.json + merges.txt, from_dir
 //   added_vocabulary.cpp  the added tokens: registering them in the vocabulary, matching them in text
-//   encode.cpp            pre-tokenization + BPE (or WordPiece) with offsets; encode, encode_pair, encode_ids
+//   load_unigram.cpp      a Unigram tokenizer.json's model, normalizer, pre-tokenizer and decoder steps
+//   encode.cpp            pre-tokenization + BPE (or WordPiece, or Unigram) with offsets; encode, encode_pair,
+//                         encode_ids
 //   wordpiece.cpp         BERT's normalizer and pre-tokenizer, and WordPiece
+//   unigram.cpp           SentencePiece's normalizers, Metaspace and Unigram (precompiled.cpp: the charsmap)
 //   encode_batch.cpp      encode_batch on several threads
 //   truncation.cpp        truncation to max_length, and pad
 //   decode.cpp            decode and the id <-> token lookups
@@ -144,6 +147,10 @@ struct Tokenizer::Impl {
                                                  const FolderSettings& settings);
 
   // ---- encoding (encode.cpp)
+  // The model's normalizer (WordPiece's BertNormalizer or Unigram's Sequence), when it has one;
+  // normalized added tokens are matched in its output.
+  bool normalizes() const;
+  void normalize(std::string_view text, size_t begin, size_t end, NormalizedText& out) const;
   // Calls on_token(id, begin, end, leading_spaces, leading_bytes, trailing_spaces, trailing_bytes,
   // first_of_word, token) for the model's tokens of the plain text text[begin, end); `token` is
   // empty but for a token whose string is not the vocabulary's (Unigram's fused unknown pieces).

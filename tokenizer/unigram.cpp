@@ -40,7 +40,7 @@ void UnigramModel::finish() {
   std::vector<Edge> edges;
   std::vector<uint32_t> path{0};  // the nodes of the previous piece's bytes
   std::string_view previous;
-  leaf_id_.assign(1, -1);
+  nodes_.assign(1, TrieNode{});
   for (size_t k : order) {
     const std::string_view piece = pieces[k];
     if (piece.empty()) continue;  // (HF's trie never yields an empty piece)
@@ -48,23 +48,27 @@ void UnigramModel::finish() {
     while (common < piece.size() && common < previous.size() && piece[common] == previous[common]) ++common;
     path.resize(common + 1);
     for (size_t i = common; i < piece.size(); ++i) {
-      const auto node = static_cast<uint32_t>(leaf_id_.size());
-      leaf_id_.push_back(-1);
+      const auto node = static_cast<uint32_t>(nodes_.size());
+      nodes_.push_back(TrieNode{});
       edges.push_back({path.back(), node, static_cast<uint8_t>(piece[i])});
       path.push_back(node);
     }
-    leaf_id_[path.back()] = vocab.find(piece)->second;
+    nodes_[path.back()].leaf = vocab.find(piece)->second;
     previous = piece;
   }
-  first_.assign(leaf_id_.size() + 1, 0);
-  for (const Edge& e : edges) ++first_[e.parent + 1];
-  std::partial_sum(first_.begin(), first_.end(), first_.begin());
+  // each node's children gathered, in label order (the order they were created in)
+  nodes_.push_back(TrieNode{});  // (closes the last node's list)
+  for (const Edge& e : edges) ++nodes_[e.parent + 1].first;
+  for (size_t k = 1; k < nodes_.size(); ++k) nodes_[k].first += nodes_[k - 1].first;
+  std::vector<uint32_t> fill(nodes_.size());
+  for (size_t k = 0; k < nodes_.size(); ++k) fill[k] = nodes_[k].first;
   labels_.assign(edges.size(), 0);
   targets_.assign(edges.size(), 0);
-  std::vector<uint32_t> fill(first_.begin(), first_.end() - 1);
+  root_child_.fill(0);
   for (const Edge& e : edges) {
     labels_[fill[e.parent]] = e.label;
     targets_[fill[e.parent]++] = e.child;
+    if (e.parent == 0) root_child_[e.label] = e.child;
   }
   for (int b = 0; b < 256; ++b) {
     char name[8];
@@ -134,14 +138,15 @@ void UnigramModel::tokenize_normalized(const NormalizedText& n, size_t from, siz
   const auto metaspace = [&](size_t b, size_t e) {
     pre.text.clear();
     pre.source.clear();
-    for (size_t i = b; i < e; ++i) {
-      if (n.text[i] == ' ') {
-        pre.text += replacement;
-        pre.source.insert(pre.source.end(), replacement.size(), n.source[i]);
-      } else {
-        pre.text += n.text[i];
-        pre.source.push_back(n.source[i]);
-      }
+    for (size_t i = b; i < e;) {  // runs without a space copied whole
+      const size_t space = std::min(e, std::string_view(n.text).substr(0, e).find(' ', i));
+      pre.text.append(n.text, i, space - i);
+      pre.source.insert(pre.source.end(), n.source.begin() + static_cast<ptrdiff_t>(i),
+                        n.source.begin() + static_cast<ptrdiff_t>(space));
+      if (space == e) break;
+      pre.text += replacement;
+      pre.source.insert(pre.source.end(), replacement.size(), n.source[space]);
+      i = space + 1;
     }
     if (pre.text.empty()) return;
     const bool starts = pre.text.starts_with(replacement);
@@ -163,6 +168,7 @@ void UnigramModel::tokenize_normalized(const NormalizedText& n, size_t from, siz
   };
   if (!whitespace_split) {
     metaspace(from, to);
+    pre.release_if_large();
     return;
   }
   const std::string_view s = n.text;
@@ -175,6 +181,7 @@ void UnigramModel::tokenize_normalized(const NormalizedText& n, size_t from, siz
     }
   }
   if (to > word) metaspace(word, to);
+  pre.release_if_large();
 }
 
 void UnigramModel::encode_word(std::string_view word, const std::vector<std::pair<size_t, size_t>>& source,
@@ -182,7 +189,7 @@ void UnigramModel::encode_word(std::string_view word, const std::vector<std::pai
   if (word.empty()) return;
   struct Best {
     double score = 0;
-    int32_t start = -1;
+    int64_t start = -1;
     int32_t id = 0;
   };
   thread_local std::vector<Best> best;
@@ -191,7 +198,7 @@ void UnigramModel::encode_word(std::string_view word, const std::vector<std::pai
   const double unk_score = min_score_ - 10.0;  // HF's K_UNK_PENALTY
   const auto offer = [&](size_t target, size_t start, double score, int32_t id) {
     Best& b = best[target];
-    if (b.start < 0 || score > b.score) b = {score, static_cast<int32_t>(start), id};
+    if (b.start < 0 || score > b.score) b = {score, static_cast<int64_t>(start), id};
   };
   for (size_t pos = 0; pos < size;) {
     const double till = best[pos].score;
@@ -200,11 +207,22 @@ void UnigramModel::encode_word(std::string_view word, const std::vector<std::pai
     uint32_t node = 0;
     for (size_t j = pos; j < size; ++j) {
       const auto c = static_cast<uint8_t>(word[j]);
-      const uint32_t lo = first_[node], hi = first_[node + 1];
-      const uint8_t* found = std::lower_bound(labels_.data() + lo, labels_.data() + hi, c);
-      if (found == labels_.data() + hi || *found != c) break;
-      node = targets_[static_cast<size_t>(found - labels_.data())];
-      if (const int32_t id = leaf_id_[node]; id >= 0) {
+      if (j == pos) {
+        node = root_child_[c];
+        if (node == 0) break;
+      } else {
+        const uint8_t* lo = labels_.data() + nodes_[node].first;
+        const uint8_t* hi = labels_.data() + nodes_[node + 1].first;
+        const uint8_t* found = lo;
+        if (hi - lo <= 8) {
+          while (found < hi && *found < c) ++found;
+        } else {
+          found = std::lower_bound(lo, hi, c);
+        }
+        if (found == hi || *found != c) break;
+        node = targets_[static_cast<size_t>(found - labels_.data())];
+      }
+      if (const int32_t id = nodes_[node].leaf; id >= 0) {
         offer(j + 1, pos, scores[static_cast<size_t>(id)] + till, id);
         if (j + 1 - pos == mblen) single = true;
       }
@@ -225,8 +243,13 @@ void UnigramModel::encode_word(std::string_view word, const std::vector<std::pai
     }
     pos += mblen;
   }
-  // The best path, back to front; runs of the unknown token fused into one.
-  thread_local std::vector<std::pair<size_t, size_t>> ranges;
+  // The best path, back to front; runs of the unknown token fused into one (-1 marks them: their
+  // id is looked up as HF looks it up, from their text).
+  struct Range {
+    size_t begin, end;
+    int32_t id;
+  };
+  thread_local std::vector<Range> ranges;
   ranges.clear();
   bool in_unknown = false;
   for (size_t end = size; end > 0;) {
@@ -234,21 +257,23 @@ void UnigramModel::encode_word(std::string_view word, const std::vector<std::pai
     const auto start = static_cast<size_t>(b.start);
     if (unk_id && b.id == *unk_id) {
       if (in_unknown)
-        ranges.back().first = start;
+        ranges.back().begin = start;
       else
-        ranges.emplace_back(start, end);
+        ranges.push_back({start, end, -1});
       in_unknown = true;
     } else {
-      ranges.emplace_back(start, end);
+      ranges.push_back({start, end, b.id});  // (the piece's id: the vocabulary's last one of its text)
       in_unknown = false;
     }
     end = start;
   }
   bool first = true;
   for (auto r = ranges.rbegin(); r != ranges.rend(); ++r) {
-    const std::string_view piece = word.substr(r->first, r->second - r->first);
-    const size_t ob = source[at + r->first].first, oe = source[at + r->second - 1].second;
-    if (const auto it = vocab.find(piece); it != vocab.end()) {
+    const std::string_view piece = word.substr(r->begin, r->end - r->begin);
+    const size_t ob = source[at + r->begin].first, oe = source[at + r->end - 1].second;
+    if (r->id >= 0) {
+      out.push_back({r->id, ob, oe, first, {}});
+    } else if (const auto it = vocab.find(piece); it != vocab.end()) {
       out.push_back({it->second, ob, oe, first, {}});
     } else if (byte_fallback && std::all_of(piece.begin(), piece.end(), [&](char c) {
                  return byte_ids_[static_cast<uint8_t>(c)] >= 0;
@@ -265,6 +290,7 @@ void UnigramModel::encode_word(std::string_view word, const std::vector<std::pai
     }
     first = false;
   }
+  if (best.capacity() > (size_t{1} << 20)) best = {}, ranges = {};  // (a long word's buffers freed)
 }
 
 }  // namespace roberta

@@ -63,11 +63,16 @@ struct UnigramModel {
   void tokenize_normalized(const NormalizedText& n, size_t from, size_t to, std::vector<UnigramToken>& out) const;
 
  private:
-  // The trie of the pieces' bytes: node k's children are labels/targets[first[k], first[k + 1]).
-  std::vector<uint32_t> first_;
+  // The trie of the pieces' bytes: node k's children are labels_ / targets_[nodes_[k].first,
+  // nodes_[k + 1].first) (a last node closes the list); `leaf` is the piece ending there, -1 for none.
+  struct TrieNode {
+    uint32_t first = 0;
+    int32_t leaf = -1;
+  };
+  std::vector<TrieNode> nodes_;
   std::vector<uint8_t> labels_;
   std::vector<uint32_t> targets_;
-  std::vector<int32_t> leaf_id_;  // -1: no piece ends here
+  std::array<uint32_t, 256> root_child_{};  // the root's children by label (0: none)
   std::array<int32_t, 256> byte_ids_{};
   double min_score_ = 0;
   void encode_word(std::string_view word, const std::vector<std::pair<size_t, size_t>>& source, size_t at,

@@ -277,6 +277,8 @@ void register_tokenizer(py::module_& m) {
       .def("num_special_tokens_to_add", &Tokenizer::num_special_tokens_to_add, py::arg("is_pair"))
       .def_property_readonly("is_wordpiece", &Tokenizer::is_wordpiece,
                              "True for a BERT-style WordPiece tokenizer, False for RoBERTa's byte-level BPE.")
+      .def_property_readonly("is_unigram", &Tokenizer::is_unigram,
+                             "True for a SentencePiece (Unigram) tokenizer, XLM-RoBERTa's and CamemBERT's.")
       .def_property_readonly("do_lower_case", &Tokenizer::lowercases,
                              "True for a WordPiece tokenizer that lowercases (an uncased vocabulary), as "
                              "transformers' BertTokenizer.do_lower_case.")

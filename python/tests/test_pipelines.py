@@ -639,7 +639,8 @@ def test_xlm_roberta_checkpoint_fill_mask_and_features_match_pytorch(work):
     tok = fill.tokenizer
     assert (tok.mask_token, tok.unk_token, tok.cls_token, tok.sep_token, tok.pad_token) == \
         ("<mask>", "<unk>", "<s>", "</s>", "<pad>")
-    assert not tok.is_wordpiece
+    assert tok.is_unigram and not tok.is_wordpiece
+    assert not roberta_cpp.Tokenizer.from_pretrained(SOURCE / "tests" / "data" / "hf" / "wordpiece").is_unigram
     assert list(tok("a", "b").keys()) == ["input_ids", "attention_mask"]  # as XLMRobertaTokenizer
     nfkc = "\uff21\uff22\uff43\uff11 \ufb01ne \u2460 \u2122 \u00bd \u216b \u212b \u01c5 \u337f \uff1cmask\uff1e"
     for text in ["Hello <mask>!", "x<mask>y <mask><mask>", nfkc]:
