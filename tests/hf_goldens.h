@@ -78,6 +78,41 @@ inline roberta::Encoding expect_golden(const roberta::Tokenizer& tok, const json
   return e;
 }
 
+// A golden record's texts: `a`, and `b` when it is a pair (else empty); `what` names the record in
+// failure messages (its variant `name`, texts, truncation, special tokens).
+struct RecordTexts {
+  std::string a, b, what;
+  bool pair = false;
+  roberta::Encoding encode(const roberta::Tokenizer& tok, const roberta::EncodeOptions& options) const {
+    return pair ? tok.encode_pair(a, b, options) : tok.encode(a, options);
+  }
+};
+inline RecordTexts record_texts(const std::string& name, const json& r, const roberta::EncodeOptions& options) {
+  RecordTexts t;
+  t.a = r["a"].get<std::string>();
+  t.pair = !r["b"].is_null();
+  if (t.pair) t.b = r["b"].get<std::string>();
+  t.what = name + " " + r["a"].dump() + (t.pair ? " / " + r["b"].dump() : "") + " " + r["truncation"].dump() +
+           (options.add_special_tokens ? " with specials" : "");
+  return t;
+}
+
+// The record's decode of encoding `e` (with and without special tokens, where it has them) and,
+// for a single text without special tokens or truncation, encode_ids' ids; returns whether the
+// record had decoded texts.
+inline bool expect_decode_and_ids(const roberta::Tokenizer& tok, const json& r, const RecordTexts& t,
+                                  const roberta::EncodeOptions& options, const roberta::Encoding& e) {
+  if (!t.pair && !options.add_special_tokens && options.max_length == 0) {  // the ids-only path
+    std::vector<int32_t> ids;
+    tok.encode_ids(t.a, ids);
+    EXPECT_EQ(ids, e.ids) << t.what;
+  }
+  if (!r.contains("decoded")) return false;
+  EXPECT_EQ(tok.decode(e.ids, false), r["decoded"].get<std::string>()) << t.what;
+  EXPECT_EQ(tok.decode(e.ids, true), r["decoded_skip_special"].get<std::string>()) << t.what;
+  return true;
+}
+
 // A golden record's variant: tokenizer.json `doc` with the record's patch applied (JSON pointer,
 // value; a final "-" appends to an array, as nlohmann's pointers do).
 inline json patched(json doc, const json& patch) {

@@ -569,6 +569,24 @@ def test_task_registry(mlm_model, monkeypatch):
         roberta_cpp.pipeline("fill-mask", model=mlm_model)
 
 
+def expect_fill_mask_as_pytorch(fill, text, ids, ref, top_k=3):
+    """fill(text)'s candidates at each mask of `ids` are PyTorch's (`ref`, dump_reference's logits):
+    ids, probabilities, and token_str as transformers decodes it (skip_special_tokens=False, so an
+    <unk> stays "<unk>"). Returns the candidates per mask."""
+    tok = fill.tokenizer
+    got = fill(text, top_k=top_k)
+    masks = [i for i, t in enumerate(ids) if t == tok.mask_token_id]
+    per_mask = [got] if len(masks) == 1 else got
+    assert len(per_mask) == len(masks)
+    for at, candidates in zip(masks, per_mask):
+        probs = softmax(ref["logits"][0, at].astype(np.float64))
+        best = np.argsort(-probs, kind="stable")[:top_k]
+        assert [c["token"] for c in candidates] == [int(t) for t in best]
+        assert [c["score"] for c in candidates] == pytest.approx([probs[t] for t in best], abs=1e-5)
+        assert [c["token_str"] for c in candidates] == [tok.decode([int(t)], skip_special_tokens=False) for t in best]
+    return per_mask
+
+
 def test_wordpiece_checkpoint_fill_mask_and_features_match_pytorch(work, mlm_model):
     """A checkpoint with a BERT-style WordPiece tokenizer (as klue/roberta-* ship one):
     tests/data/hf/wordpiece's tokenizer.json beside a random model. The ids are HF's (its
@@ -603,17 +621,7 @@ def test_wordpiece_checkpoint_fill_mask_and_features_match_pytorch(work, mlm_mod
     for text in ["hello[MASK]world", "[MASK] is [MASK]."]:
         ids = goldens[text]["ids"]
         assert list(tok.encode(text).ids) == ids
-        ref = dump_reference(model, work / "dump-wordpiece", ids=[ids])
-        got = fill(text, top_k=3)
-        masks = [i for i, t in enumerate(ids) if t == tok.mask_token_id]
-        per_mask = [got] if len(masks) == 1 else got
-        assert len(per_mask) == len(masks)
-        for at, candidates in zip(masks, per_mask):
-            probs = softmax(ref["logits"][0, at].astype(np.float64))
-            best = np.argsort(-probs, kind="stable")[:3]
-            assert [c["token"] for c in candidates] == [int(t) for t in best]
-            assert [c["score"] for c in candidates] == pytest.approx([probs[t] for t in best], abs=1e-5)
-            assert [c["token_str"] for c in candidates] == [tok.decode([int(t)]) for t in best]
+        expect_fill_mask_as_pytorch(fill, text, ids, dump_reference(model, work / "dump-wordpiece", ids=[ids]))
     features = roberta_cpp.pipeline("feature-extraction", model=str(model))
     text = "안녕하세요 서울은 한국의 수도입니다."
     ref = dump_reference(model, work / "dump-wordpiece-features", ids=[goldens[text]["ids"]])
@@ -648,20 +656,8 @@ def test_xlm_roberta_checkpoint_fill_mask_and_features_match_pytorch(work):
         assert list(tok.encode(text).ids) == ids
         assert tok.decode(ids) == goldens[text]["decoded_skip_special"]
         assert tok.decode(ids, skip_special_tokens=False) == goldens[text]["decoded"]
-        ref = dump_reference(model, work / "dump-xlmr", ids=[ids])
-        got = fill(text, top_k=3)
-        masks = [i for i, t in enumerate(ids) if t == tok.mask_token_id]
-        per_mask = [got] if len(masks) == 1 else got
-        assert len(per_mask) == len(masks)
-        for at, candidates in zip(masks, per_mask):
-            probs = softmax(ref["logits"][0, at].astype(np.float64))
-            best = np.argsort(-probs, kind="stable")[:3]
-            assert [c["token"] for c in candidates] == [int(t) for t in best]
-            assert [c["score"] for c in candidates] == pytest.approx([probs[t] for t in best], abs=1e-5)
-            # (transformers decodes with skip_special_tokens=False: "<unk>" stays)
-            assert [c["token_str"] for c in candidates] == [tok.decode([int(t)], skip_special_tokens=False)
-                                                            for t in best]
-            assert all("\u2581" not in c["token_str"] for c in candidates)
+        got = expect_fill_mask_as_pytorch(fill, text, ids, dump_reference(model, work / "dump-xlmr", ids=[ids]))
+        assert all("\u2581" not in c["token_str"] for candidates in got for c in candidates)
     features = roberta_cpp.pipeline("feature-extraction", model=str(model))
     text = "Don\u2019t stop \u2014 \u201cquoted\u201d and \u2018single\u2019 words\u2026 1234567890 3.14 1,000"
     ref = dump_reference(model, work / "dump-xlmr-features", ids=[goldens[text]["ids"]])

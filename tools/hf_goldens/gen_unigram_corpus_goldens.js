@@ -8,10 +8,10 @@
 //
 // Writes OUTDIR/unigram_corpus.json. Deterministic.
 'use strict';
-const crypto = require('crypto');
 const fs = require('fs');
 const path = require('path');
 const { Tokenizer } = require('tokenizers');
+const { idStream } = require('./patch.js');
 
 const [outDir, corpus] = process.argv.slice(2);
 if (!outDir || !corpus) {
@@ -21,29 +21,12 @@ if (!outDir || !corpus) {
 const FILES = ['fiction.txt', 'nonfiction.txt', 'drama-poetry.txt'];
 const TOKENIZERS = ['unigram', 'unigram_byte_fallback'];
 
-async function idStream(tok, file) {
-  const text = fs.readFileSync(path.join(corpus, file), 'utf8');
-  const lines = text.split('\n');
-  if (lines.length && lines[lines.length - 1] === '') lines.pop();
-  const hash = crypto.createHash('sha256');
-  let tokens = 0;
-  for (let i = 0; i < lines.length; i += 10000) {
-    const encodings = await tok.encodeBatch(lines.slice(i, i + 10000), { addSpecialTokens: false });
-    for (const e of encodings) {
-      const ids = Int32Array.from(e.getIds());  // little-endian on x86-64 and arm64
-      hash.update(Buffer.from(ids.buffer, ids.byteOffset, ids.byteLength));
-      tokens += ids.length;
-    }
-  }
-  return { tokens, sha256: hash.digest('hex') };
-}
-
 async function main() {
   const goldens = {};
   for (const name of TOKENIZERS) {
     const tok = Tokenizer.fromFile(path.join(outDir, name, 'tokenizer.json'));
     const streams = {};
-    for (const f of FILES) streams[f] = await idStream(tok, f);
+    for (const f of FILES) streams[f] = await idStream(tok, path.join(corpus, f));
     goldens[name] = streams;
   }
   fs.writeFileSync(path.join(outDir, 'unigram_corpus.json'), JSON.stringify(goldens, null, 1) + '\n');

@@ -13,10 +13,10 @@
 // trainer with its defaults (30,000 tokens); the special tokens, which the trainer the node binding
 // gives does not know, are put first and the learned tokens after them.
 'use strict';
-const crypto = require('crypto');
 const fs = require('fs');
 const path = require('path');
 const { Tokenizer } = require('tokenizers');
+const { idStream } = require('./patch.js');
 
 const [outDir, corpus] = process.argv.slice(2);
 if (!outDir || !corpus) {
@@ -39,23 +39,6 @@ function spec(vocab, lowercase) {
       vocab } };
 }
 
-async function idStream(tok, file) {
-  const text = fs.readFileSync(path.join(corpus, file), 'utf8');
-  const lines = text.split('\n');
-  if (lines.length && lines[lines.length - 1] === '') lines.pop();
-  const hash = crypto.createHash('sha256');
-  let tokens = 0;
-  for (let i = 0; i < lines.length; i += 10000) {
-    const encodings = await tok.encodeBatch(lines.slice(i, i + 10000), { addSpecialTokens: false });
-    for (const e of encodings) {
-      const ids = Int32Array.from(e.getIds());  // little-endian on x86-64 and arm64
-      hash.update(Buffer.from(ids.buffer, ids.byteOffset, ids.byteLength));
-      tokens += ids.length;
-    }
-  }
-  return { tokens, sha256: hash.digest('hex') };
-}
-
 async function main() {
   const dir = path.join(outDir, 'wordpiece_corpus');
   fs.mkdirSync(dir, { recursive: true });
@@ -75,7 +58,7 @@ async function main() {
   for (const lowercase of [true, false]) {
     const tok = Tokenizer.fromString(JSON.stringify(spec(vocab, lowercase)));
     const streams = {};
-    for (const f of FILES) streams[f] = await idStream(tok, f);
+    for (const f of FILES) streams[f] = await idStream(tok, path.join(corpus, f));
     goldens[lowercase ? 'uncased' : 'cased'] = streams;
   }
   fs.writeFileSync(path.join(outDir, 'wordpiece_corpus.json'), JSON.stringify(goldens, null, 1) + '\n');

@@ -16,7 +16,7 @@
 const fs = require('fs');
 const path = require('path');
 const { Tokenizer } = require('tokenizers');
-const { patched, setTruncation } = require('./patch.js');
+const { patched, setTruncation, encodingFields } = require('./patch.js');
 const { encodeWords } = require('./pretokenized.js');
 
 const [outDir, assets] = process.argv.slice(2);
@@ -189,11 +189,7 @@ async function main() {
             lines.push(JSON.stringify({ ...record, error: String(err.message || err) }));
             continue;
           }
-          Object.assign(record, {
-            ids: e.getIds(), tokens: e.getTokens(), offsets: e.getOffsets(), type_ids: e.getTypeIds(),
-            special_tokens_mask: e.getSpecialTokensMask(),
-            sequence_ids: e.getSequenceIds().map((s) => (s === null || s === undefined ? -1 : s)),
-            word_ids: e.getWordIds().map((w) => (w === null || w === undefined ? -1 : w)) });
+          Object.assign(record, encodingFields(e));
           if (!trunc) {
             record.decoded = await tok.decode(e.getIds(), false);
             record.decoded_skip_special = await tok.decode(e.getIds(), true);
