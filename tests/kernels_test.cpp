@@ -110,13 +110,12 @@ std::vector<double> attention_reference(const std::vector<float>& qkv, const std
           max = std::max(max, p.back());
         }
         for (auto& v : p) sum += (v = std::exp(v - max));
-        for (size_t c = 0; c < d; ++c) {
-          double acc = 0;
-          for (size_t j = offsets[s]; j < offsets[s + 1]; ++j)
-            acc += (round_probabilities ? bf16_value(static_cast<float>(p[j - offsets[s]])) : p[j - offsets[s]]) *
-                   qkv[j * 3 * H + 2 * H + h * d + c];
-          ctx[i * H + h * d + c] = acc / sum;
+        std::vector<double> acc(d);  // (each column summed over the keys in order)
+        for (size_t j = offsets[s]; j < offsets[s + 1]; ++j) {
+          const double w = round_probabilities ? bf16_value(static_cast<float>(p[j - offsets[s]])) : p[j - offsets[s]];
+          for (size_t c = 0; c < d; ++c) acc[c] += w * qkv[j * 3 * H + 2 * H + h * d + c];
         }
+        for (size_t c = 0; c < d; ++c) ctx[i * H + h * d + c] = acc[c] / sum;
       }
   return ctx;
 }
@@ -331,6 +330,81 @@ TEST(Attention, PaddingDoesNotEnterTheRowMaximum) {
     for (size_t i = 0; i < T * H; ++i) worst = std::max(worst, std::abs(ctx[i] - want[i]));
     EXPECT_LT(worst, 2e-3) << "AMX, emulated tiles";
   }
+}
+
+// Sequences longer than one chunk of keys (512, the AMX kernel's 2048: the kernels then take the
+// keys chunk by chunk with a running softmax, rescaling the context so far when a later chunk
+// holds a larger score): 513 keys (a last chunk of one key), 1301 (an odd count, the last chunk
+// ending inside a panel), and 2113 (the AMX kernel's chunks too, its last of 65 keys) whose scores
+// rise along the keys in head 0 (the maximum in the last chunk; the earlier chunks' exponentials
+// are taken from smaller maxima and scaled down later) and fall in head 1 (the maximum in the
+// first chunk). Every path against float64: fp32, bf16 (on AMX tiles where the CPU
+// has them, else AVX512-BF16; the lower ones where ROBERTA_ISA caps it), the AMX kernel with its
+// tiles emulated, and on the tiles from bf16 Q, K, V (equal to its results from their fp32 values).
+TEST(Attention, LongSequencesInChunksOfKeysMatchFloat64) {
+  using roberta::kernels::AttentionPrecision;
+  std::mt19937 rng(12);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  const size_t heads = 2, d = 64, H = heads * d;
+  const std::vector<size_t> offsets = {0, 513, 1814, 3927};
+  const size_t T = offsets.back();
+  std::vector<float> qkv(T * 3 * H);
+  for (auto& v : qkv) v = dist(rng);
+  for (size_t t = offsets[2]; t < offsets[3]; ++t) {
+    const float x = static_cast<float>(t - offsets[2]) / static_cast<float>(offsets[3] - offsets[2]);
+    float* row = qkv.data() + t * 3 * H;
+    for (size_t c = 0; c < d; ++c) row[c] = row[d + c] = 0.3f * dist(rng);  // q, k small but for column 0
+    for (size_t c = 0; c < d; ++c) row[H + c] = row[H + d + c] = 0.3f * dist(rng);
+    row[0] = row[d] = 8.0f;         // q of both heads
+    row[H] = 12.0f * x - 4.0f;      // head 0: scores from -4 to 8 along the keys (q · k / 8)
+    row[H + d] = 8.0f - 12.0f * x;  // head 1: from 8 down to -4
+  }
+  std::vector<float> rounded = qkv;
+  for (auto& v : rounded) v = static_cast<float>(bf16_value(v));
+  const auto exact = attention_reference(qkv, offsets, heads, d);
+  const auto want16 = attention_reference(rounded, offsets, heads, d, true);
+  const auto worst_of = [&](const std::vector<float>& got, const std::vector<double>& want) {
+    double worst = 0;
+    for (size_t i = 0; i < T * H; ++i) worst = std::max(worst, std::abs(got[i] - want[i]));
+    return worst;
+  };
+  std::vector<float> ctx(T * H, -7.0f);
+  roberta::kernels::self_attention(ctx.data(), qkv.data(), offsets.data(), offsets.size() - 1, heads, d);
+  std::printf("  fp32: max |difference| from float64 %.3g (%s)\n", worst_of(ctx, exact),
+              roberta::kernels::isa_name(roberta::kernels::usable_isa()));
+  EXPECT_LT(worst_of(ctx, exact), 1e-5);
+  const bool bf16 = roberta::kernels::usable_isa() >= Isa::kAvx512Bf16;
+  std::fill(ctx.begin(), ctx.end(), -7.0f);
+  roberta::kernels::self_attention(ctx.data(), qkv.data(), offsets.data(), offsets.size() - 1, heads, d, {},
+                                   AttentionPrecision::kBf16);
+  std::printf("  kBf16: max |difference| %.3g from float64 of the rounded inputs, %.3g from unrounded\n",
+              worst_of(ctx, bf16 ? want16 : exact), worst_of(ctx, exact));
+  EXPECT_LT(worst_of(ctx, bf16 ? want16 : exact), bf16 ? 2e-3 : 1e-5);
+  if (roberta::kernels::detected_isa() < Isa::kAvx512Bf16) {
+    std::printf("  no AVX512-BF16 here: the AMX kernel's emulation not run\n");
+    return;
+  }
+  std::vector<float> emulated(T * H, -7.0f);
+  roberta::kernels::self_attention_amx_emulated(emulated.data(), qkv.data(), offsets.data(), offsets.size() - 1, heads);
+  std::printf("  AMX, emulated tiles: max |difference| %.3g from float64 of the rounded inputs, %.3g from unrounded\n",
+              worst_of(emulated, want16), worst_of(emulated, exact));
+  EXPECT_LT(worst_of(emulated, want16), 2e-3);
+  EXPECT_GT(worst_of(emulated, exact), 3 * worst_of(emulated, want16));
+  if (roberta::kernels::usable_isa() < Isa::kAmx) {
+    std::printf("  no AMX tiles here (or ROBERTA_ISA below amx): the AMX kernel only emulated\n");
+    return;
+  }
+  std::vector<uint16_t> qkv16(T * 3 * H);  // (3 · heads, T, 64): Q of each head, then K, then V
+  for (size_t t = 0; t < T; ++t)
+    for (size_t j = 0; j < 3 * H; ++j) {
+      uint32_t bits;
+      std::memcpy(&bits, &rounded[t * 3 * H + j], 4);
+      qkv16[((j / d) * T + t) * d + j % d] = static_cast<uint16_t>(bits >> 16);
+    }
+  std::vector<float> from16(T * H, -7.0f);
+  roberta::kernels::self_attention(from16.data(), qkv16.data(), offsets.data(), offsets.size() - 1, heads, d, {},
+                                   AttentionPrecision::kBf16);
+  EXPECT_EQ(from16, ctx) << "AMX tiles from bf16 Q, K, V";
 }
 
 // Which attention the bf16 and int8 encoders ask for: ROBERTA_ATTENTION when set (a typo is an

@@ -5,6 +5,9 @@
 # PyTorch fp32; roberta.cpp in fp32, bf16 and int8.
 # Usage: bash tools/bench_compare.sh [MODEL_DIR] [THREADS] [RUNS] [ROUNDS]
 #   MODEL_DIR defaults to a roberta-base-shaped random model made in ${TMPDIR:-/tmp}/roberta-bench.
+#   WORKLOADS (environment): default "W1 W2 W3 W4 W5"; also L2K (1 x 2048 tokens) and L8K (1 x 8192)
+#   for a model whose max_position_embeddings allows them (e.g. make_test_model.py --preset base
+#   --max-position-embeddings 8194, the positions of BAAI/bge-m3).
 # Installs onnxruntime-node into a scratch folder (never a project dependency) and Debian's
 # python3-onnx for the export tools, prints the CPU and its features, then for each round runs every
 # workload in every engine one after the other, and prints medians over rounds with the ratios, each
@@ -27,24 +30,34 @@ echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores;" \
 uptime
 "$py" -c "import onnx" 2> /dev/null || { apt-get update -qq && apt-get install -y -qq python3-onnx > /dev/null; }
 [ -f "$model/config.json" ] || "$py" tools/make_test_model.py --out "$model" --preset base --seed 0 --no-lm-head > /dev/null
-[ -f "$scratch/plain.onnx" ] || "$py" "$shared/export_plain_onnx.py" --model "$model" --out "$scratch/plain.onnx" > /dev/null
-[ -f "$scratch/plain-int8.onnx" ] ||
-  "$py" "$shared/quantize_int8.py" "$scratch/plain.onnx" "$scratch/plain-int8.onnx" --per-channel > /dev/null
+# the ONNX exports of this model folder (by its path), made again when its files are newer
+onnx=$scratch/onnx-$(realpath "$model" | md5sum | cut -c1-12)
+mkdir -p "$onnx"
+[ -f "$onnx/plain.onnx" ] && [ -z "$(find "$model" -maxdepth 1 -type f -newer "$onnx/plain.onnx")" ] ||
+  { rm -f "$onnx/plain-int8.onnx"; "$py" "$shared/export_plain_onnx.py" --model "$model" --out "$onnx/plain.onnx" > /dev/null; }
+[ -f "$onnx/plain-int8.onnx" ] ||
+  "$py" "$shared/quantize_int8.py" "$onnx/plain.onnx" "$onnx/plain-int8.onnx" --per-channel > /dev/null
 [ -d "$scratch/ort/node_modules/onnxruntime-node" ] ||
   npm install --prefix "$scratch/ort" --ignore-scripts --no-audit --no-fund onnxruntime-node > /dev/null 2>&1
 export NODE_PATH="$scratch/ort/node_modules"
 declare -A spec=([W1]="--batch 1 --seq 16" [W2]="--batch 1 --seq 128" [W3]="--batch 8 --seq 128"
-                 [W4]="--batch 1 --seq 512" [W5]="--batch 32 --lengths uniform:8:128 --seed 0")
+                 [W4]="--batch 1 --seq 512" [W5]="--batch 32 --lengths uniform:8:128 --seed 0"
+                 [L2K]="--batch 1 --seq 2048" [L8K]="--batch 1 --seq 8192")
+read -r -a workloads <<< "${WORKLOADS:-W1 W2 W3 W4 W5}"
+for w in "${workloads[@]}"; do
+  [ -n "${spec[$w]:-}" ] ||
+    { echo "bench_compare.sh: unknown workload '$w' in WORKLOADS (W1 .. W5, L2K, L8K)" >&2; exit 2; }
+done
 results=$(mktemp)
 for round in $(seq "$rounds"); do
-  for w in W1 W2 W3 W4 W5; do
+  for w in "${workloads[@]}"; do
     ours=$(build/roberta bench --model "$model" ${spec[$w]} --threads "$threads" --runs "$runs" --json)
     lengths=$(echo "$ours" | "$py" -c "import json,sys; print(json.dumps(json.load(sys.stdin)['lengths']))")
     # each of ours next to the baseline it is compared with (the within-round ratios)
-    ort=$(node tools/bench_ort.js "$scratch/plain.onnx" "$threads" "$runs" "$lengths")
+    ort=$(node tools/bench_ort.js "$onnx/plain.onnx" "$threads" "$runs" "$lengths")
     bf16=$(build/roberta bench --model "$model" ${spec[$w]} --threads "$threads" --runs "$runs" --dtype bf16 --json)
     int8=$(build/roberta bench --model "$model" ${spec[$w]} --threads "$threads" --runs "$runs" --dtype int8 --json)
-    ort8=$(node tools/bench_ort.js "$scratch/plain-int8.onnx" "$threads" "$runs" "$lengths")
+    ort8=$(node tools/bench_ort.js "$onnx/plain-int8.onnx" "$threads" "$runs" "$lengths")
     torch=$(OMP_WAIT_POLICY=PASSIVE OPENBLAS_NUM_THREADS=$threads "$py" tools/bench_torch.py "$model" "$threads" "$runs" "$lengths")
     echo "{\"workload\":\"$w\",\"round\":$round,\"ours\":$ours,\"bf16\":$bf16,\"int8\":$int8,\"ort\":$ort,\"ort8\":$ort8,\"torch\":$torch}" >> "$results"
   done
@@ -52,7 +65,9 @@ done
 "$py" - "$results" "$threads" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-by_workload = {w: [x for x in rows if x["workload"] == w] for w in ("W1", "W2", "W3", "W4", "W5")}
+by_workload = {}
+for x in rows:
+    by_workload.setdefault(x["workload"], []).append(x)
 pairs = (("ours", "ort"), ("bf16", "ort"), ("int8", "ort8"))  # each of ours and the baseline it is set against
 print(f"threads {sys.argv[2]}; medians over rounds of per-round medians (ms); tokens counted without padding")
 print("| workload | tokens | ORT fp32 | ORT int8 | PyTorch fp32 | ours fp32 | ours bf16 | ours int8 | fp32 vs ORT fp32 | bf16 vs ORT fp32 | int8 vs ORT int8 |")
@@ -82,8 +97,8 @@ for w, r in by_workload.items():
         q = [x[base]["median_ms"] / x[ours]["median_ms"] for x in r]
         cells.append(f"{statistics.median(q):.2f}x [{min(q):.2f}, {max(q):.2f}]")
     print(f"| {w} | " + " | ".join(cells) + " |")
-w3 = [x for x in rows if x["workload"] == "W3"]
-print("peak memory of roberta bench on W3: " + ", ".join(
-    f"{max(x[k]['peak_rss_mb'] for x in w3):.0f} MB {k}" for k in ("ours", "bf16", "int8")).replace("ours", "fp32"))
+for w, r in by_workload.items():
+    print(f"peak memory of roberta bench on {w}: " + ", ".join(
+        f"{max(x[k]['peak_rss_mb'] for x in r):.0f} MB {k}" for k in ("ours", "bf16", "int8")).replace("ours", "fp32"))
 PY
 rm -f "$results"

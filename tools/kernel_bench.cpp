@@ -156,8 +156,10 @@ BENCHMARK(BM_OneDnnLinearF32)->Apply(roberta_shapes)->Unit(benchmark::kMicroseco
 BENCHMARK(BM_OneDnnLinearBf16)->Apply(roberta_shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_OneDnnLinearInt8)->Apply(roberta_shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_OpenBlasSgemm)->Apply(roberta_shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_SelfAttention)->ArgName("L")->Arg(16)->Arg(128)->Arg(512)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_SelfAttentionBf16)->ArgName("L")->Arg(16)->Arg(128)->Arg(512)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_SelfAttention)->ArgName("L")->Arg(16)->Arg(128)->Arg(512)->Arg(2048)->Arg(4096)->Arg(8192)
+    ->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_SelfAttentionBf16)->ArgName("L")->Arg(16)->Arg(128)->Arg(512)->Arg(2048)->Arg(4096)->Arg(8192)
+    ->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_ReadBandwidth)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 int main(int argc, char** argv) {

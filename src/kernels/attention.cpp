@@ -52,11 +52,39 @@ ROBERTA_VECTOR_CLONES void softmax_row(float* __restrict row, size_t n) {
 // Fast path for one (sequence, head) with head size 64 (every RoBERTa size): AVX-512 register
 // blocks instead of three OpenBLAS calls (which repack their operands on every call and ran W3's
 // attention at about half the FMA rate). Query rows go in blocks of kQueryBlock: their scores
-// (kQueryBlock, L) are computed, softmaxed and multiplied by V while they are in cache, so the
-// full (L, L) score matrix never exists.
+// (kQueryBlock, L), or of a chunk of kKeyChunk keys at a time, are computed, softmaxed and
+// multiplied by V while they are in cache, so the full (L, L) score matrix never exists.
 constexpr size_t kHead = 64;
 constexpr size_t kKeyPanel = 64;    // keys per panel of the packed Kᵀ (4 zmm: one broadcast feeds 4 products)
 constexpr size_t kQueryBlock = 48;  // query rows whose scores are live at once (a multiple of 6)
+// Keys whose scores are live at once (a multiple of kKeyPanel). A longer sequence's keys go in
+// chunks of this many with FlashAttention's running softmax: each chunk's exponentials are taken
+// from the maximum of the row's scores so far, and the context of the chunks before is scaled by
+// exp(old maximum - new) when the maximum grows. The scores of a block of query rows then stay in
+// L2 whatever the length: at 8192 keys those of all keys took 1.5 MB a block in fp32, and the
+// attention ran at 40% of its rate at 512 keys (roberta-kernel-bench, 12 heads, Xeon with AMX, fp32:
+// 2048 keys 120-132 -> 196-224 GFLOP/s, 8192 keys 87-94 -> 190-203; chunks of 256 / 512 / 1024 at
+// 8192 keys: 194 / 203 / 189). Up to this many keys there is one chunk and the results are those
+// of a softmax over the whole row at once. (The AMX kernel's chunks: kAmxKeyChunk.)
+constexpr size_t kKeyChunk = 512;
+
+// The running softmax of one query row over the chunks of its keys.
+struct RunningSoftmax {
+  float max = 0;
+  double sum = 0;
+  // Takes a chunk whose scores' maximum is chunk_max: returns the maximum to take its exponentials
+  // from, and sets `rescale` to the factor for the context of the chunks before (1 for the first).
+  float next(float chunk_max, bool first, float& rescale) {
+    rescale = first ? 1.0f : std::exp(max - std::max(max, chunk_max));
+    max = first ? chunk_max : std::max(max, chunk_max);
+    return max;
+  }
+  // Adds the chunk's sum of exponentials (rescale as next() set it); returns 1 / the sum so far.
+  float add(double chunk_sum, bool first, float rescale) {
+    sum = first ? chunk_sum : sum * rescale + chunk_sum;
+    return static_cast<float>(1.0 / sum);
+  }
+};
 
 // Softmax is split over the kernels around it, so the scores are read once: the score kernels
 // also return each row's maximum, softmax_exp_* writes exp(score - max) (unnormalised), and the
@@ -86,9 +114,9 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 store_scores(flo
   return _mm512_mask_max_ps(vmax, lanes_below(n, p0 + 48), vmax, c3);
 }
 
-// row[0, n) = exp(row - max) in place; returns 1 / the sum, taken in 16 float lanes, then in
-// double (exp through vscalefps, the polynomial of vmath::exp).
-__attribute__((target("avx512f"))) float softmax_exp_avx512(float* row, size_t n, float max) {
+// row[0, n) = exp(row - max) in place; returns the sum, taken in 16 float lanes, then in double
+// (exp through vscalefps, the polynomial of vmath::exp).
+__attribute__((target("avx512f"))) double softmax_exp_avx512(float* row, size_t n, float max) {
   const __m512 vmax = _mm512_set1_ps(max);
   __m512 acc = _mm512_setzero_ps();
   for (size_t c = 0; c < n; c += 16) {
@@ -101,7 +129,7 @@ __attribute__((target("avx512f"))) float softmax_exp_avx512(float* row, size_t n
   _mm512_store_ps(lanes, acc);
   double sum = 0;
   for (float v : lanes) sum += v;
-  return static_cast<float>(1.0 / sum);
+  return sum;
 }
 
 // The 16 x 16 block of 32-bit elements in r, transposed in registers (r[i] becomes column i).
@@ -186,10 +214,31 @@ __attribute__((target("avx512f"))) void score_rows(float* s, size_t lds, const f
   for (size_t r = 0; r < R; ++r) row_max[r] = _mm512_reduce_max_ps(vmax[r]);
 }
 
-// ctx (R, 64) = inv[r] · p (R, L) · v (L, 64), for R query rows.
+// ctx row r (64 values) = inv[r] · (sums c0..c3 + rescale[r] · what it holds): without rescale
+// (null) its earlier values do not count, without inv (null) the sums are not scaled.
+__attribute__((target("avx512f"), always_inline)) inline void store_context(float* ctx, __m512 c0, __m512 c1,
+                                                                            __m512 c2, __m512 c3, const float* inv,
+                                                                            const float* rescale) {
+  if (rescale) {
+    const __m512 a = _mm512_set1_ps(*rescale);
+    c0 = _mm512_fmadd_ps(a, _mm512_loadu_ps(ctx), c0), c1 = _mm512_fmadd_ps(a, _mm512_loadu_ps(ctx + 16), c1);
+    c2 = _mm512_fmadd_ps(a, _mm512_loadu_ps(ctx + 32), c2), c3 = _mm512_fmadd_ps(a, _mm512_loadu_ps(ctx + 48), c3);
+  }
+  if (inv) {
+    const __m512 f = _mm512_set1_ps(*inv);
+    c0 = _mm512_mul_ps(c0, f), c1 = _mm512_mul_ps(c1, f), c2 = _mm512_mul_ps(c2, f), c3 = _mm512_mul_ps(c3, f);
+  }
+  _mm512_storeu_ps(ctx, c0);
+  _mm512_storeu_ps(ctx + 16, c1);
+  _mm512_storeu_ps(ctx + 32, c2);
+  _mm512_storeu_ps(ctx + 48, c3);
+}
+
+// ctx (R, 64) = inv[r] · (p (R, L) · v (L, 64) + rescale[r] · ctx), for R query rows (store_context).
 template <size_t R>
 __attribute__((target("avx512f"))) void context_rows(float* ctx, size_t ldc, const float* p, size_t ldp,
-                                                     const float* v, size_t ldv, size_t L, const float* inv) {
+                                                     const float* v, size_t ldv, size_t L, const float* inv,
+                                                     const float* rescale) {
   __m512 c0[R], c1[R], c2[R], c3[R];
 #pragma GCC unroll 8
   for (size_t r = 0; r < R; ++r) c0[r] = c1[r] = c2[r] = c3[r] = _mm512_setzero_ps();
@@ -207,13 +256,8 @@ __attribute__((target("avx512f"))) void context_rows(float* ctx, size_t ldc, con
     }
   }
 #pragma GCC unroll 8
-  for (size_t r = 0; r < R; ++r) {
-    const __m512 f = _mm512_set1_ps(inv[r]);
-    _mm512_storeu_ps(ctx + r * ldc, _mm512_mul_ps(c0[r], f));
-    _mm512_storeu_ps(ctx + r * ldc + 16, _mm512_mul_ps(c1[r], f));
-    _mm512_storeu_ps(ctx + r * ldc + 32, _mm512_mul_ps(c2[r], f));
-    _mm512_storeu_ps(ctx + r * ldc + 48, _mm512_mul_ps(c3[r], f));
-  }
+  for (size_t r = 0; r < R; ++r)
+    store_context(ctx + r * ldc, c0[r], c1[r], c2[r], c3[r], inv ? inv + r : nullptr, rescale ? rescale + r : nullptr);
 }
 
 // ctx (L, 64) with row stride ldc = softmax(scale · Q Kᵀ) V for one (sequence, head); q, k, v
@@ -221,26 +265,37 @@ __attribute__((target("avx512f"))) void context_rows(float* ctx, size_t ldc, con
 void attention_head_avx512(float* ctx, size_t ldc, const float* q, const float* k, const float* v, size_t ld,
                            size_t L, float scale) {
   using ScoreFn = void (*)(float*, size_t, const float*, size_t, const float*, size_t, float, float*);
-  using ContextFn = void (*)(float*, size_t, const float*, size_t, const float*, size_t, size_t, const float*);
+  using ContextFn = void (*)(float*, size_t, const float*, size_t, const float*, size_t, size_t, const float*,
+                             const float*);
   static constexpr ScoreFn kScore[6] = {score_rows<1>, score_rows<2>, score_rows<3>,
                                         score_rows<4>, score_rows<5>, score_rows<6>};
   static constexpr ContextFn kContext[6] = {context_rows<1>, context_rows<2>, context_rows<3>,
                                             context_rows<4>, context_rows<5>, context_rows<6>};
-  const size_t panels = (L + kKeyPanel - 1) / kKeyPanel, lds = panels * kKeyPanel;
+  const size_t panels = (L + kKeyPanel - 1) / kKeyPanel, lds = std::min(panels * kKeyPanel, kKeyChunk);
   thread_local std::vector<float> kt_buffer, s_buffer;
   // (util::Scratch is 64-byte aligned: aligned loads and stores of whole panels)
   const util::Scratch<float> kt_scratch(kt_buffer, panels * kHead * kKeyPanel);
   const util::Scratch<float> s_scratch(s_buffer, kQueryBlock * lds);
   float *kt = kt_scratch.data(), *s = s_scratch.data();
   pack_keys(kt, k, ld, L);
-  float row_max[kQueryBlock], inv[kQueryBlock];
+  float row_max[kQueryBlock], inv[kQueryBlock], rescale[kQueryBlock];
+  RunningSoftmax softmax[kQueryBlock];
   for (size_t i0 = 0; i0 < L; i0 += kQueryBlock) {
     const size_t rows = std::min(kQueryBlock, L - i0);
-    for (size_t r = 0; r < rows; r += 6)
-      kScore[std::min<size_t>(6, rows - r) - 1](s + r * lds, lds, q + (i0 + r) * ld, ld, kt, L, scale, row_max + r);
-    for (size_t r = 0; r < rows; ++r) inv[r] = softmax_exp_avx512(s + r * lds, L, row_max[r]);
-    for (size_t r = 0; r < rows; r += 6)
-      kContext[std::min<size_t>(6, rows - r) - 1](ctx + (i0 + r) * ldc, ldc, s + r * lds, lds, v, ld, L, inv + r);
+    for (size_t k0 = 0; k0 < L; k0 += kKeyChunk) {  // (ctx holds the chunks' context so far)
+      const size_t n = std::min(kKeyChunk, L - k0);
+      const bool first = k0 == 0, last = k0 + n == L;
+      for (size_t r = 0; r < rows; r += 6)
+        kScore[std::min<size_t>(6, rows - r) - 1](s + r * lds, lds, q + (i0 + r) * ld, ld, kt + k0 * kHead, n, scale,
+                                                  row_max + r);
+      for (size_t r = 0; r < rows; ++r) {
+        const float max = softmax[r].next(row_max[r], first, rescale[r]);
+        inv[r] = softmax[r].add(softmax_exp_avx512(s + r * lds, n, max), first, rescale[r]);
+      }
+      for (size_t r = 0; r < rows; r += 6)
+        kContext[std::min<size_t>(6, rows - r) - 1](ctx + (i0 + r) * ldc, ldc, s + r * lds, lds, v + k0 * ld, ld, n,
+                                                    last ? inv + r : nullptr, first ? nullptr : rescale + r);
+    }
   }
 }
 
@@ -317,9 +372,9 @@ __attribute__((target("avx512f"))) inline __m512 exp_for_bf16(__m512 d) {
 }
 
 // p[0, padded / 2) = exp(row[0, n) - max) rounded to bf16 pairs, zero from column n on (padded a
-// multiple of 32); returns 1 / the sum of the fp32 exponentials (lanes, then double, as
+// multiple of 32); returns the sum of the fp32 exponentials (lanes, then double, as
 // softmax_exp_avx512). The fp32 values are not written back.
-ROBERTA_BF16_TARGET float softmax_exp_bf16(const float* row, size_t n, size_t padded, float max, uint32_t* p) {
+ROBERTA_BF16_TARGET double softmax_exp_bf16(const float* row, size_t n, size_t padded, float max, uint32_t* p) {
   const __m512 vmax = _mm512_set1_ps(max);
   __m512 acc = _mm512_setzero_ps();
   for (size_t c = 0; c < padded; c += 32) {
@@ -335,7 +390,7 @@ ROBERTA_BF16_TARGET float softmax_exp_bf16(const float* row, size_t n, size_t pa
   _mm512_store_ps(lanes, acc);
   double sum = 0;
   for (float v : lanes) sum += v;
-  return static_cast<float>(1.0 / sum);
+  return sum;
 }
 
 // vt (ceil(L / 2), 64): row i, column c = (V[2i][c], V[2i + 1][c]); V[L] reads as 0. V (L, ld)
@@ -388,10 +443,11 @@ ROBERTA_BF16_TARGET void score_rows_bf16(float* s, size_t lds, const uint32_t* q
   for (size_t r = 0; r < R; ++r) row_max[r] = _mm512_reduce_max_ps(vmax[r]);
 }
 
-// ctx (R, 64) = inv[r] · p (R rows of `pairs` pairs, row stride ldp) · V (packed by pack_values_bf16).
+// ctx (R, 64) = inv[r] · (p (R rows of `pairs` pairs, row stride ldp) · V (packed by
+// pack_values_bf16) + rescale[r] · ctx) (store_context).
 template <size_t R>
 ROBERTA_BF16_TARGET void context_rows_bf16(float* ctx, size_t ldc, const uint32_t* p, size_t ldp, const uint32_t* vt,
-                                           size_t pairs, const float* inv) {
+                                           size_t pairs, const float* inv, const float* rescale) {
   __m512 c0[R], c1[R], c2[R], c3[R];
 #pragma GCC unroll 8
   for (size_t r = 0; r < R; ++r) c0[r] = c1[r] = c2[r] = c3[r] = _mm512_setzero_ps();
@@ -410,24 +466,22 @@ ROBERTA_BF16_TARGET void context_rows_bf16(float* ctx, size_t ldc, const uint32_
     }
   }
 #pragma GCC unroll 8
-  for (size_t r = 0; r < R; ++r) {
-    const __m512 f = _mm512_set1_ps(inv[r]);
-    _mm512_storeu_ps(ctx + r * ldc, _mm512_mul_ps(c0[r], f));
-    _mm512_storeu_ps(ctx + r * ldc + 16, _mm512_mul_ps(c1[r], f));
-    _mm512_storeu_ps(ctx + r * ldc + 32, _mm512_mul_ps(c2[r], f));
-    _mm512_storeu_ps(ctx + r * ldc + 48, _mm512_mul_ps(c3[r], f));
-  }
+  for (size_t r = 0; r < R; ++r)
+    store_context(ctx + r * ldc, c0[r], c1[r], c2[r], c3[r], inv ? inv + r : nullptr, rescale ? rescale + r : nullptr);
 }
 
 void attention_head_bf16(float* ctx, size_t ldc, const float* q, const float* k, const float* v, size_t ld, size_t L,
                          float scale) {
   using ScoreFn = void (*)(float*, size_t, const uint32_t*, const uint32_t*, size_t, float, float*);
-  using ContextFn = void (*)(float*, size_t, const uint32_t*, size_t, const uint32_t*, size_t, const float*);
+  using ContextFn =
+      void (*)(float*, size_t, const uint32_t*, size_t, const uint32_t*, size_t, const float*, const float*);
   static constexpr ScoreFn kScore[6] = {score_rows_bf16<1>, score_rows_bf16<2>, score_rows_bf16<3>,
                                         score_rows_bf16<4>, score_rows_bf16<5>, score_rows_bf16<6>};
   static constexpr ContextFn kContext[6] = {context_rows_bf16<1>, context_rows_bf16<2>, context_rows_bf16<3>,
                                             context_rows_bf16<4>, context_rows_bf16<5>, context_rows_bf16<6>};
-  const size_t panels = (L + kKeyPanel - 1) / kKeyPanel, lds = panels * kKeyPanel, pairs = (L + 1) / 2;
+  // (keys in chunks of kKeyChunk with a running softmax, as attention_head_avx512)
+  const size_t panels = (L + kKeyPanel - 1) / kKeyPanel, lds = std::min(panels * kKeyPanel, kKeyChunk),
+               pairs = (L + 1) / 2;
   thread_local std::vector<uint32_t> q_buffer, kt_buffer, vt_buffer, p_buffer;
   thread_local std::vector<float> s_buffer;
   const util::Scratch<uint32_t> q_scratch(q_buffer, kQueryBlock * kPairs);  // (each 64-byte aligned)
@@ -439,17 +493,26 @@ void attention_head_bf16(float* ctx, size_t ldc, const float* q, const float* k,
   float* s = s_scratch.data();
   pack_keys_bf16(kt, k, ld, L);
   pack_values_bf16(vt, v, ld, L);
-  float row_max[kQueryBlock], inv[kQueryBlock];
+  float row_max[kQueryBlock], inv[kQueryBlock], rescale[kQueryBlock];
+  RunningSoftmax softmax[kQueryBlock];
   for (size_t i0 = 0; i0 < L; i0 += kQueryBlock) {
     const size_t rows = std::min(kQueryBlock, L - i0);
     for (size_t r = 0; r < rows; ++r) to_bf16_pairs(q2 + r * kPairs, q + (i0 + r) * ld, kHead);
-    for (size_t r = 0; r < rows; r += 6)
-      kScore[std::min<size_t>(6, rows - r) - 1](s + r * lds, lds, q2 + r * kPairs, kt, L, scale, row_max + r);
-    for (size_t r = 0; r < rows; ++r)  // zero past L: the odd key's partner and the padding
-      inv[r] = softmax_exp_bf16(s + r * lds, L, lds, row_max[r], p2 + r * lds / 2);
-    for (size_t r = 0; r < rows; r += 6)
-      kContext[std::min<size_t>(6, rows - r) - 1](ctx + (i0 + r) * ldc, ldc, p2 + r * lds / 2, lds / 2, vt, pairs,
-                                                  inv + r);
+    for (size_t k0 = 0; k0 < L; k0 += kKeyChunk) {
+      const size_t n = std::min(kKeyChunk, L - k0);
+      const bool first = k0 == 0, last = k0 + n == L;
+      for (size_t r = 0; r < rows; r += 6)
+        kScore[std::min<size_t>(6, rows - r) - 1](s + r * lds, lds, q2 + r * kPairs, kt + k0 * kPairs, n, scale,
+                                                  row_max + r);
+      for (size_t r = 0; r < rows; ++r) {  // zero past n: the odd key's partner and the padding
+        const float max = softmax[r].next(row_max[r], first, rescale[r]);
+        inv[r] = softmax[r].add(softmax_exp_bf16(s + r * lds, n, lds, max, p2 + r * lds / 2), first, rescale[r]);
+      }
+      for (size_t r = 0; r < rows; r += 6)
+        kContext[std::min<size_t>(6, rows - r) - 1](ctx + (i0 + r) * ldc, ldc, p2 + r * lds / 2, lds / 2,
+                                                    vt + k0 / 2 * kHead, std::min(pairs - k0 / 2, lds / 2),
+                                                    last ? inv + r : nullptr, first ? nullptr : rescale + r);
+    }
   }
 }
 // The bf16 attention on AMX tiles (amx_tiles.h), 16 query rows at a time, with the same packing
@@ -501,30 +564,44 @@ ROBERTA_BF16_TARGET inline float row_maximum(const float* row, size_t n) {
   return _mm512_reduce_max_ps(vmax);
 }
 
+// The AMX attention's chunks of keys (as kKeyChunk): longer, since its steps' fixed costs weigh
+// more against its faster products (roberta-kernel-bench, 12 heads, Xeon with AMX: 2048 keys in
+// one chunk 908 GFLOP/s, in chunks of 512 800; 4096 keys: chunks of 2048 944-961, 1024 914-921,
+// one chunk 826-864), and the query blocks that take each chunk in turn: their running softmaxes
+// and contexts are kept, and the chunk's K and V stay in cache for all of them (at 8192 keys a
+// head's K and V take 2 MB, which one block at a time would read from L3 for every 16 rows; 8192
+// keys, chunks of 2048: groups of 2 blocks 827, 4 853-889, 8 944 GFLOP/s).
+constexpr size_t kAmxKeyChunk = 2048, kAmxGroup = 8;
+
 // A tile load waits until the stores of its bytes have reached the cache (no store forwarding
-// into tiles), and a vector load of a tile store's bytes likewise: so the blocks of 16 query rows
-// go through a pipeline of three steps, each reading what an earlier step wrote before other work
-// ran in between. Step b: the score tiles of block b; the context tiles of block b - 1 (from the P
-// its softmax wrote in step b - 1); the softmax of block b (from step b's scores); block b - 1's
-// context rows scaled into ctx. Q is scaled and rounded for the whole head first. (Against one
-// block at a time, with the scale applied to the scores: 12 heads of 128 tokens 157 -> 150 us in
-// roberta-kernel-bench, int8 8 x 128 tokens 2% faster; Xeon with AMX.)
+// into tiles), and a vector load of a tile store's bytes likewise: so the steps (a block of 16
+// query rows and a chunk of keys) go through a pipeline of three stages, each reading what an
+// earlier stage wrote before other work ran in between. Step t: the score tiles of step t; the
+// context tiles of step t - 1 (from the P its softmax wrote); the softmax of step t (from its
+// scores); step t - 1's context added to its block's (rescaled as the running softmax says) or, at
+// the block's last chunk, scaled into ctx. Steps go chunk by chunk through a group of kAmxGroup
+// blocks, then the next group; up to kAmxKeyChunk keys, block by block. Q is scaled and rounded for
+// the whole head first. (Against one block at a time, with the scale applied to the scores: 12
+// heads of 128 tokens 157 -> 150 us in roberta-kernel-bench, int8 8 x 128 tokens 2% faster; Xeon
+// with AMX.)
 // In: float (Q, K, V in fp32) or uint16_t (already rounded to bf16: the same results). Out: float
 // (ctx in fp32, row stride ldc floats) or uint32_t (rounded to bf16 pairs, row stride ldc pairs).
 template <class Tiles, class In, class Out>
 ROBERTA_BF16_TARGET void attention_head_amx(Out* ctx, size_t ldc, const In* q, const In* k, const In* v, size_t ld,
                                             size_t L, float scale) {
-  const size_t panels = (L + kKeyPanel - 1) / kKeyPanel, lds = panels * kKeyPanel, padded_pairs = lds / 2;
-  const size_t blocks = (L + kAmxQueryRows - 1) / kAmxQueryRows;
-  constexpr size_t R = kAmxQueryRows;
+  const size_t panels = (L + kKeyPanel - 1) / kKeyPanel, padded_pairs = panels * kKeyPanel / 2;
+  const size_t lds = std::min(panels * kKeyPanel, kAmxKeyChunk), chunk_pairs = lds / 2;  // a step's scores, P
+  const size_t blocks = (L + kAmxQueryRows - 1) / kAmxQueryRows, chunks = (L + kAmxKeyChunk - 1) / kAmxKeyChunk;
+  constexpr size_t R = kAmxQueryRows, G = kAmxGroup;
   thread_local std::vector<uint32_t> q_buffer, kt_buffer, vt_buffer, p_buffer;
-  thread_local std::vector<float> s_buffer, out_buffer;
+  thread_local std::vector<float> s_buffer, out_buffer, acc_buffer;
   const util::Scratch<uint32_t> q_scratch(q_buffer, blocks * R * kPairs);  // (each 64-byte aligned)
   const util::Scratch<uint32_t> kt_scratch(kt_buffer, panels * kPairs * kKeyPanel);
   const util::Scratch<uint32_t> vt_scratch(vt_buffer, padded_pairs * kHead);
-  const util::Scratch<uint32_t> p_scratch(p_buffer, 2 * R * padded_pairs);  // two blocks' P, in turn
-  const util::Scratch<float> s_scratch(s_buffer, 2 * R * lds);               // two blocks' scores
-  const util::Scratch<float> out_scratch(out_buffer, 2 * R * kHead);         // two blocks' contexts
+  const util::Scratch<uint32_t> p_scratch(p_buffer, 2 * R * chunk_pairs);  // two steps' P, in turn
+  const util::Scratch<float> s_scratch(s_buffer, 2 * R * lds);               // two steps' scores
+  const util::Scratch<float> out_scratch(out_buffer, 2 * R * kHead);         // two steps' contexts
+  const util::Scratch<float> acc_scratch(acc_buffer, G * R * kHead);         // the group's contexts
   uint32_t *q2 = q_scratch.data(), *kt = kt_scratch.data(), *vt = vt_scratch.data();
   pack_keys_bf16(kt, k, ld, L);
   pack_values_bf16(vt, v, ld, L);
@@ -535,18 +612,31 @@ ROBERTA_BF16_TARGET void attention_head_amx(Out* ctx, size_t ldc, const In* q, c
   const __m512 vs = _mm512_set1_ps(scale);
   for (size_t r = 0; r < L; ++r) to_scaled_bf16_pairs(q2 + r * kPairs, q + r * ld, vs);
   std::fill(q2 + L * kPairs, q2 + blocks * R * kPairs, 0u);
-  const size_t q_stride = kPairs * 4, s_stride = lds * 4, p_stride = padded_pairs * 4, b_stride = kKeyPanel * 4;
-  float inv[2][R];
-  const auto rows_of = [&](size_t b) { return std::min(R, L - b * R); };
-  const auto s_of = [&](size_t b) { return s_scratch.data() + (b & 1) * R * lds; };
-  const auto p_of = [&](size_t b) { return p_scratch.data() + (b & 1) * R * padded_pairs; };
-  const auto out_of = [&](size_t b) { return out_scratch.data() + (b & 1) * R * kHead; };
-  const auto scores = [&](size_t b) ROBERTA_BF16_TARGET {
-    Tiles::template load<4>(q2 + b * R * kPairs, q_stride);
-    Tiles::template load<5>(q2 + b * R * kPairs + 16, q_stride);
-    float* s = s_of(b);
-    for (size_t p = 0; p < panels; ++p) {
-      const uint32_t* kp = kt + p * kPairs * kKeyPanel;  // pair c's 64 keys at kp + c * 64
+  const size_t q_stride = kPairs * 4, s_stride = lds * 4, p_stride = chunk_pairs * 4, b_stride = kKeyPanel * 4;
+  RunningSoftmax softmax_of[G][R];  // per block of the group (block % G)
+  float rescale[2][R], inv[2][R];   // per step, in turn
+  struct Step {
+    size_t block, chunk;
+    bool first() const { return chunk == 0; }
+  };
+  const auto step = [&](size_t t) {  // chunk by chunk through a group's blocks
+    const size_t g0 = t / (G * chunks) * G, in_group = std::min(G, blocks - g0), i = t - g0 * chunks;
+    return Step{g0 + i % in_group, i / in_group};
+  };
+  const auto rows_of = [&](Step st) { return std::min(R, L - st.block * R); };
+  const auto keys_of = [&](Step st) { return std::min(kAmxKeyChunk, L - st.chunk * kAmxKeyChunk); };
+  const auto last = [&](Step st) { return st.chunk + 1 == chunks; };
+  const auto s_of = [&](size_t t) { return s_scratch.data() + (t & 1) * R * lds; };
+  const auto p_of = [&](size_t t) { return p_scratch.data() + (t & 1) * R * chunk_pairs; };
+  const auto out_of = [&](size_t t) { return out_scratch.data() + (t & 1) * R * kHead; };
+  const auto scores = [&](size_t t) ROBERTA_BF16_TARGET {
+    const Step st = step(t);
+    Tiles::template load<4>(q2 + st.block * R * kPairs, q_stride);
+    Tiles::template load<5>(q2 + st.block * R * kPairs + 16, q_stride);
+    float* s = s_of(t);
+    const uint32_t* kc = kt + st.chunk * kAmxKeyChunk * kPairs;  // the chunk's first panel
+    for (size_t p = 0, n = keys_of(st); p * kKeyPanel < n; ++p) {
+      const uint32_t* kp = kc + p * kPairs * kKeyPanel;  // pair c's 64 keys at kp + c * 64
       Tiles::template zero<0>();
       Tiles::template zero<1>();
       Tiles::template zero<2>();
@@ -560,24 +650,33 @@ ROBERTA_BF16_TARGET void attention_head_amx(Out* ctx, size_t ldc, const In* q, c
       Tiles::template store<3>(sp + 48, s_stride);
     }
   };
-  const auto softmax = [&](size_t b) ROBERTA_BF16_TARGET {
-    const size_t rows = rows_of(b);
-    const float* s = s_of(b);
-    uint32_t* p2 = p_of(b);
-    for (size_t r = 0; r < rows; ++r) {  // (zero past L: the odd key's partner and the padding)
+  // the chunk's padded pairs: its panels' (P is zero past its keys)
+  const auto pairs_of = [&](Step st) { return (keys_of(st) + kKeyPanel - 1) / kKeyPanel * kKeyPanel / 2; };
+  const auto softmax = [&](size_t t) ROBERTA_BF16_TARGET {
+    const Step st = step(t);
+    const size_t rows = rows_of(st), n = keys_of(st);
+    const float* s = s_of(t);
+    uint32_t* p2 = p_of(t);
+    RunningSoftmax* running = softmax_of[st.block % G];
+    const size_t pairs = pairs_of(st);
+    for (size_t r = 0; r < rows; ++r) {  // (zero past n: the odd key's partner and the padding)
       const float* row = s + r * lds;
-      inv[b & 1][r] = softmax_exp_bf16(row, L, lds, row_maximum(row, L), p2 + r * padded_pairs);
+      const float max = running[r].next(row_maximum(row, n), st.first(), rescale[t & 1][r]);
+      inv[t & 1][r] = running[r].add(softmax_exp_bf16(row, n, 2 * pairs, max, p2 + r * chunk_pairs), st.first(),
+                                     rescale[t & 1][r]);
     }
-    std::fill(p2 + rows * padded_pairs, p2 + R * padded_pairs, 0u);
+    for (size_t r = rows; r < R; ++r) std::fill_n(p2 + r * chunk_pairs, pairs, 0u);
   };
-  const auto context = [&](size_t b) ROBERTA_BF16_TARGET {
-    const uint32_t* p2 = p_of(b);
+  const auto context = [&](size_t t) ROBERTA_BF16_TARGET {
+    const Step st = step(t);
+    const uint32_t* p2 = p_of(t);
+    const uint32_t* vc = vt + st.chunk * kAmxKeyChunk / 2 * kHead;  // the chunk's first pair row
     Tiles::template zero<0>();
     Tiles::template zero<1>();
     Tiles::template zero<2>();
     Tiles::template zero<3>();
-    for (size_t c = 0; c < padded_pairs; c += 16) {  // 16 key pairs a step
-      const uint32_t* vb = vt + c * kHead;            // pair row i's 64 columns at vb + i * 64
+    for (size_t c = 0, pairs = pairs_of(st); c < pairs; c += 16) {  // 16 key pairs a step
+      const uint32_t* vb = vc + c * kHead;            // pair row i's 64 columns at vb + i * 64
       // (B in three tiles in turn: a load into the tile that the product before still reads waits)
       Tiles::template load<4>(p2 + c, p_stride);
       Tiles::template load<5>(vb, b_stride);
@@ -589,35 +688,47 @@ ROBERTA_BF16_TARGET void attention_head_amx(Out* ctx, size_t ldc, const In* q, c
       Tiles::template load<5>(vb + 48, b_stride);
       Tiles::template dp_bf16<3, 4, 5>();
     }
-    float* out = out_of(b);
+    float* out = out_of(t);
     Tiles::template store<0>(out, kHead * 4);
     Tiles::template store<1>(out + 16, kHead * 4);
     Tiles::template store<2>(out + 32, kHead * 4);
     Tiles::template store<3>(out + 48, kHead * 4);
   };
-  const auto finish = [&](size_t b) ROBERTA_BF16_TARGET {
-    const float* out = out_of(b);
-    for (size_t r = 0, rows = rows_of(b); r < rows; ++r) {
-      const __m512 f = _mm512_set1_ps(inv[b & 1][r]);
+  const auto finish = [&](size_t t) ROBERTA_BF16_TARGET {
+    const Step st = step(t);
+    const float* out = out_of(t);
+    float* acc = acc_scratch.data() + st.block % G * R * kHead;  // (not used with one chunk)
+    for (size_t r = 0, rows = rows_of(st); r < rows; ++r) {
       const float* o = out + r * kHead;
+      float* a = acc + r * kHead;
+      __m512 x[4];
+      for (size_t c = 0; c < 4; ++c) {
+        x[c] = _mm512_load_ps(o + 16 * c);
+        if (!st.first()) x[c] = _mm512_fmadd_ps(_mm512_set1_ps(rescale[t & 1][r]), _mm512_load_ps(a + 16 * c), x[c]);
+      }
+      if (!last(st)) {
+        for (size_t c = 0; c < 4; ++c) _mm512_store_ps(a + 16 * c, x[c]);
+        continue;
+      }
+      const __m512 f = _mm512_set1_ps(inv[t & 1][r]);
+      for (size_t c = 0; c < 4; ++c) x[c] = _mm512_mul_ps(x[c], f);
       if constexpr (std::is_same_v<Out, uint32_t>) {
-        for (size_t c = 0; c < kHead; c += 32) {
-          const __m512bh h = _mm512_cvtne2ps_pbh(_mm512_mul_ps(_mm512_load_ps(o + c + 16), f),
-                                                 _mm512_mul_ps(_mm512_load_ps(o + c), f));
-          _mm512_storeu_si512(ctx + (b * R + r) * ldc + c / 2, reinterpret_cast<const __m512i&>(h));
+        for (size_t c = 0; c < 2; ++c) {
+          const __m512bh h = _mm512_cvtne2ps_pbh(x[2 * c + 1], x[2 * c]);
+          _mm512_storeu_si512(ctx + (st.block * R + r) * ldc + 16 * c, reinterpret_cast<const __m512i&>(h));
         }
       } else {
-        for (size_t c = 0; c < kHead; c += 16)
-          _mm512_storeu_ps(ctx + (b * R + r) * ldc + c, _mm512_mul_ps(_mm512_load_ps(o + c), f));
+        for (size_t c = 0; c < 4; ++c) _mm512_storeu_ps(ctx + (st.block * R + r) * ldc + 16 * c, x[c]);
       }
     }
   };
   Tiles::configure();
-  for (size_t b = 0; b <= blocks; ++b) {
-    if (b < blocks) scores(b);
-    if (b >= 1) context(b - 1);
-    if (b < blocks) softmax(b);
-    if (b >= 1) finish(b - 1);
+  const size_t steps = blocks * chunks;
+  for (size_t t = 0; t <= steps; ++t) {
+    if (t < steps) scores(t);
+    if (t >= 1) context(t - 1);
+    if (t < steps) softmax(t);
+    if (t >= 1) finish(t - 1);
   }
   Tiles::release();
 }
