@@ -335,29 +335,30 @@ TEST(Attention, PaddingDoesNotEnterTheRowMaximum) {
 // Sequences longer than one chunk of keys (512, the AMX kernel's 2048: the kernels then take the
 // keys chunk by chunk with a running softmax, rescaling the context so far when a later chunk
 // holds a larger score): 513 keys (a last chunk of one key), 1301 (an odd count, the last chunk
-// ending inside a panel), and 2113 (the AMX kernel's chunks too, its last of 65 keys) whose scores
-// rise along the keys in head 0 (the maximum in the last chunk; the earlier chunks' exponentials
-// are taken from smaller maxima and scaled down later) and fall in head 1 (the maximum in the
-// first chunk). Every path against float64: fp32, bf16 (on AMX tiles where the CPU
-// has them, else AVX512-BF16; the lower ones where ROBERTA_ISA caps it), the AMX kernel with its
-// tiles emulated, and on the tiles from bf16 Q, K, V (equal to its results from their fp32 values).
+// ending inside a panel), and 2055 (two AMX chunks, the last of 7 keys; 129 blocks of 16 query
+// rows, so the AMX kernel's last group of 8 blocks has one) whose scores climb by 3 every 512 keys
+// in head 0 (each chunk's maximum above the ones before: the earlier chunks' exponentials are
+// scaled down by e^-3 and more) and fall so in head 1 (the maximum in the first chunk, the later
+// chunks weighing e^-3 and less). Every path against float64: fp32, bf16 (on AMX tiles where the
+// CPU has them, else AVX512-BF16; the lower ones where ROBERTA_ISA caps it), the AMX kernel with
+// its tiles emulated, and on the tiles from bf16 Q, K, V (equal to its results from their fp32
+// values), the context also as bf16 pairs (the bf16 and int8 encoders' form).
 TEST(Attention, LongSequencesInChunksOfKeysMatchFloat64) {
   using roberta::kernels::AttentionPrecision;
   std::mt19937 rng(12);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   const size_t heads = 2, d = 64, H = heads * d;
-  const std::vector<size_t> offsets = {0, 513, 1814, 3927};
+  const std::vector<size_t> offsets = {0, 513, 1814, 3869};
   const size_t T = offsets.back();
   std::vector<float> qkv(T * 3 * H);
   for (auto& v : qkv) v = dist(rng);
-  for (size_t t = offsets[2]; t < offsets[3]; ++t) {
-    const float x = static_cast<float>(t - offsets[2]) / static_cast<float>(offsets[3] - offsets[2]);
+  for (size_t t = offsets[2]; t < offsets[3]; ++t) {  // q random but for column 0, k small but for it
+    const float step = 3.0f * static_cast<float>((t - offsets[2]) / 512);
     float* row = qkv.data() + t * 3 * H;
-    for (size_t c = 0; c < d; ++c) row[c] = row[d + c] = 0.3f * dist(rng);  // q, k small but for column 0
-    for (size_t c = 0; c < d; ++c) row[H + c] = row[H + d + c] = 0.3f * dist(rng);
+    for (size_t c = 0; c < H; ++c) row[H + c] *= 0.3f;
     row[0] = row[d] = 8.0f;         // q of both heads
-    row[H] = 12.0f * x - 4.0f;      // head 0: scores from -4 to 8 along the keys (q · k / 8)
-    row[H + d] = 8.0f - 12.0f * x;  // head 1: from 8 down to -4
+    row[H] = step - 4.0f;           // head 0: scores -4, -1, 2, 5, 8 (q · k / 8) by 512 keys, plus ~0.3
+    row[H + d] = 8.0f - step;       // head 1: 8, 5, 2, -1, -4
   }
   std::vector<float> rounded = qkv;
   for (auto& v : rounded) v = static_cast<float>(bf16_value(v));
@@ -405,6 +406,11 @@ TEST(Attention, LongSequencesInChunksOfKeysMatchFloat64) {
   roberta::kernels::self_attention(from16.data(), qkv16.data(), offsets.data(), offsets.size() - 1, heads, d, {},
                                    AttentionPrecision::kBf16);
   EXPECT_EQ(from16, ctx) << "AMX tiles from bf16 Q, K, V";
+  std::vector<uint32_t> pairs(T * H / 2, 0xDEADBEEF), want_pairs(T * H / 2);
+  roberta::kernels::self_attention(pairs.data(), qkv16.data(), offsets.data(), offsets.size() - 1, heads, d, {},
+                                   AttentionPrecision::kBf16);
+  roberta::kernels::to_bf16_pairs(ctx.data(), T, H, want_pairs.data());
+  EXPECT_EQ(pairs, want_pairs) << "AMX tiles from bf16 Q, K, V, the context as bf16 pairs";
 }
 
 // Which attention the bf16 and int8 encoders ask for: ROBERTA_ATTENTION when set (a typo is an

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# roberta.cpp against the baselines a user would run, on workloads W1-W5, interleaved in one run:
+# roberta.cpp against the baselines a user would run, on workloads W1-W5 (or WORKLOADS), interleaved:
 # ONNX Runtime fp32 on a plain torch.nn export (its fusions apply: ../shared/bench/export_plain_onnx.py),
 # ONNX Runtime int8 (its dynamic quantization, per channel: ../shared/bench/quantize_int8.py), and
 # PyTorch fp32; roberta.cpp in fp32, bf16 and int8.
@@ -14,7 +14,7 @@
 # engine's fastest run (the least disturbed by other work on a shared machine) with the same ratios,
 # the ratios taken within each round (the engines run back to back there, so each ratio compares
 # runs made in the same state of the machine) with their median and range over the rounds, and
-# roberta.cpp's peak memory on W3. Not part of CI.
+# roberta.cpp's peak memory on each workload. Not part of CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scratch=${TMPDIR:-/tmp}/roberta-bench
@@ -33,10 +33,16 @@ uptime
 # the ONNX exports of this model folder (by its path), made again when its files are newer
 onnx=$scratch/onnx-$(realpath "$model" | md5sum | cut -c1-12)
 mkdir -p "$onnx"
-[ -f "$onnx/plain.onnx" ] && [ -z "$(find "$model" -maxdepth 1 -type f -newer "$onnx/plain.onnx")" ] ||
-  { rm -f "$onnx/plain-int8.onnx"; "$py" "$shared/export_plain_onnx.py" --model "$model" --out "$onnx/plain.onnx" > /dev/null; }
-[ -f "$onnx/plain-int8.onnx" ] ||
-  "$py" "$shared/quantize_int8.py" "$onnx/plain.onnx" "$onnx/plain-int8.onnx" --per-channel > /dev/null
+# (find -L: a Hugging Face cache snapshot's files are links; each export written whole, then renamed)
+[ -f "$onnx/plain.onnx" ] && [ -z "$(find -L "$model" -maxdepth 1 -type f -newer "$onnx/plain.onnx")" ] || {
+  rm -f "$onnx/plain-int8.onnx"
+  "$py" "$shared/export_plain_onnx.py" --model "$model" --out "$onnx/partial.onnx" > /dev/null
+  mv "$onnx/partial.onnx" "$onnx/plain.onnx"
+}
+[ -f "$onnx/plain-int8.onnx" ] || {
+  "$py" "$shared/quantize_int8.py" "$onnx/plain.onnx" "$onnx/partial-int8.onnx" --per-channel > /dev/null
+  mv "$onnx/partial-int8.onnx" "$onnx/plain-int8.onnx"
+}
 [ -d "$scratch/ort/node_modules/onnxruntime-node" ] ||
   npm install --prefix "$scratch/ort" --ignore-scripts --no-audit --no-fund onnxruntime-node > /dev/null 2>&1
 export NODE_PATH="$scratch/ort/node_modules"
@@ -44,6 +50,7 @@ declare -A spec=([W1]="--batch 1 --seq 16" [W2]="--batch 1 --seq 128" [W3]="--ba
                  [W4]="--batch 1 --seq 512" [W5]="--batch 32 --lengths uniform:8:128 --seed 0"
                  [L2K]="--batch 1 --seq 2048" [L8K]="--batch 1 --seq 8192")
 read -r -a workloads <<< "${WORKLOADS:-W1 W2 W3 W4 W5}"
+[ "${#workloads[@]}" -gt 0 ] || { echo "bench_compare.sh: WORKLOADS names no workload" >&2; exit 2; }
 for w in "${workloads[@]}"; do
   [ -n "${spec[$w]:-}" ] ||
     { echo "bench_compare.sh: unknown workload '$w' in WORKLOADS (W1 .. W5, L2K, L8K)" >&2; exit 2; }

@@ -88,8 +88,9 @@ struct RunningSoftmax {
 
 // Softmax is split over the kernels around it, so the scores are read once: the score kernels
 // also return each row's maximum, softmax_exp_* writes exp(score - max) (unnormalised), and the
-// context kernels scale their output row by 1 / the row's sum (FlashAttention's order; the same
-// quantities as softmax_row's, divided at the end instead of before the product with V).
+// context kernels scale their output row by 1 / the row's sum (FlashAttention's order; with one
+// chunk of keys the same quantities as softmax_row's, divided at the end instead of before the
+// product with V; with several, max and sum are the running ones and 1 / sum comes at the last).
 
 // Mask of the lanes [c, c + 16) below n.
 inline __mmask16 lanes_below(size_t n, size_t c) {
@@ -179,8 +180,8 @@ __attribute__((target("avx512f"))) void pack_keys(float* kt, const float* k, siz
   }
 }
 
-// s (R, padded L) = scale · q (R, 64) Kᵀ, for R <= 6 query rows; columns past L come out 0.
-// row_max[r]: the maximum of row r's first L scores.
+// s (R, padded L) = scale · q (R, 64) Kᵀ, for R <= 6 query rows and L keys (a chunk's: kt at its
+// first panel); columns past L come out 0. row_max[r]: the maximum of row r's first L scores.
 template <size_t R>
 __attribute__((target("avx512f"))) void score_rows(float* s, size_t lds, const float* q, size_t ldq, const float* kt,
                                                    size_t L, float scale, float* row_max) {
