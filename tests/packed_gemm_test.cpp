@@ -254,6 +254,30 @@ TEST(PackedGemmInt8, MatchesFloat64ReferenceOfQuantizedInputs) {
   }
 }
 
+// Bytes at the ends of both ranges: x's q = ±127 (stored as 1 and 255) times weights of ±127, the
+// largest products the kernels see. Each pair of them summed into 16 bits as vpmaddubsw does with
+// the stored unsigned byte (2 · 255 · 127 = 64770) would saturate at 32767; the AVX2 kernel's
+// signed bytes give at most 2 · 127 · 127 = 32258. Every x row and weight row is ±1 times a
+// constant, so each sum is exactly ±K · 127 · 127 times the two scales (float64 reference).
+TEST(PackedGemmInt8, ExtremeBytesDoNotSaturate) {
+  const size_t M = 7, N = 128, K = 771;
+  std::vector<float> x(M * K), w(N * K);
+  for (size_t m = 0; m < M; ++m)
+    for (size_t k = 0; k < K; ++k) x[m * K + k] = (m % 2 ? -2.5f : 2.5f) * ((m / 2 + k) % 3 ? 1.0f : -1.0f);
+  for (size_t n = 0; n < N; ++n)
+    for (size_t k = 0; k < K; ++k) w[n * K + k] = (n % 3 ? 0.75f : -0.75f) * ((n / 3 + k) % 5 ? 1.0f : -1.0f);
+  const roberta::kernels::PackedWeightInt8 packed(w.data(), N, K);
+  std::vector<float> y(M * N);
+  roberta::kernels::packed_linear(y.data(), N, x.data(), packed, nullptr, M);
+  std::printf("  int8 kernel: %s\n", roberta::kernels::int8_kernel_name());
+  for (size_t m = 0; m < M; ++m)
+    for (size_t n = 0; n < N; ++n) {
+      double want = 0;  // x and w dequantized: ±127 · (2.5 / 127) and ±127 · (0.75 / 127)
+      for (size_t k = 0; k < K; ++k) want += static_cast<double>(x[m * K + k]) * w[n * K + k];
+      ASSERT_NEAR(y[m * N + n], want, 1e-5 * K) << m << "," << n;
+    }
+}
+
 // The AMX kernels (kernels/amx_gemm.h). Their tile instructions are emulated in C++ on every
 // CPU with AVX-512 (the epilogue's), so the 32 x 32 tile blocking, the edges (rows past a 16-row
 // tile, k not a multiple of 16 quads or pairs, columns past N) and the epilogues are checked here

@@ -262,24 +262,208 @@ __attribute__((target("avx512f"))) void context_rows(float* ctx, size_t ldc, con
     store_context(ctx + r * ldc, c0[r], c1[r], c2[r], c3[r], inv ? inv + r : nullptr, rescale ? rescale + r : nullptr);
 }
 
-// ctx (L, 64) with row stride ldc = softmax(scale · Q Kᵀ) V for one (sequence, head); q, k, v
-// have row stride ld.
-void attention_head_avx512(float* ctx, size_t ldc, const float* q, const float* k, const float* v, size_t ld,
-                           size_t L, float scale) {
-  using ScoreFn = void (*)(float*, size_t, const float*, size_t, const float*, size_t, float, float*);
-  using ContextFn = void (*)(float*, size_t, const float*, size_t, const float*, size_t, size_t, const float*,
-                             const float*);
+// The AVX2 kernels of the same scheme (CPUs without AVX-512: AMD's Zen 2 and 3, Intel's client
+// CPUs and older servers), in 8-float registers: keys in panels of 16 (two ymm; 6 query rows x 16
+// keys = 12 accumulators), the context in 4 slices of 16 of its 64 columns.
+#define ROBERTA_AVX2_TARGET __attribute__((target("avx2,fma")))
+constexpr size_t kKeyPanelAvx2 = 16;
+
+// The lanes [c, c + 8) below n, as a mask of all-ones lanes.
+ROBERTA_AVX2_TARGET inline __m256i lanes_below_avx2(size_t n, size_t c) {
+  const int left = n <= c ? 0 : n - c >= 8 ? 8 : static_cast<int>(n - c);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(left), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// exp(x) for 8 floats x <= 0: exp_avx512's polynomial, x clamped at -87.3 below, 2^n as its
+// exponent bits (n >= -126: a normal float).
+ROBERTA_AVX2_TARGET inline __m256 exp_avx2(__m256 x) {
+  x = _mm256_max_ps(x, _mm256_set1_ps(-87.3f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+}
+
+// As softmax_exp_avx512, in 8 lanes.
+ROBERTA_AVX2_TARGET double softmax_exp_avx2(float* row, size_t n, float max) {
+  const __m256 vmax = _mm256_set1_ps(max);
+  __m256 acc = _mm256_setzero_ps();
+  for (size_t c = 0; c < n; c += 8) {
+    const __m256i m = lanes_below_avx2(n, c);
+    const __m256 e = _mm256_and_ps(_mm256_castsi256_ps(m),
+                                   exp_avx2(_mm256_sub_ps(_mm256_maskload_ps(row + c, m), vmax)));
+    _mm256_maskstore_ps(row + c, m, e);
+    acc = _mm256_add_ps(acc, e);
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, acc);
+  double sum = 0;
+  for (float v : lanes) sum += v;
+  return sum;
+}
+
+// The 8 x 8 block in r transposed in registers (r[i] becomes column i).
+ROBERTA_AVX2_TARGET inline void transpose8(__m256 (&r)[8]) {
+  __m256 t[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; ++i) {
+    t[i] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x20);
+    t[i + 4] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x31);
+  }
+  for (int i = 0; i < 8; ++i) r[i] = t[i];
+}
+
+// kt (panels, 64, 16): panel p, row c holds K[16p .. 16p + 15][c], zero past L.
+ROBERTA_AVX2_TARGET void pack_keys_avx2(float* kt, const float* k, size_t ld, size_t L) {
+  for (size_t key0 = 0; key0 < L; key0 += 8) {
+    float* panel = kt + (key0 / kKeyPanelAvx2) * kHead * kKeyPanelAvx2 + key0 % kKeyPanelAvx2;
+    for (size_t c0 = 0; c0 < kHead; c0 += 8) {
+      __m256 r[8];
+      for (size_t j = 0; j < 8; ++j)
+        r[j] = key0 + j < L ? _mm256_loadu_ps(k + (key0 + j) * ld + c0) : _mm256_setzero_ps();
+      transpose8(r);
+      for (size_t c = 0; c < 8; ++c) _mm256_storeu_ps(panel + (c0 + c) * kKeyPanelAvx2, r[c]);
+    }
+  }
+  if (L % kKeyPanelAvx2 && L % kKeyPanelAvx2 <= 8) {  // the last panel's second half: zero
+    float* panel = kt + (L / kKeyPanelAvx2) * kHead * kKeyPanelAvx2;
+    for (size_t c = 0; c < kHead; ++c) _mm256_storeu_ps(panel + c * kKeyPanelAvx2 + 8, _mm256_setzero_ps());
+  }
+}
+
+// As score_rows, for R <= 6 query rows in panels of 16 keys.
+template <size_t R>
+ROBERTA_AVX2_TARGET void score_rows_avx2(float* s, size_t lds, const float* q, size_t ldq, const float* kt, size_t L,
+                                         float scale, float* row_max) {
+  const __m256 vs = _mm256_set1_ps(scale), lowest = _mm256_set1_ps(-INFINITY);
+  __m256 vmax[R];
+#pragma GCC unroll 8
+  for (size_t r = 0; r < R; ++r) vmax[r] = lowest;
+  for (size_t p0 = 0; p0 < L; p0 += kKeyPanelAvx2) {
+    const float* b = kt + p0 * kHead;
+    __m256 c0[R], c1[R];
+#pragma GCC unroll 8
+    for (size_t r = 0; r < R; ++r) c0[r] = c1[r] = _mm256_setzero_ps();
+    for (size_t c = 0; c < kHead; ++c) {
+      const __m256 b0 = _mm256_load_ps(b + c * kKeyPanelAvx2), b1 = _mm256_load_ps(b + c * kKeyPanelAvx2 + 8);
+#pragma GCC unroll 8
+      for (size_t r = 0; r < R; ++r) {
+        const __m256 a = _mm256_broadcast_ss(q + r * ldq + c);
+        c0[r] = _mm256_fmadd_ps(a, b0, c0[r]);
+        c1[r] = _mm256_fmadd_ps(a, b1, c1[r]);
+      }
+    }
+    const bool whole = p0 + kKeyPanelAvx2 <= L;
+    const __m256 in0 = _mm256_castsi256_ps(lanes_below_avx2(L, p0)),
+                 in1 = _mm256_castsi256_ps(lanes_below_avx2(L, p0 + 8));
+#pragma GCC unroll 8
+    for (size_t r = 0; r < R; ++r) {
+      const __m256 s0 = _mm256_mul_ps(c0[r], vs), s1 = _mm256_mul_ps(c1[r], vs);
+      _mm256_store_ps(s + r * lds + p0, s0);
+      _mm256_store_ps(s + r * lds + p0 + 8, s1);
+      vmax[r] = whole ? _mm256_max_ps(vmax[r], _mm256_max_ps(s0, s1))
+                      : _mm256_max_ps(vmax[r], _mm256_max_ps(_mm256_blendv_ps(lowest, s0, in0),
+                                                             _mm256_blendv_ps(lowest, s1, in1)));
+    }
+  }
+#pragma GCC unroll 8
+  for (size_t r = 0; r < R; ++r) {
+    __m256 m = _mm256_max_ps(vmax[r], _mm256_permute2f128_ps(vmax[r], vmax[r], 1));
+    m = _mm256_max_ps(m, _mm256_shuffle_ps(m, m, 0x4E));
+    m = _mm256_max_ps(m, _mm256_shuffle_ps(m, m, 0xB1));
+    row_max[r] = _mm256_cvtss_f32(m);
+  }
+}
+
+// As context_rows, for R <= 6 query rows, 16 of the 64 columns at a time.
+template <size_t R>
+ROBERTA_AVX2_TARGET void context_rows_avx2(float* ctx, size_t ldc, const float* p, size_t ldp, const float* v,
+                                           size_t ldv, size_t L, const float* inv, const float* rescale) {
+  for (size_t c0 = 0; c0 < kHead; c0 += 16) {
+    __m256 a0[R], a1[R];
+#pragma GCC unroll 8
+    for (size_t r = 0; r < R; ++r) a0[r] = a1[r] = _mm256_setzero_ps();
+    for (size_t j = 0; j < L; ++j) {
+      const __m256 v0 = _mm256_loadu_ps(v + j * ldv + c0), v1 = _mm256_loadu_ps(v + j * ldv + c0 + 8);
+#pragma GCC unroll 8
+      for (size_t r = 0; r < R; ++r) {
+        const __m256 w = _mm256_broadcast_ss(p + r * ldp + j);
+        a0[r] = _mm256_fmadd_ps(w, v0, a0[r]);
+        a1[r] = _mm256_fmadd_ps(w, v1, a1[r]);
+      }
+    }
+#pragma GCC unroll 8
+    for (size_t r = 0; r < R; ++r) {  // (store_context's arithmetic)
+      float* out = ctx + r * ldc + c0;
+      if (rescale) {
+        const __m256 f = _mm256_set1_ps(rescale[r]);
+        a0[r] = _mm256_fmadd_ps(f, _mm256_loadu_ps(out), a0[r]);
+        a1[r] = _mm256_fmadd_ps(f, _mm256_loadu_ps(out + 8), a1[r]);
+      }
+      if (inv) {
+        const __m256 f = _mm256_set1_ps(inv[r]);
+        a0[r] = _mm256_mul_ps(a0[r], f), a1[r] = _mm256_mul_ps(a1[r], f);
+      }
+      _mm256_storeu_ps(out, a0[r]);
+      _mm256_storeu_ps(out + 8, a1[r]);
+    }
+  }
+}
+
+// The fp32 kernels of one instruction set, for attention_head_fp32.
+using ScoreFn = void (*)(float*, size_t, const float*, size_t, const float*, size_t, float, float*);
+using ContextFn = void (*)(float*, size_t, const float*, size_t, const float*, size_t, size_t, const float*,
+                           const float*);
+struct Avx512Kernels {
+  static constexpr size_t kPanel = kKeyPanel;
+  static constexpr auto pack_keys = kernels::pack_keys;
+  static constexpr auto softmax_exp = softmax_exp_avx512;
   static constexpr ScoreFn kScore[6] = {score_rows<1>, score_rows<2>, score_rows<3>,
                                         score_rows<4>, score_rows<5>, score_rows<6>};
   static constexpr ContextFn kContext[6] = {context_rows<1>, context_rows<2>, context_rows<3>,
                                             context_rows<4>, context_rows<5>, context_rows<6>};
-  const size_t panels = (L + kKeyPanel - 1) / kKeyPanel, lds = std::min(panels * kKeyPanel, kKeyChunk);
+};
+struct Avx2Kernels {
+  static constexpr size_t kPanel = kKeyPanelAvx2;
+  static constexpr auto pack_keys = pack_keys_avx2;
+  static constexpr auto softmax_exp = softmax_exp_avx2;
+  static constexpr ScoreFn kScore[6] = {score_rows_avx2<1>, score_rows_avx2<2>, score_rows_avx2<3>,
+                                        score_rows_avx2<4>, score_rows_avx2<5>, score_rows_avx2<6>};
+  static constexpr ContextFn kContext[6] = {context_rows_avx2<1>, context_rows_avx2<2>, context_rows_avx2<3>,
+                                            context_rows_avx2<4>, context_rows_avx2<5>, context_rows_avx2<6>};
+};
+
+// ctx (L, 64) with row stride ldc = softmax(scale · Q Kᵀ) V for one (sequence, head); q, k, v
+// have row stride ld. Kernels: Avx512Kernels or Avx2Kernels.
+template <class Kernels>
+void attention_head_fp32(float* ctx, size_t ldc, const float* q, const float* k, const float* v, size_t ld, size_t L,
+                         float scale) {
+  constexpr size_t P = Kernels::kPanel;
+  const size_t panels = (L + P - 1) / P, lds = std::min(panels * P, kKeyChunk);
   thread_local std::vector<float> kt_buffer, s_buffer;
   // (util::Scratch is 64-byte aligned: aligned loads and stores of whole panels)
-  const util::Scratch<float> kt_scratch(kt_buffer, panels * kHead * kKeyPanel);
+  const util::Scratch<float> kt_scratch(kt_buffer, panels * kHead * P);
   const util::Scratch<float> s_scratch(s_buffer, kQueryBlock * lds);
   float *kt = kt_scratch.data(), *s = s_scratch.data();
-  pack_keys(kt, k, ld, L);
+  Kernels::pack_keys(kt, k, ld, L);
   // V's rows copied next to each other when more than one block of query rows reads them: rows
   // of the (T, 3H) QKV matrix lie 9 KB apart (roberta-base), so a block's pass over V touched a
   // page per row, and past ~2048 keys more pages than the TLB holds (roberta-kernel-bench, 12
@@ -301,15 +485,16 @@ void attention_head_avx512(float* ctx, size_t ldc, const float* q, const float* 
       const size_t n = std::min(kKeyChunk, L - k0);
       const bool first = k0 == 0, last = k0 + n == L;
       for (size_t r = 0; r < rows; r += 6)
-        kScore[std::min<size_t>(6, rows - r) - 1](s + r * lds, lds, q + (i0 + r) * ld, ld, kt + k0 * kHead, n, scale,
-                                                  row_max + r);
+        Kernels::kScore[std::min<size_t>(6, rows - r) - 1](s + r * lds, lds, q + (i0 + r) * ld, ld, kt + k0 * kHead,
+                                                           n, scale, row_max + r);
       for (size_t r = 0; r < rows; ++r) {
         const float max = softmax[r].next(row_max[r], first, rescale[r]);
-        inv[r] = softmax[r].add(softmax_exp_avx512(s + r * lds, n, max), first, rescale[r]);
+        inv[r] = softmax[r].add(Kernels::softmax_exp(s + r * lds, n, max), first, rescale[r]);
       }
       for (size_t r = 0; r < rows; r += 6)
-        kContext[std::min<size_t>(6, rows - r) - 1](ctx + (i0 + r) * ldc, ldc, s + r * lds, lds, v + k0 * ldv, ldv, n,
-                                                    last ? inv + r : nullptr, first ? nullptr : rescale + r);
+        Kernels::kContext[std::min<size_t>(6, rows - r) - 1](ctx + (i0 + r) * ldc, ldc, s + r * lds, lds,
+                                                             v + k0 * ldv, ldv, n, last ? inv + r : nullptr,
+                                                             first ? nullptr : rescale + r);
     }
   }
 }
@@ -494,7 +679,7 @@ void attention_head_bf16(float* ctx, size_t ldc, const float* q, const float* k,
                                         score_rows_bf16<4>, score_rows_bf16<5>, score_rows_bf16<6>};
   static constexpr ContextFn kContext[6] = {context_rows_bf16<1>, context_rows_bf16<2>, context_rows_bf16<3>,
                                             context_rows_bf16<4>, context_rows_bf16<5>, context_rows_bf16<6>};
-  // (keys in chunks of kKeyChunk with a running softmax, as attention_head_avx512)
+  // (keys in chunks of kKeyChunk with a running softmax, as attention_head_fp32)
   const size_t panels = (L + kKeyPanel - 1) / kKeyPanel, lds = std::min(panels * kKeyPanel, kKeyChunk),
                pairs = (L + 1) / 2;
   thread_local std::vector<uint32_t> q_buffer, kt_buffer, vt_buffer, p_buffer;
@@ -816,7 +1001,8 @@ void self_attention(float* ctx, const float* qkv, const size_t* offsets, size_t 
                     size_t head_size, const RelativePositions& relative, AttentionPrecision precision) {
   const size_t H = heads * head_size, ld = 3 * H;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_size));
-  const bool fast = !relative.distance && head_size == 64 && usable_isa() >= Isa::kAvx512;
+  const bool avx2 = !relative.distance && head_size == 64 && usable_isa() >= Isa::kAvx2;
+  const bool fast = avx2 && usable_isa() >= Isa::kAvx512;
   const bool bf16 = fast && precision == AttentionPrecision::kBf16 && usable_isa() >= Isa::kAvx512Bf16;
   const bool tiles = bf16 && usable_isa() >= Isa::kAmx;
   ThreadPool::global()->parallel_for(num_sequences * heads, [&](size_t task) {
@@ -836,7 +1022,12 @@ void self_attention(float* ctx, const float* qkv, const size_t* offsets, size_t 
     }
     if (fast) {
       const float* q = qkv + begin * ld + h * head_size;
-      attention_head_avx512(ctx + begin * H + h * head_size, H, q, q + H, q + 2 * H, ld, L, scale);
+      attention_head_fp32<Avx512Kernels>(ctx + begin * H + h * head_size, H, q, q + H, q + 2 * H, ld, L, scale);
+      return;
+    }
+    if (avx2) {
+      const float* q = qkv + begin * ld + h * head_size;
+      attention_head_fp32<Avx2Kernels>(ctx + begin * H + h * head_size, H, q, q + H, q + 2 * H, ld, L, scale);
       return;
     }
 #endif
