@@ -120,8 +120,9 @@ std::vector<double> attention_reference(const std::vector<float>& qkv, const std
   return ctx;
 }
 
-// Sequences of lengths around the kernel's block sizes (32 keys, 48 query rows), head size 64
-// (the AVX-512 kernel where the CPU has it) and 32 (the OpenBLAS path everywhere).
+// Sequences of lengths around the kernels' block sizes (panels of 64 keys with AVX-512, 16 with
+// AVX2; 48 query rows), head size 64 (the AVX-512 or AVX2 kernel where the CPU has it) and 32 (the
+// OpenBLAS path everywhere).
 TEST(Attention, MatchesFloat64Reference) {
   std::mt19937 rng(11);
   std::normal_distribution<float> dist(0.0f, 1.0f);
@@ -286,14 +287,14 @@ TEST(Attention, AmxFromBf16InputsEqualsFromTheirFp32Values) {
 }
 
 // Scores far below zero, for every key: the kernels take each row's maximum as they compute the
-// scores, and the zero scores of the padding past L (keys are packed in panels of 64) must not
-// count, else every exponential underflows (exp is clamped at exp(-87.3)) and the probabilities
-// come out uniform instead of peaked on the first key. Both precisions, sequence lengths that end
-// inside a panel.
+// scores, and the zero scores of the padding past L (keys are packed in panels of 64, 16 with
+// AVX2) must not count, else every exponential underflows (exp is clamped at exp(-87.3)) and the
+// probabilities come out uniform instead of peaked on the first key. Both precisions, sequence
+// lengths that end inside a panel (and, for AVX2, inside its second half).
 TEST(Attention, PaddingDoesNotEnterTheRowMaximum) {
   using roberta::kernels::AttentionPrecision;
   const size_t heads = 1, d = 64, H = heads * d;
-  const std::vector<size_t> offsets = {0, 33, 33 + 100};
+  const std::vector<size_t> offsets = {0, 33, 33 + 100, 33 + 100 + 45};  // (45 ends 13 keys into a panel of 16)
   const size_t T = offsets.back();
   std::mt19937 rng(3);
   std::normal_distribution<float> dist(0.0f, 1.0f);

@@ -1,5 +1,6 @@
 // The packed GEMM against a float64 reference, over shapes that hit every edge: rows not a
-// multiple of the row block (fp32: 12 on Intel's AVX-512 above 32 rows, else 8; bf16: 12), every
+// multiple of the row block (fp32: 12 on Intel's AVX-512 above 32 rows, 6 with AVX2, else 8;
+// bf16: 12), every
 // count of last rows of a 12-row block, rows not a multiple of the 16-block chunk, columns not a multiple of
 // the 32-column panel, k in one pass and in two (k slices: at most 1024 deep for fp32 and bf16,
 // 3072 for int8), with and without bias, a strided output, and the fused activation.
@@ -215,7 +216,7 @@ TEST(PackedGemmInt8, MatchesFloat64ReferenceOfQuantizedInputs) {
   std::normal_distribution<float> dist(0.0f, 1.0f);
   std::printf("  AVX512-VNNI instructions: %s\n", roberta::kernels::has_vnni_instructions() ? "yes" : "no");
   for (size_t M : {1, 5, 12, 13, 70, 200}) {
-    for (size_t N : {3, 32, 45, 768}) {
+    for (size_t N : {3, 32, 45, 100, 768}) {  // 100: a whole 64-column panel, then a ragged one
       for (size_t K : {1, 3, 4, 256, 301, 1030, 3072, 3100}) {  // 3100: two k passes
         if (M * N * K > 30'000'000) continue;
         std::vector<float> x(M * K), w(N * K), bias(N);
@@ -257,8 +258,8 @@ TEST(PackedGemmInt8, MatchesFloat64ReferenceOfQuantizedInputs) {
 // Bytes at the ends of both ranges: x's q = ±127 (stored as 1 and 255) times weights of ±127, the
 // largest products the kernels see. Each pair of them summed into 16 bits as vpmaddubsw does with
 // the stored unsigned byte (2 · 255 · 127 = 64770) would saturate at 32767; the AVX2 kernel's
-// signed bytes give at most 2 · 127 · 127 = 32258. Every x row and weight row is ±1 times a
-// constant, so each sum is exactly ±K · 127 · 127 times the two scales (float64 reference).
+// signed bytes give at most 2 · 127 · 127 = 32258. Every x and weight value is ± a constant of its
+// row, so each quantizes to ±127 exactly and the float64 product of the values is the answer.
 TEST(PackedGemmInt8, ExtremeBytesDoNotSaturate) {
   const size_t M = 7, N = 128, K = 771;
   std::vector<float> x(M * K), w(N * K);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "amx_tiles.h"
+#include "avx2_math.h"
 #include "avx512_math.h"
 #include "isa.h"
 
@@ -50,8 +51,8 @@ ROBERTA_VECTOR_CLONES void softmax_row(float* __restrict row, size_t n) {
 }
 
 #if defined(__x86_64__)
-// Fast path for one (sequence, head) with head size 64 (every RoBERTa size): AVX-512 register
-// blocks instead of three OpenBLAS calls (which repack their operands on every call and ran W3's
+// Fast path for one (sequence, head) with head size 64 (every RoBERTa size): AVX-512 (or AVX2:
+// Avx2Kernels) register blocks instead of three OpenBLAS calls (which repack their operands on every call and ran W3's
 // attention at about half the FMA rate). Query rows go in blocks of kQueryBlock: their scores
 // (kQueryBlock, L), or of a chunk of kKeyChunk keys at a time, are computed, softmaxed and
 // multiplied by V while they are in cache, so the full (L, L) score matrix never exists.
@@ -264,7 +265,9 @@ __attribute__((target("avx512f"))) void context_rows(float* ctx, size_t ldc, con
 
 // The AVX2 kernels of the same scheme (CPUs without AVX-512: AMD's Zen 2 and 3, Intel's client
 // CPUs and older servers), in 8-float registers: keys in panels of 16 (two ymm; 6 query rows x 16
-// keys = 12 accumulators), the context in 4 slices of 16 of its 64 columns.
+// keys = 12 accumulators), the context in 4 slices of 16 of its 64 columns. (On the Xeon held to
+// AVX2, roberta-kernel-bench, 12 heads: 128 keys 127-128 -> 167-168 GFLOP/s, 2048 141-142 ->
+// 173-176 against OpenBLAS's Haswell kernels.)
 #define ROBERTA_AVX2_TARGET __attribute__((target("avx2,fma")))
 constexpr size_t kKeyPanelAvx2 = 16;
 
@@ -272,25 +275,6 @@ constexpr size_t kKeyPanelAvx2 = 16;
 ROBERTA_AVX2_TARGET inline __m256i lanes_below_avx2(size_t n, size_t c) {
   const int left = n <= c ? 0 : n - c >= 8 ? 8 : static_cast<int>(n - c);
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(left), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
-// exp(x) for 8 floats x <= 0: exp_avx512's polynomial, x clamped at -87.3 below, 2^n as its
-// exponent bits (n >= -126: a normal float).
-ROBERTA_AVX2_TARGET inline __m256 exp_avx2(__m256 x) {
-  x = _mm256_max_ps(x, _mm256_set1_ps(-87.3f));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-  p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-  const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
 }
 
 // As softmax_exp_avx512, in 8 lanes.
@@ -309,26 +293,6 @@ ROBERTA_AVX2_TARGET double softmax_exp_avx2(float* row, size_t n, float max) {
   double sum = 0;
   for (float v : lanes) sum += v;
   return sum;
-}
-
-// The 8 x 8 block in r transposed in registers (r[i] becomes column i).
-ROBERTA_AVX2_TARGET inline void transpose8(__m256 (&r)[8]) {
-  __m256 t[8];
-  for (int i = 0; i < 8; i += 2) {
-    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 8; i += 4) {
-    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
-    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
-    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
-  }
-  for (int i = 0; i < 4; ++i) {
-    t[i] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x20);
-    t[i + 4] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x31);
-  }
-  for (int i = 0; i < 8; ++i) r[i] = t[i];
 }
 
 // kt (panels, 64, 16): panel p, row c holds K[16p .. 16p + 15][c], zero past L.
@@ -429,25 +393,25 @@ ROBERTA_AVX2_TARGET void context_rows_avx2(float* ctx, size_t ldc, const float* 
 }
 
 // The fp32 kernels of one instruction set, for attention_head_fp32.
-using ScoreFn = void (*)(float*, size_t, const float*, size_t, const float*, size_t, float, float*);
-using ContextFn = void (*)(float*, size_t, const float*, size_t, const float*, size_t, size_t, const float*,
-                           const float*);
+using Fp32ScoreFn = void (*)(float*, size_t, const float*, size_t, const float*, size_t, float, float*);
+using Fp32ContextFn = void (*)(float*, size_t, const float*, size_t, const float*, size_t, size_t, const float*,
+                               const float*);
 struct Avx512Kernels {
   static constexpr size_t kPanel = kKeyPanel;
   static constexpr auto pack_keys = kernels::pack_keys;
   static constexpr auto softmax_exp = softmax_exp_avx512;
-  static constexpr ScoreFn kScore[6] = {score_rows<1>, score_rows<2>, score_rows<3>,
+  static constexpr Fp32ScoreFn kScore[6] = {score_rows<1>, score_rows<2>, score_rows<3>,
                                         score_rows<4>, score_rows<5>, score_rows<6>};
-  static constexpr ContextFn kContext[6] = {context_rows<1>, context_rows<2>, context_rows<3>,
+  static constexpr Fp32ContextFn kContext[6] = {context_rows<1>, context_rows<2>, context_rows<3>,
                                             context_rows<4>, context_rows<5>, context_rows<6>};
 };
 struct Avx2Kernels {
   static constexpr size_t kPanel = kKeyPanelAvx2;
   static constexpr auto pack_keys = pack_keys_avx2;
   static constexpr auto softmax_exp = softmax_exp_avx2;
-  static constexpr ScoreFn kScore[6] = {score_rows_avx2<1>, score_rows_avx2<2>, score_rows_avx2<3>,
+  static constexpr Fp32ScoreFn kScore[6] = {score_rows_avx2<1>, score_rows_avx2<2>, score_rows_avx2<3>,
                                         score_rows_avx2<4>, score_rows_avx2<5>, score_rows_avx2<6>};
-  static constexpr ContextFn kContext[6] = {context_rows_avx2<1>, context_rows_avx2<2>, context_rows_avx2<3>,
+  static constexpr Fp32ContextFn kContext[6] = {context_rows_avx2<1>, context_rows_avx2<2>, context_rows_avx2<3>,
                                             context_rows_avx2<4>, context_rows_avx2<5>, context_rows_avx2<6>};
 };
 
@@ -457,6 +421,7 @@ template <class Kernels>
 void attention_head_fp32(float* ctx, size_t ldc, const float* q, const float* k, const float* v, size_t ld, size_t L,
                          float scale) {
   constexpr size_t P = Kernels::kPanel;
+  static_assert(kKeyChunk % P == 0, "chunks of whole panels: a chunk's Kᵀ starts at kt + k0 · kHead");
   const size_t panels = (L + P - 1) / P, lds = std::min(panels * P, kKeyChunk);
   thread_local std::vector<float> kt_buffer, s_buffer;
   // (util::Scratch is 64-byte aligned: aligned loads and stores of whole panels)
@@ -1009,31 +974,16 @@ void self_attention(float* ctx, const float* qkv, const size_t* offsets, size_t 
     const size_t s = task / heads, h = task % heads;
     const size_t begin = offsets[s], L = offsets[s + 1] - begin;
     if (L == 0) return;
+    const float* q = qkv + begin * ld + h * head_size;
+    float* out = ctx + begin * H + h * head_size;
 #if defined(__x86_64__)
-    if (tiles) {
-      const float* q = qkv + begin * ld + h * head_size;
-      attention_head_amx<amx::HardwareTiles>(ctx + begin * H + h * head_size, H, q, q + H, q + 2 * H, ld, L, scale);
-      return;
-    }
-    if (bf16) {
-      const float* q = qkv + begin * ld + h * head_size;
-      attention_head_bf16(ctx + begin * H + h * head_size, H, q, q + H, q + 2 * H, ld, L, scale);
-      return;
-    }
-    if (fast) {
-      const float* q = qkv + begin * ld + h * head_size;
-      attention_head_fp32<Avx512Kernels>(ctx + begin * H + h * head_size, H, q, q + H, q + 2 * H, ld, L, scale);
-      return;
-    }
-    if (avx2) {
-      const float* q = qkv + begin * ld + h * head_size;
-      attention_head_fp32<Avx2Kernels>(ctx + begin * H + h * head_size, H, q, q + H, q + 2 * H, ld, L, scale);
-      return;
-    }
+    if (tiles) return attention_head_amx<amx::HardwareTiles>(out, H, q, q + H, q + 2 * H, ld, L, scale);
+    if (bf16) return attention_head_bf16(out, H, q, q + H, q + 2 * H, ld, L, scale);
+    if (fast) return attention_head_fp32<Avx512Kernels>(out, H, q, q + H, q + 2 * H, ld, L, scale);
+    if (avx2) return attention_head_fp32<Avx2Kernels>(out, H, q, q + H, q + 2 * H, ld, L, scale);
 #endif
     thread_local std::vector<float> scores_buffer;
     const util::Scratch<float> scores(scores_buffer, L * L);
-    const float* q = qkv + begin * ld + h * head_size;
     const float* k = q + H;
     const float* v = q + 2 * H;
     const int n = static_cast<int>(L), d = static_cast<int>(head_size);
@@ -1071,7 +1021,7 @@ void self_attention(float* ctx, const float* qkv, const size_t* offsets, size_t 
     for (size_t i = 0; i < L; ++i) softmax_row(scores.data() + i * L, L);
     // ctx (L, d) = P V
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, d, n, 1.0f, scores.data(), n, v, static_cast<int>(ld),
-                0.0f, ctx + begin * H + h * head_size, static_cast<int>(H));
+                0.0f, out, static_cast<int>(H));
   });
 }
 

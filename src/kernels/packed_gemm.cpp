@@ -13,6 +13,7 @@
 #include "util/thread_pool.h"
 #include "activations.h"
 #include "amx_gemm.h"
+#include "avx2_math.h"
 #include "avx512_math.h"
 #include "block_loop.h"
 #include "isa.h"
@@ -37,22 +38,9 @@ __attribute__((target("avx2"))) void transpose_avx2(const float* src, size_t lds
     for (size_t kk = k0; kk < k8; kk += 8) {
       __m256 r[8];
       for (size_t i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(s + i * lds + kk);
-      __m256 t[8], u[8];
-      for (size_t i = 0; i < 4; ++i) {
-        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);      // columns 0 1 | 4 5 of two rows
-        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);  // columns 2 3 | 6 7
-      }
-      for (size_t h = 0; h < 2; ++h) {  // rows 0-3, rows 4-7: u[4h + c] holds columns c | c + 4
-        u[4 * h + 0] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], _MM_SHUFFLE(1, 0, 1, 0));
-        u[4 * h + 1] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], _MM_SHUFFLE(3, 2, 3, 2));
-        u[4 * h + 2] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], _MM_SHUFFLE(1, 0, 1, 0));
-        u[4 * h + 3] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], _MM_SHUFFLE(3, 2, 3, 2));
-      }
+      transpose8(r);
       float* d = dst + kk * ldd + j;
-      for (size_t c = 0; c < 4; ++c) {
-        _mm256_storeu_ps(d + c * ldd, _mm256_permute2f128_ps(u[c], u[4 + c], 0x20));
-        _mm256_storeu_ps(d + (c + 4) * ldd, _mm256_permute2f128_ps(u[c], u[4 + c], 0x31));
-      }
+      for (size_t c = 0; c < 8; ++c) _mm256_storeu_ps(d + c * ldd, r[c]);
     }
     transpose_scalar(s, lds, 8, k8, k1, dst + j, ldd);
   }

@@ -129,8 +129,9 @@ const char* bf16_kernel_name();
 // The instruction set the kernel runs with here: "avx512", "avx2" or "portable".
 const char* packed_gemm_isa();
 // The rows of its register blocks in products of more than 32 rows: 12 with AVX-512 on Intel
-// CPUs, else 8. ROBERTA_FP32_ROWS=8|12 overrides it for AVX-512 (any other value: roberta::Error
-// the first time a kernel asks), e.g. to test or time the other choice on one machine.
+// CPUs, 8 on AMD's, 6 with AVX2, 8 portable. ROBERTA_FP32_ROWS=8|12 overrides it for AVX-512
+// (any other value: roberta::Error the first time a kernel asks), e.g. to test or time the other
+// choice on one machine.
 size_t packed_gemm_block_rows();
 
 }  // namespace roberta::kernels

@@ -90,7 +90,8 @@ float PackedWeightInt8::dequantized(size_t n, size_t k) const {
 namespace {
 
 // One register block of the int8 product over the k quads [q0, q1): y[r][j] (+)= x_scale[r] ·
-// w_scale[j] · (sum of byte products - offset[j]) (+ bias after the last slice).
+// w_scale[j] · (sum of byte products - offset[j]) (+ bias after the last slice); a kernel that
+// multiplies x's signed q (the AVX2 one) sums q · w itself and leaves offset aside.
 using Int8BlockFn = void (*)(const uint32_t* xq, size_t ldq, size_t rows, const int8_t* panel, size_t q0, size_t q1,
                              const int32_t* offset, const float* x_scale, const float* w_scale, const float* bias,
                              bool first, float* y, size_t ldy, size_t cols);
@@ -127,6 +128,16 @@ void int8_block_portable(const uint32_t* xq, size_t ldq, size_t rows, const int8
                              w_scale, bias, first, y + r * ldy, ldy, cols);
 }
 
+// dst[i] for i from i0 up to k's whole quads: round(at(i) · inv) (nearest even) + 128 below k, 128
+// (a zero) past it: every quantize_rows_* writes the values its vector loops leave this way.
+template <class At>
+void quantize_tail(const At& at, size_t i0, size_t k, float inv, uint8_t* dst) {
+  for (size_t i = i0; i < (k + 3) / 4 * 4; ++i) {
+    const float q = i < k ? std::clamp(std::nearbyint(at(i) * inv), -127.0f, 127.0f) : 0.0f;
+    dst[i] = static_cast<uint8_t>(static_cast<int>(q) + 128);
+  }
+}
+
 void quantize_rows_portable(const float* x, size_t rows, size_t k, uint32_t* quads, float* scale) {
   const size_t Q = (k + 3) / 4;
   for (size_t m = 0; m < rows; ++m) {
@@ -135,13 +146,122 @@ void quantize_rows_portable(const float* x, size_t rows, size_t k, uint32_t* qua
     for (size_t i = 0; i < k; ++i) amax = std::max(amax, std::abs(src[i]));
     const float s = amax > 0 ? amax / 127.0f : 1.0f, inv = amax > 0 ? 127.0f / amax : 0.0f;
     scale[m] = s;
-    auto* dst = reinterpret_cast<uint8_t*>(quads + m * Q);
-    for (size_t i = 0; i < Q * 4; ++i) {
-      const float q = i < k ? std::clamp(std::nearbyint(src[i] * inv), -127.0f, 127.0f) : 0.0f;
-      dst[i] = static_cast<uint8_t>(static_cast<int>(q) + 128);
+    quantize_tail([&](size_t i) { return src[i]; }, 0, k, inv, reinterpret_cast<uint8_t*>(quads + m * Q));
+  }
+}
+
+#if defined(__x86_64__)
+#define ROBERTA_HAVE_AVX2_INT8_KERNEL 1
+// AVX2 without VNNI (AMD's Zen 2 and 3, Intel's client CPUs and older servers): vpmaddubsw
+// multiplies unsigned by signed bytes and adds pairs into 16 bits with saturation, which x's
+// unsigned q + 128 (up to 255) times weights of up to ±127 would reach (2 · 255 · 127 > 32767). So
+// x goes back to its signed q (the bytes' top bit flipped) and the sign moves to the weight:
+// |q| · (±w) (vpsignb; weights are never -128), at most 2 · 127 · 127 = 32258 a pair, then
+// vpmaddwd adds the pairs into 32 bits. The sums are then of q · w themselves: no offset to take
+// off. MR rows x 16 columns a pass, four passes over the 64-column panel; exactly MR rows. 3 rows
+// (6 accumulators) ran 7-12% faster than 4 or 5 (roberta-kernel-bench, ROBERTA_ISA=avx2, Xeon with
+// AMX: 1024 x 2304 x 768 271-277 GOP/s against 245-249 and 240-244), about the AVX2 fp32 kernel's
+// rate: on CPUs without VNNI, int8 gains its smaller weights (memory, cache), not faster arithmetic.
+template <size_t MR>
+__attribute__((target("avx2,fma"))) void int8_block_avx2_rows(const uint32_t* xq, size_t ldq, const int8_t* panel,
+                                                               size_t q0, size_t q1, const float* x_scale,
+                                                               const float* w_scale, const float* bias, bool first,
+                                                               float* y, size_t ldy) {
+  const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  for (size_t c0 = 0; c0 < kCols; c0 += 16) {
+    __m256i acc0[MR], acc1[MR];
+#pragma GCC unroll 8
+    for (size_t r = 0; r < MR; ++r) acc0[r] = acc1[r] = _mm256_setzero_si256();
+    const uint32_t* a = xq + q0;
+    for (size_t q = q0; q < q1; ++q, ++a) {
+      const int8_t* b = panel + (q * kCols + c0) * 4;
+      const __m256i b0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b)),
+                    b1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b + 32));
+#pragma GCC unroll 8
+      for (size_t r = 0; r < MR; ++r) {
+        const __m256i as = _mm256_xor_si256(_mm256_set1_epi32(static_cast<int>(a[r * ldq])), flip);
+        const __m256i aa = _mm256_abs_epi8(as);
+        const __m256i p0 = _mm256_maddubs_epi16(aa, _mm256_sign_epi8(b0, as));
+        const __m256i p1 = _mm256_maddubs_epi16(aa, _mm256_sign_epi8(b1, as));
+        acc0[r] = _mm256_add_epi32(acc0[r], _mm256_madd_epi16(p0, ones));
+        acc1[r] = _mm256_add_epi32(acc1[r], _mm256_madd_epi16(p1, ones));
+      }
+    }
+    const __m256 s0 = _mm256_loadu_ps(w_scale + c0), s1 = _mm256_loadu_ps(w_scale + c0 + 8);
+#pragma GCC unroll 8
+    for (size_t r = 0; r < MR; ++r) {
+      float* out = y + r * ldy + c0;
+      const __m256 xs = _mm256_set1_ps(x_scale[r]);
+      __m256 v0 = _mm256_mul_ps(_mm256_cvtepi32_ps(acc0[r]), _mm256_mul_ps(xs, s0));
+      __m256 v1 = _mm256_mul_ps(_mm256_cvtepi32_ps(acc1[r]), _mm256_mul_ps(xs, s1));
+      if (!first) v0 = _mm256_add_ps(v0, _mm256_loadu_ps(out)), v1 = _mm256_add_ps(v1, _mm256_loadu_ps(out + 8));
+      if (bias) {
+        v0 = _mm256_add_ps(v0, _mm256_loadu_ps(bias + c0));
+        v1 = _mm256_add_ps(v1, _mm256_loadu_ps(bias + c0 + 8));
+      }
+      _mm256_storeu_ps(out, v0);
+      _mm256_storeu_ps(out + 8, v1);
     }
   }
 }
+
+// quantize_rows_portable's values (x · 127 / max rounded to nearest even, + 128), 32 at a time
+// as quantize_row_avx512 takes 64: the saturating packs never clip, a dword permutation puts the
+// packs' 128-bit lanes back in order, xor 0x80 adds the offset.
+__attribute__((target("avx2,fma"))) void quantize_rows_avx2(const float* x, size_t rows, size_t k, uint32_t* quads,
+                                                            float* scale) {
+  const size_t Q = (k + 3) / 4;
+  const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7), flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  for (size_t m = 0; m < rows; ++m) {
+    const float* src = x + m * k;
+    __m256 vmax = _mm256_setzero_ps();
+    size_t i = 0;
+    for (; i + 8 <= k; i += 8) vmax = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(src + i), magnitude), vmax);
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, vmax);
+    float amax = 0;
+    for (float v : lanes) amax = std::max(amax, v);
+    for (; i < k; ++i) amax = std::max(amax, std::abs(src[i]));
+    const float inv = amax > 0 ? 127.0f / amax : 0.0f;
+    scale[m] = amax > 0 ? amax / 127.0f : 1.0f;
+    const __m256 vinv = _mm256_set1_ps(inv);
+    auto* dst = reinterpret_cast<uint8_t*>(quads + m * Q);
+    for (i = 0; i + 32 <= k; i += 32) {
+      const __m256i a = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(src + i), vinv));
+      const __m256i b = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(src + i + 8), vinv));
+      const __m256i c = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(src + i + 16), vinv));
+      const __m256i d = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(src + i + 24), vinv));
+      const __m256i bytes = _mm256_packs_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, d));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i),
+                          _mm256_xor_si256(_mm256_permutevar8x32_epi32(bytes, order), flip));
+    }
+    quantize_tail([&](size_t j) { return src[j]; }, i, k, inv, dst);
+  }
+}
+
+// Any number of rows: blocks of 3, the last rows through the block of their exact count; a ragged
+// last panel (fewer than 64 columns) through the portable loop.
+constexpr size_t kAvx2Rows = 3;
+__attribute__((target("avx2,fma"), flatten)) void int8_block_avx2(
+    const uint32_t* xq, size_t ldq, size_t rows, const int8_t* panel, size_t q0, size_t q1, const int32_t* offset,
+    const float* x_scale, const float* w_scale, const float* bias, bool first, float* y, size_t ldy, size_t cols) {
+  if (cols < kCols) {
+    int8_block_portable(xq, ldq, rows, panel, q0, q1, offset, x_scale, w_scale, bias, first, y, ldy, cols);
+    return;
+  }
+  using Fn = void (*)(const uint32_t*, size_t, const int8_t*, size_t, size_t, const float*, const float*,
+                      const float*, bool, float*, size_t);
+  static constexpr Fn kByRows[kAvx2Rows] = {nullptr, int8_block_avx2_rows<1>, int8_block_avx2_rows<2>};
+  size_t r = 0;
+  for (; r + kAvx2Rows <= rows; r += kAvx2Rows)
+    int8_block_avx2_rows<kAvx2Rows>(xq + r * ldq, ldq, panel, q0, q1, x_scale + r, w_scale, bias, first,
+                                    y + r * ldy, ldy);
+  if (r < rows)
+    kByRows[rows - r](xq + r * ldq, ldq, panel, q0, q1, x_scale + r, w_scale, bias, first, y + r * ldy, ldy);
+}
+
+#endif
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 10
 #define ROBERTA_HAVE_VNNI_KERNEL 1
@@ -221,113 +341,6 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"), flatten)) void int8_block_
                       cols);
 }
 
-// AVX2 without VNNI (AMD's Zen 2 and 3, Intel's client CPUs and older servers): vpmaddubsw
-// multiplies unsigned by signed bytes and adds pairs into 16 bits with saturation, which x's
-// unsigned q + 128 (up to 255) times weights of up to ±127 would reach (2 · 255 · 127 > 32767). So
-// x goes back to its signed q (the bytes' top bit flipped) and the sign moves to the weight:
-// |q| · (±w) (vpsignb), at most 2 · 127 · 127 = 32258 a pair, then vpmaddwd adds the pairs into
-// 32 bits. The sums are then of q · w themselves: no offset to take off. MR rows x 16 columns a
-// pass, four passes over the 64-column panel; exactly MR rows. 3 rows (6 accumulators) ran 7-12%
-// faster than 4 or 5 (roberta-kernel-bench, ROBERTA_ISA=avx2, Xeon with AMX: 1024 x 2304 x 768
-// 271-277 GOP/s against 245-249 and 240-244), about the AVX2 fp32 kernel's rate: on CPUs without
-// VNNI, int8 gains its smaller weights (memory, cache), not faster arithmetic.
-template <size_t MR>
-__attribute__((target("avx2,fma"))) void int8_block_avx2_rows(const uint32_t* xq, size_t ldq, const int8_t* panel,
-                                                               size_t q0, size_t q1, const float* x_scale,
-                                                               const float* w_scale, const float* bias, bool first,
-                                                               float* y, size_t ldy) {
-  const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(static_cast<char>(0x80));
-  for (size_t c0 = 0; c0 < kCols; c0 += 16) {
-    __m256i acc0[MR], acc1[MR];
-#pragma GCC unroll 8
-    for (size_t r = 0; r < MR; ++r) acc0[r] = acc1[r] = _mm256_setzero_si256();
-    const uint32_t* a = xq + q0;
-    for (size_t q = q0; q < q1; ++q, ++a) {
-      const int8_t* b = panel + (q * kCols + c0) * 4;
-      const __m256i b0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b)),
-                    b1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b + 32));
-#pragma GCC unroll 8
-      for (size_t r = 0; r < MR; ++r) {
-        const __m256i as = _mm256_xor_si256(_mm256_set1_epi32(static_cast<int>(a[r * ldq])), flip);
-        const __m256i aa = _mm256_sign_epi8(as, as);
-        acc0[r] = _mm256_add_epi32(acc0[r], _mm256_madd_epi16(_mm256_maddubs_epi16(aa, _mm256_sign_epi8(b0, as)), ones));
-        acc1[r] = _mm256_add_epi32(acc1[r], _mm256_madd_epi16(_mm256_maddubs_epi16(aa, _mm256_sign_epi8(b1, as)), ones));
-      }
-    }
-    const __m256 s0 = _mm256_loadu_ps(w_scale + c0), s1 = _mm256_loadu_ps(w_scale + c0 + 8);
-#pragma GCC unroll 8
-    for (size_t r = 0; r < MR; ++r) {
-      float* out = y + r * ldy + c0;
-      const __m256 xs = _mm256_set1_ps(x_scale[r]);
-      __m256 v0 = _mm256_mul_ps(_mm256_cvtepi32_ps(acc0[r]), _mm256_mul_ps(xs, s0));
-      __m256 v1 = _mm256_mul_ps(_mm256_cvtepi32_ps(acc1[r]), _mm256_mul_ps(xs, s1));
-      if (!first) v0 = _mm256_add_ps(v0, _mm256_loadu_ps(out)), v1 = _mm256_add_ps(v1, _mm256_loadu_ps(out + 8));
-      if (bias) v0 = _mm256_add_ps(v0, _mm256_loadu_ps(bias + c0)), v1 = _mm256_add_ps(v1, _mm256_loadu_ps(bias + c0 + 8));
-      _mm256_storeu_ps(out, v0);
-      _mm256_storeu_ps(out + 8, v1);
-    }
-  }
-}
-
-// quantize_rows_portable's values (x · 127 / max rounded to nearest even, + 128), 32 at a time
-// as quantize_row_avx512 takes 64: the saturating packs never clip, a dword permutation puts the
-// packs' 128-bit lanes back in order, xor 0x80 adds the offset.
-__attribute__((target("avx2,fma"))) void quantize_rows_avx2(const float* x, size_t rows, size_t k, uint32_t* quads,
-                                                            float* scale) {
-  const size_t Q = (k + 3) / 4;
-  const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
-  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7), flip = _mm256_set1_epi8(static_cast<char>(0x80));
-  for (size_t m = 0; m < rows; ++m) {
-    const float* src = x + m * k;
-    __m256 vmax = _mm256_setzero_ps();
-    size_t i = 0;
-    for (; i + 8 <= k; i += 8) vmax = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(src + i), magnitude), vmax);
-    alignas(32) float lanes[8];
-    _mm256_store_ps(lanes, vmax);
-    float amax = 0;
-    for (float v : lanes) amax = std::max(amax, v);
-    for (; i < k; ++i) amax = std::max(amax, std::abs(src[i]));
-    const float inv = amax > 0 ? 127.0f / amax : 0.0f;
-    scale[m] = amax > 0 ? amax / 127.0f : 1.0f;
-    const __m256 vinv = _mm256_set1_ps(inv);
-    auto* dst = reinterpret_cast<uint8_t*>(quads + m * Q);
-    for (i = 0; i + 32 <= k; i += 32) {
-      const __m256i a = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(src + i), vinv));
-      const __m256i b = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(src + i + 8), vinv));
-      const __m256i c = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(src + i + 16), vinv));
-      const __m256i d = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(src + i + 24), vinv));
-      const __m256i bytes = _mm256_packs_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, d));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i),
-                          _mm256_xor_si256(_mm256_permutevar8x32_epi32(bytes, order), flip));
-    }
-    for (; i < Q * 4; ++i) {
-      const float q = i < k ? std::clamp(std::nearbyint(src[i] * inv), -127.0f, 127.0f) : 0.0f;
-      dst[i] = static_cast<uint8_t>(static_cast<int>(q) + 128);
-    }
-  }
-}
-
-// Any number of rows: blocks of 3, the last rows through the block of their exact count; a ragged
-// last panel (fewer than 64 columns) through the portable loop.
-constexpr size_t kAvx2Rows = 3;
-__attribute__((target("avx2,fma"), flatten)) void int8_block_avx2(
-    const uint32_t* xq, size_t ldq, size_t rows, const int8_t* panel, size_t q0, size_t q1, const int32_t* offset,
-    const float* x_scale, const float* w_scale, const float* bias, bool first, float* y, size_t ldy, size_t cols) {
-  if (cols < kCols) {
-    int8_block_portable(xq, ldq, rows, panel, q0, q1, offset, x_scale, w_scale, bias, first, y, ldy, cols);
-    return;
-  }
-  using Fn = void (*)(const uint32_t*, size_t, const int8_t*, size_t, size_t, const float*, const float*,
-                      const float*, bool, float*, size_t);
-  static constexpr Fn kByRows[kAvx2Rows] = {nullptr, int8_block_avx2_rows<1>, int8_block_avx2_rows<2>};
-  size_t r = 0;
-  for (; r + kAvx2Rows <= rows; r += kAvx2Rows)
-    int8_block_avx2_rows<kAvx2Rows>(xq + r * ldq, ldq, panel, q0, q1, x_scale + r, w_scale, bias, first,
-                                    y + r * ldy, ldy);
-  if (r < rows)
-    kByRows[rows - r](xq + r * ldq, ldq, panel, q0, q1, x_scale + r, w_scale, bias, first, y + r * ldy, ldy);
-}
-
 // One row: round(x · 127 / amax) + 128 as bytes (k values; zeros, i.e. 128, up to the quad), x's
 // 16 values at i from load(i) and value i from at(i); returns the row's scale.
 template <class Load, class At>
@@ -335,7 +348,6 @@ __attribute__((target("avx512f,avx512bw"), always_inline)) inline float quantize
                                                                                           const Load& load,
                                                                                           const At& at,
                                                                                           uint8_t* dst) {
-  const size_t Q = (k + 3) / 4;
   const float s = amax > 0 ? amax / 127.0f : 1.0f, inv = amax > 0 ? 127.0f / amax : 0.0f;
   const __m512 vinv = _mm512_set1_ps(inv);
   const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127), off = _mm512_set1_epi32(128);
@@ -358,10 +370,7 @@ __attribute__((target("avx512f,avx512bw"), always_inline)) inline float quantize
     q = _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(q, lo), hi), off);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), _mm512_cvtepi32_epi8(q));
   }
-  for (; i < Q * 4; ++i) {
-    const float q = i < k ? std::clamp(std::nearbyint(at(i) * inv), -127.0f, 127.0f) : 0.0f;
-    dst[i] = static_cast<uint8_t>(static_cast<int>(q) + 128);
-  }
+  quantize_tail(at, i, k, inv, dst);
   return s;
 }
 
@@ -443,6 +452,8 @@ Int8Kernel pick_int8_kernel() {
   if (usable_isa() >= Isa::kAmx) return {nullptr, int8_block_amx, quantize_rows_avx512, kAmxBlockRows, "AMX-INT8"};
   if (usable_isa() >= Isa::kAvx512 && cpu_has_vnni())
     return {int8_block_vnni, nullptr, quantize_rows_avx512, kMaxRows, "AVX512-VNNI"};
+#endif
+#if defined(ROBERTA_HAVE_AVX2_INT8_KERNEL)
   if (usable_isa() >= Isa::kAvx2) return {int8_block_avx2, nullptr, quantize_rows_avx2, kAvx2Rows, "AVX2"};
 #endif
   return {int8_block_portable, nullptr, quantize_rows_portable, kMaxRows, "portable"};

@@ -8,7 +8,9 @@
 //   slice), and the epilogue dequantizes: y = x_scale[m] · scale[n] · sum + bias[n].
 // Layout for vpdpbusd: panel p, k-quad q holds (W[p*64 + j][4q .. 4q+3]) at [p][q][j][0..3]; k is
 // padded with zeros to a multiple of 4. Panels are 64 columns wide (4 zmm), so that one broadcast
-// of an input quad feeds 4 products. AVX512-VNNI where the CPU has it, portable code otherwise.
+// of an input quad feeds 4 products. AMX-INT8 tiles, AVX512-VNNI, or (without VNNI) AVX2, whose
+// vpmaddubsw takes x's signed q back from the unsigned byte (sums of q · w: no offset to remove),
+// else portable code.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -104,7 +106,7 @@ void packed_linear_amx_emulated(float* y, size_t ldy, const QuantizedRows& x, co
 // Whether this CPU has AVX512-VNNI and ROBERTA_ISA allows AVX-512 (our VNNI kernel can run).
 bool has_vnni_instructions();
 // What runs our int8 product here: "AMX-INT8" (ROBERTA_ISA amx, the default where the CPU and
-// Linux allow), "AVX512-VNNI" or "portable".
+// Linux allow), "AVX512-VNNI", "AVX2" or "portable".
 const char* int8_kernel_name();
 
 }  // namespace roberta::kernels
