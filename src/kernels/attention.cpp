@@ -266,8 +266,8 @@ __attribute__((target("avx512f"))) void context_rows(float* ctx, size_t ldc, con
 // The AVX2 kernels of the same scheme (CPUs without AVX-512: AMD's Zen 2 and 3, Intel's client
 // CPUs and older servers), in 8-float registers: keys in panels of 16 (two ymm; 6 query rows x 16
 // keys = 12 accumulators), the context in 4 slices of 16 of its 64 columns. (On the Xeon held to
-// AVX2, roberta-kernel-bench, 12 heads: 128 keys 127-128 -> 167-168 GFLOP/s, 2048 141-142 ->
-// 173-176 against OpenBLAS's Haswell kernels.)
+// AVX2, roberta-kernel-bench, 12 heads: 167-168 GFLOP/s at 128 keys and 173-176 at 2048, where
+// the OpenBLAS path on its Haswell kernels ran 127-128 and 141-142.)
 #define ROBERTA_AVX2_TARGET __attribute__((target("avx2,fma")))
 constexpr size_t kKeyPanelAvx2 = 16;
 
