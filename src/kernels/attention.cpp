@@ -52,10 +52,11 @@ ROBERTA_VECTOR_CLONES void softmax_row(float* __restrict row, size_t n) {
 
 #if defined(__x86_64__)
 // Fast path for one (sequence, head) with head size 64 (every RoBERTa size): AVX-512 (or AVX2:
-// Avx2Kernels) register blocks instead of three OpenBLAS calls (which repack their operands on every call and ran W3's
-// attention at about half the FMA rate). Query rows go in blocks of kQueryBlock: their scores
-// (kQueryBlock, L), or of a chunk of kKeyChunk keys at a time, are computed, softmaxed and
-// multiplied by V while they are in cache, so the full (L, L) score matrix never exists.
+// Avx2Kernels) register blocks instead of three OpenBLAS calls (which repack their operands on
+// every call and ran W3's attention at about half the FMA rate). Query rows go in blocks of
+// kQueryBlock: their scores (kQueryBlock, L), or of a chunk of kKeyChunk keys at a time, are
+// computed, softmaxed and multiplied by V while they are in cache, so the full (L, L) score matrix
+// never exists.
 constexpr size_t kHead = 64;
 constexpr size_t kKeyPanel = 64;    // keys per panel of the packed Kᵀ (4 zmm: one broadcast feeds 4 products)
 constexpr size_t kQueryBlock = 48;  // query rows whose scores are live at once (a multiple of 6)
