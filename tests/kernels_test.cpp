@@ -7,6 +7,9 @@
 #include <cstring>
 #include <random>
 #include <string>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #include "kernels/attention.h"
 #include "kernels/isa.h"
@@ -453,8 +456,9 @@ TEST(Attention, Bf16OnlyWhereItPaysOrWhereForced) {
 TEST(Isa, UnknownRobertaIsaValueIsAnErrorNamingTheAcceptedOnes) {
   for (const char* bad : {"avx512x", "AVX2", "sse", ""})
     roberta::test::expect_error([&] { roberta::kernels::parse_isa(bad); },
-                                {"ROBERTA_ISA", "amx", "avx512bf16", "avx512", "avx2", "portable"});
+                                {"ROBERTA_ISA", "amx", "avx512bf16", "avx512", "avxvnni", "avx2", "portable"});
   EXPECT_EQ(roberta::kernels::parse_isa("avx512"), Isa::kAvx512);
+  EXPECT_EQ(roberta::kernels::parse_isa("avxvnni"), Isa::kAvxVnni);
   EXPECT_EQ(roberta::kernels::parse_isa("portable"), Isa::kPortable);
   // The variable itself, as a user sets it: a typo is an error, not the portable kernel.
   const char* old = std::getenv("ROBERTA_ISA");
@@ -493,10 +497,20 @@ TEST(Isa, KernelsUseTheLevelRobertaIsaAllows) {
   EXPECT_STREQ(roberta::kernels::bf16_kernel_name(), want >= Isa::kAmx         ? "AMX-BF16"
                                                      : want >= Isa::kAvx512Bf16 ? "AVX512-BF16"
                                                                                 : "emulated bf16");
+  // AVX-VNNI read from cpuid here (leaf 7, sub-leaf 1, EAX bit 4), not from the library.
+  unsigned a = 0, b, c, d;
+  const bool cpu_avx_vnni = __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 4));
+  if (cpu >= Isa::kAvx2 && cpu < Isa::kAvx512) {  // below AVX-512 the detected level says it
+    EXPECT_EQ(cpu == Isa::kAvxVnni, cpu_avx_vnni);
+  }
+  std::printf("  CPU has AVX-VNNI: %s; int8 kernel: %s\n", cpu_avx_vnni ? "yes" : "no",
+              roberta::kernels::int8_kernel_name());
   if (want >= Isa::kAmx)
     EXPECT_STREQ(roberta::kernels::int8_kernel_name(), "AMX-INT8");
   else if (want >= Isa::kAvx512 && roberta::kernels::has_vnni_instructions())
     EXPECT_STREQ(roberta::kernels::int8_kernel_name(), "AVX512-VNNI");
+    else if (want >= Isa::kAvxVnni && cpu_avx_vnni)
+    EXPECT_STREQ(roberta::kernels::int8_kernel_name(), "AVX-VNNI");
   else
     EXPECT_STREQ(roberta::kernels::int8_kernel_name(), want >= Isa::kAvx2 ? "AVX2" : "portable");
 }

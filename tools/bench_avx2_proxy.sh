@@ -3,7 +3,9 @@
 # and PyTorch both held to AVX2 (ROBERTA_ISA=avx2; ATEN_CPU_CAPABILITY=avx2 and oneDNN's
 # ONEDNN_MAX_CPU_ISA=AVX2, its Linear on OpenBLAS's Haswell kernels as OPENBLAS_CORETYPE=Haswell
 # sets for both). ONNX Runtime cannot be held below the CPU's instruction set, so it is not in
-# this comparison: on a real AVX2 CPU, run tools/bench_compare.sh. Interleaved rounds, medians (ms)
+# this comparison: on a real AVX2 CPU, run tools/bench_compare.sh. Where the CPU has AVX-VNNI
+# (Intel's since Alder Lake, this Xeon too), ours int8 held to it as well (ROBERTA_ISA=avxvnni: the
+# int8 product on AVX-VNNI, everything else on the AVX2 paths). Interleaved rounds, medians (ms)
 # and the within-round ratios of ours (fp32, int8) against PyTorch fp32.
 # Usage: bash tools/bench_avx2_proxy.sh MODEL [ROUNDS=3] [THREADS=2] [RUNS=5]   (from the repository root)
 # Environment: WORKLOADS (default "W1 W3 W4 W5"); ROBERTA (default build/roberta).
@@ -19,6 +21,7 @@ for w in "${workloads[@]}"; do
 done
 lscpu | sed -n 's/^Model name: *//p'
 uptime
+vnni=$(grep -qw avx_vnni /proc/cpuinfo && echo 1 || echo 0)
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 for round in $(seq "$rounds"); do
@@ -31,19 +34,26 @@ for round in $(seq "$rounds"); do
     # shellcheck disable=SC2086
     int8=$(ROBERTA_ISA=avx2 "$bin" bench --model "$model" ${spec[$w]} --threads "$threads" --runs "$runs" \
            --dtype int8 --json)
-    echo "{\"workload\":\"$w\",\"ours\":$ours,\"int8\":$int8,\"torch\":$torch}" >> "$results"
+    vnni_int8=null
+    # shellcheck disable=SC2086
+    [ "$vnni" = 1 ] && vnni_int8=$(ROBERTA_ISA=avxvnni "$bin" bench --model "$model" ${spec[$w]} --threads "$threads" \
+                                   --runs "$runs" --dtype int8 --json)
+    echo "{\"workload\":\"$w\",\"ours\":$ours,\"int8\":$int8,\"vnni\":$vnni_int8,\"torch\":$torch}" >> "$results"
   done
 done
 "$py" - "$results" <<'PY'
 import json, statistics, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
-print("| workload | tokens | PyTorch fp32 | ours fp32 | ours int8 | fp32 vs PyTorch | int8 vs PyTorch |")
-print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+vnni = rows[0]["vnni"] is not None
+head = ["PyTorch fp32", "ours fp32", "ours int8"] + (["ours int8 AVX-VNNI"] if vnni else [])
+keys = ["ours", "int8"] + (["vnni"] if vnni else [])
+print("| workload | tokens | " + " | ".join(head) + " | " + " | ".join(f"{h} vs PyTorch" for h in head[1:]) + " |")
+print("| --- | ---: |" + " ---: |" * (2 * len(head) - 1))
 for w in dict.fromkeys(r["workload"] for r in rows):
     r = [x for x in rows if x["workload"] == w]
-    m = {k: statistics.median(x[k]["median_ms"] for x in r) for k in ("torch", "ours", "int8")}
+    m = {k: statistics.median(x[k]["median_ms"] for x in r) for k in ["torch"] + keys}
     ratio = lambda k: statistics.median(x["torch"]["median_ms"] / x[k]["median_ms"] for x in r)
-    print(f"| {w} | {r[0]['ours']['tokens']} | {m['torch']:.1f} | {m['ours']:.1f} | {m['int8']:.1f} | "
-          f"{ratio('ours'):.2f}x | {ratio('int8'):.2f}x |")
+    print(f"| {w} | {r[0]['ours']['tokens']} | " + " | ".join(f"{m[k]:.1f}" for k in ["torch"] + keys) + " | "
+          + " | ".join(f"{ratio(k):.2f}x" for k in keys) + " |")
 print("(ratios: medians over the rounds of PyTorch's time over ours, each of ours next to PyTorch in its round)")
 PY

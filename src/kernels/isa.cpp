@@ -19,6 +19,7 @@ const char* isa_name(Isa isa) {
   switch (isa) {
     case Isa::kPortable: return "portable";
     case Isa::kAvx2: return "avx2";
+    case Isa::kAvxVnni: return "avxvnni";
     case Isa::kAvx512: return "avx512";
     case Isa::kAvx512Bf16: return "avx512bf16";
     case Isa::kAmx: return "amx";
@@ -27,10 +28,10 @@ const char* isa_name(Isa isa) {
 }
 
 Isa parse_isa(std::string_view value) {
-  for (Isa isa : {Isa::kAmx, Isa::kAvx512Bf16, Isa::kAvx512, Isa::kAvx2, Isa::kPortable})
+  for (Isa isa : {Isa::kAmx, Isa::kAvx512Bf16, Isa::kAvx512, Isa::kAvxVnni, Isa::kAvx2, Isa::kPortable})
     if (value == isa_name(isa)) return isa;
   throw Error("ROBERTA_ISA=\"" + std::string(value) +
-              "\" is not one of amx, avx512bf16, avx512, avx2, portable (unset: the best this CPU has)");
+              "\" is not one of amx, avx512bf16, avx512, avxvnni, avx2, portable (unset: the best this CPU has)");
 }
 
 bool amx_tiles_granted() {
@@ -52,6 +53,16 @@ bool amx_tiles_granted() {
   return granted;
 }
 
+bool cpu_has_avx_vnni() {
+#if defined(__x86_64__)
+  unsigned a, b, c, d;
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 4));
+#else
+  return false;
+#endif
+}
+
 Isa detected_isa() {
 #if defined(__x86_64__)
   __builtin_cpu_init();
@@ -59,7 +70,8 @@ Isa detected_isa() {
     if (__builtin_cpu_supports("avx512bf16")) return amx_tiles_granted() ? Isa::kAmx : Isa::kAvx512Bf16;
     return Isa::kAvx512;
   }
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::kAvx2;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return cpu_has_avx_vnni() ? Isa::kAvxVnni : Isa::kAvx2;
 #endif
   return Isa::kPortable;
 }

@@ -5,17 +5,21 @@
 //
 //   ROBERTA_ISA=avx2 ./build/roberta fill-mask ...    // the AVX2 GEMM, the portable bf16 product
 //
-// Accepted values, highest first: amx, avx512bf16, avx512, avx2, portable. Any other value is an
-// error (roberta::Error naming the accepted ones) the first time a kernel asks. amx: AVX512-BF16
-// plus the AMX tiles (AMX-TILE, AMX-INT8, AMX-BF16), which Linux must also have granted the process.
+// Accepted values, highest first: amx, avx512bf16, avx512, avxvnni, avx2, portable. Any other value
+// is an error (roberta::Error naming the accepted ones) the first time a kernel asks. amx:
+// AVX512-BF16 plus the AMX tiles (AMX-TILE, AMX-INT8, AMX-BF16), which Linux must also have granted
+// the process. avxvnni: AVX2 plus AVX-VNNI (the VEX-encoded vpdpbusd of Intel's CPUs since Alder
+// Lake, with or without AVX-512; only the int8 product uses it, where the CPU has it: a CPU with
+// AVX-512 but without AVX-VNNI held to avxvnni runs the avx2 paths).
 #include <optional>
 #include <string_view>
 
 namespace roberta::kernels {
 
-enum class Isa { kPortable, kAvx2, kAvx512, kAvx512Bf16, kAmx };  // each level includes the ones before
+// Each level includes the ones before.
+enum class Isa { kPortable, kAvx2, kAvxVnni, kAvx512, kAvx512Bf16, kAmx };
 
-const char* isa_name(Isa isa);  // "portable", "avx2", "avx512", "avx512bf16", "amx"
+const char* isa_name(Isa isa);  // "portable", "avx2", "avxvnni", "avx512", "avx512bf16", "amx"
 // The level named by a ROBERTA_ISA value; throws roberta::Error for an unknown value.
 Isa parse_isa(std::string_view value);
 // What this CPU supports (cpuid, and for amx the kernel's grant), ignoring ROBERTA_ISA.
@@ -24,6 +28,8 @@ Isa detected_isa();
 // asks for them once (arch_prctl ARCH_REQ_XCOMP_PERM, XTILEDATA), as a thread must before its first
 // tile instruction. False elsewhere.
 bool amx_tiles_granted();
+// Whether the CPU has AVX-VNNI (cpuid leaf 7, sub-leaf 1, EAX bit 4) and AVX2 (ignoring ROBERTA_ISA).
+bool cpu_has_avx_vnni();
 // min(detected, ROBERTA_ISA): what the kernels use. Throws roberta::Error for a bad ROBERTA_ISA.
 Isa usable_isa();
 

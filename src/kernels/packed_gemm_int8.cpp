@@ -263,6 +263,81 @@ __attribute__((target("avx2,fma"), flatten)) void int8_block_avx2(
 
 #endif
 
+#if defined(__x86_64__) && (defined(__clang__) ? __clang_major__ >= 12 : defined(__GNUC__) && __GNUC__ >= 11)
+#define ROBERTA_HAVE_AVX_VNNI_KERNEL 1
+// AVX-VNNI (Intel's CPUs since Alder Lake, including those without AVX-512): vpdpbusd on 8-int
+// registers sums x's unsigned bytes (q + 128) times the signed weights into 32 bits without
+// saturating, as the AVX512-VNNI kernel does on 16; the offset (128 · the column's weight sum) comes
+// off in the epilogue. MR rows x 16 columns a pass (2 · MR accumulators, two weight vectors and
+// the broadcast: 15 of 16 registers at MR = 6), four passes over the 64-column panel; a ragged
+// last panel's columns past `cols` neither read (scales, bias, offsets, y) nor written.
+template <size_t MR>
+__attribute__((target("avx2,fma,avxvnni"))) void int8_block_avx_vnni_rows(
+    const uint32_t* xq, size_t ldq, const int8_t* panel, size_t q0, size_t q1, const int32_t* offset,
+    const float* x_scale, const float* w_scale, const float* bias, bool first, float* y, size_t ldy, size_t cols) {
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  for (size_t c0 = 0; c0 < std::min(kCols, cols); c0 += 16) {
+    __m256i acc0[MR], acc1[MR];
+#pragma GCC unroll 8
+    for (size_t r = 0; r < MR; ++r) acc0[r] = acc1[r] = _mm256_setzero_si256();
+    const uint32_t* a = xq + q0;
+    for (size_t q = q0; q < q1; ++q, ++a) {
+      const int8_t* b = panel + (q * kCols + c0) * 4;
+      const __m256i b0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b)),
+                    b1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b + 32));
+#pragma GCC unroll 8
+      for (size_t r = 0; r < MR; ++r) {
+        const __m256i av = _mm256_set1_epi32(static_cast<int>(a[r * ldq]));
+        acc0[r] = _mm256_dpbusd_avx_epi32(acc0[r], av, b0);
+        acc1[r] = _mm256_dpbusd_avx_epi32(acc1[r], av, b1);
+      }
+    }
+    // Each 8-column half: the columns below `cols` (all 8 but in a ragged panel's last pass).
+    for (size_t h = 0; h < 2; ++h) {
+      const size_t c = c0 + 8 * h, n = cols > c ? std::min<size_t>(8, cols - c) : 0;
+      if (n == 0) break;
+      const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), lane);
+      const __m256 s = _mm256_maskload_ps(w_scale + c, m);
+      const __m256i o = _mm256_maskload_epi32(offset + c, m);
+      const __m256 bv = bias ? _mm256_maskload_ps(bias + c, m) : _mm256_setzero_ps();
+#pragma GCC unroll 8
+      for (size_t r = 0; r < MR; ++r) {
+        float* out = y + r * ldy + c;
+        const __m256i sum = _mm256_sub_epi32(h == 0 ? acc0[r] : acc1[r], o);
+        __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(_mm256_set1_ps(x_scale[r]), s));
+        if (!first) v = _mm256_add_ps(v, n == 8 ? _mm256_loadu_ps(out) : _mm256_maskload_ps(out, m));
+        if (bias) v = _mm256_add_ps(v, bv);
+        if (n == 8)
+          _mm256_storeu_ps(out, v);
+        else
+          _mm256_maskstore_ps(out, m, v);
+      }
+    }
+  }
+}
+
+// Any number of rows: blocks of kMaxRows, the last rows through the block of their exact count.
+__attribute__((target("avx2,fma,avxvnni"), flatten)) void int8_block_avx_vnni(
+    const uint32_t* xq, size_t ldq, size_t rows, const int8_t* panel, size_t q0, size_t q1, const int32_t* offset,
+    const float* x_scale, const float* w_scale, const float* bias, bool first, float* y, size_t ldy, size_t cols) {
+  using Fn = void (*)(const uint32_t*, size_t, const int8_t*, size_t, size_t, const int32_t*, const float*,
+                      const float*, const float*, bool, float*, size_t, size_t);
+  static constexpr Fn kByRows[kMaxRows] = {nullptr,
+                                           int8_block_avx_vnni_rows<1>,
+                                           int8_block_avx_vnni_rows<2>,
+                                           int8_block_avx_vnni_rows<3>,
+                                           int8_block_avx_vnni_rows<4>,
+                                           int8_block_avx_vnni_rows<5>};
+  size_t r = 0;
+  for (; r + kMaxRows <= rows; r += kMaxRows)
+    int8_block_avx_vnni_rows<kMaxRows>(xq + r * ldq, ldq, panel, q0, q1, offset, x_scale + r, w_scale, bias, first,
+                                       y + r * ldy, ldy, cols);
+  if (r < rows)
+    kByRows[rows - r](xq + r * ldq, ldq, panel, q0, q1, offset, x_scale + r, w_scale, bias, first, y + r * ldy, ldy,
+                      cols);
+}
+#endif
+
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 10
 #define ROBERTA_HAVE_VNNI_KERNEL 1
 // MR x 64 block in 4 * MR zmm accumulators. Every index is a compile-time constant (MR is the
@@ -452,6 +527,10 @@ Int8Kernel pick_int8_kernel() {
   if (usable_isa() >= Isa::kAmx) return {nullptr, int8_block_amx, quantize_rows_avx512, kAmxBlockRows, "AMX-INT8"};
   if (usable_isa() >= Isa::kAvx512 && cpu_has_vnni())
     return {int8_block_vnni, nullptr, quantize_rows_avx512, kMaxRows, "AVX512-VNNI"};
+#endif
+#if defined(ROBERTA_HAVE_AVX_VNNI_KERNEL)
+  if (usable_isa() >= Isa::kAvxVnni && cpu_has_avx_vnni())
+    return {int8_block_avx_vnni, nullptr, quantize_rows_avx2, kMaxRows, "AVX-VNNI"};
 #endif
 #if defined(ROBERTA_HAVE_AVX2_INT8_KERNEL)
   if (usable_isa() >= Isa::kAvx2) return {int8_block_avx2, nullptr, quantize_rows_avx2, kAvx2Rows, "AVX2"};

@@ -106,7 +106,8 @@ void packed_linear_amx_emulated(float* y, size_t ldy, const QuantizedRows& x, co
 // Whether this CPU has AVX512-VNNI and ROBERTA_ISA allows AVX-512 (our VNNI kernel can run).
 bool has_vnni_instructions();
 // What runs our int8 product here: "AMX-INT8" (ROBERTA_ISA amx, the default where the CPU and
-// Linux allow), "AVX512-VNNI", "AVX2" or "portable".
+// Linux allow), "AVX512-VNNI", "AVX-VNNI" (ROBERTA_ISA avxvnni or below avx512, on a CPU with
+// AVX-VNNI), "AVX2" (vpmaddubsw) or "portable".
 const char* int8_kernel_name();
 
 }  // namespace roberta::kernels
