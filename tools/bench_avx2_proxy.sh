@@ -16,12 +16,15 @@ export OPENBLAS_CORETYPE=Haswell
 declare -A spec=([W1]="--batch 1 --seq 16" [W2]="--batch 1 --seq 128" [W3]="--batch 8 --seq 128"
                  [W4]="--batch 1 --seq 512" [W5]="--batch 32 --lengths uniform:8:128 --seed 0")
 read -r -a workloads <<< "${WORKLOADS:-W1 W3 W4 W5}"
+[ ${#workloads[@]} -gt 0 ] || { echo "bench_avx2_proxy.sh: WORKLOADS is empty" >&2; exit 2; }
 for w in "${workloads[@]}"; do
   [ -n "${spec[$w]:-}" ] || { echo "bench_avx2_proxy.sh: unknown workload '$w' in WORKLOADS (W1 .. W5)" >&2; exit 2; }
 done
 lscpu | sed -n 's/^Model name: *//p'
 uptime
-vnni=$(grep -qw avx_vnni /proc/cpuinfo && echo 1 || echo 0)
+# The AVX-VNNI column where this binary runs its AVX-VNNI kernel here (the CPU has it, the build too).
+info=$(ROBERTA_ISA=avxvnni "$bin" info --model "$model")
+vnni=$(grep -q 'int8: own (AVX-VNNI)' <<< "$info" && echo 1 || echo 0)
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 for round in $(seq "$rounds"); do

@@ -54,13 +54,18 @@ bool amx_tiles_granted() {
 }
 
 bool cpu_has_avx_vnni() {
+  static const bool has = [] {
 #if defined(__x86_64__)
-  unsigned a, b, c, d;
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 4));
+    unsigned max_subleaf, a, b, c, d;
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx2") || !__get_cpuid_count(7, 0, &max_subleaf, &b, &c, &d) || max_subleaf < 1)
+      return false;
+    return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 4)) != 0;
 #else
-  return false;
+    return false;
 #endif
+  }();
+  return has;
 }
 
 Isa detected_isa() {
@@ -83,5 +88,7 @@ Isa usable_isa() {
   const Isa cap = parse_isa(env);
   return cap < cpu ? cap : cpu;
 }
+
+bool avx_vnni_usable() { return usable_isa() >= Isa::kAvxVnni && cpu_has_avx_vnni(); }
 
 }  // namespace roberta::kernels

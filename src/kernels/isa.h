@@ -16,7 +16,9 @@
 
 namespace roberta::kernels {
 
-// Each level includes the ones before.
+// Each level includes the ones before, but for avxvnni: CPUs with AVX-512 detect above it whether or
+// not they have AVX-VNNI (Ice Lake and AMD's Zen 4 do not), so code for AVX-VNNI asks
+// avx_vnni_usable(), not the level alone.
 enum class Isa { kPortable, kAvx2, kAvxVnni, kAvx512, kAvx512Bf16, kAmx };
 
 const char* isa_name(Isa isa);  // "portable", "avx2", "avxvnni", "avx512", "avx512bf16", "amx"
@@ -28,9 +30,12 @@ Isa detected_isa();
 // asks for them once (arch_prctl ARCH_REQ_XCOMP_PERM, XTILEDATA), as a thread must before its first
 // tile instruction. False elsewhere.
 bool amx_tiles_granted();
-// Whether the CPU has AVX-VNNI (cpuid leaf 7, sub-leaf 1, EAX bit 4) and AVX2 (ignoring ROBERTA_ISA).
+// Whether the CPU has AVX-VNNI (cpuid leaf 7, sub-leaf 1, EAX bit 4) and AVX2, ignoring ROBERTA_ISA
+// (asked once).
 bool cpu_has_avx_vnni();
 // min(detected, ROBERTA_ISA): what the kernels use. Throws roberta::Error for a bad ROBERTA_ISA.
 Isa usable_isa();
+// usable_isa() >= Isa::kAvxVnni and the CPU has AVX-VNNI.
+bool avx_vnni_usable();
 
 }  // namespace roberta::kernels

@@ -152,7 +152,7 @@ void quantize_rows_portable(const float* x, size_t rows, size_t k, uint32_t* qua
 
 #if defined(__x86_64__)
 #define ROBERTA_HAVE_AVX2_INT8_KERNEL 1
-// AVX2 without VNNI (AMD's Zen 2 and 3, Intel's client CPUs and older servers): vpmaddubsw
+// AVX2 without VNNI (AMD's Zen 2 and 3, Intel's client CPUs before Alder Lake and older servers): vpmaddubsw
 // multiplies unsigned by signed bytes and adds pairs into 16 bits with saturation, which x's
 // unsigned q + 128 (up to 255) times weights of up to ±127 would reach (2 · 255 · 127 > 32767). So
 // x goes back to its signed q (the bytes' top bit flipped) and the sign moves to the weight:
@@ -263,7 +263,10 @@ __attribute__((target("avx2,fma"), flatten)) void int8_block_avx2(
 
 #endif
 
-#if defined(__x86_64__) && (defined(__clang__) ? __clang_major__ >= 12 : defined(__GNUC__) && __GNUC__ >= 11)
+// (Apple's clang numbers its versions apart from LLVM's: avxvnni from its 13.)
+#if defined(__x86_64__) && (defined(__apple_build_version__) ? __clang_major__ >= 13                  \
+                            : defined(__clang__)             ? __clang_major__ >= 12                  \
+                                                             : defined(__GNUC__) && __GNUC__ >= 11)
 #define ROBERTA_HAVE_AVX_VNNI_KERNEL 1
 // AVX-VNNI (Intel's CPUs since Alder Lake, including those without AVX-512): vpdpbusd on 8-int
 // registers sums x's unsigned bytes (q + 128) times the signed weights into 32 bits without
@@ -529,8 +532,7 @@ Int8Kernel pick_int8_kernel() {
     return {int8_block_vnni, nullptr, quantize_rows_avx512, kMaxRows, "AVX512-VNNI"};
 #endif
 #if defined(ROBERTA_HAVE_AVX_VNNI_KERNEL)
-  if (usable_isa() >= Isa::kAvxVnni && cpu_has_avx_vnni())
-    return {int8_block_avx_vnni, nullptr, quantize_rows_avx2, kMaxRows, "AVX-VNNI"};
+  if (avx_vnni_usable()) return {int8_block_avx_vnni, nullptr, quantize_rows_avx2, kMaxRows, "AVX-VNNI"};
 #endif
 #if defined(ROBERTA_HAVE_AVX2_INT8_KERNEL)
   if (usable_isa() >= Isa::kAvx2) return {int8_block_avx2, nullptr, quantize_rows_avx2, kAvx2Rows, "AVX2"};
@@ -548,6 +550,14 @@ const Int8Kernel& int8_kernel() {
 bool has_vnni_instructions() {
 #if defined(ROBERTA_HAVE_VNNI_KERNEL)
   return usable_isa() >= Isa::kAvx512 && cpu_has_vnni();
+#else
+  return false;
+#endif
+}
+
+bool avx_vnni_kernel_built() {
+#if defined(ROBERTA_HAVE_AVX_VNNI_KERNEL)
+  return true;
 #else
   return false;
 #endif

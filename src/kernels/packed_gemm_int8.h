@@ -8,9 +8,9 @@
 //   slice), and the epilogue dequantizes: y = x_scale[m] · scale[n] · sum + bias[n].
 // Layout for vpdpbusd: panel p, k-quad q holds (W[p*64 + j][4q .. 4q+3]) at [p][q][j][0..3]; k is
 // padded with zeros to a multiple of 4. Panels are 64 columns wide (4 zmm), so that one broadcast
-// of an input quad feeds 4 products. AMX-INT8 tiles, AVX512-VNNI, or (without VNNI) AVX2, whose
-// vpmaddubsw takes x's signed q back from the unsigned byte (sums of q · w: no offset to remove),
-// else portable code.
+// of an input quad feeds 4 products. AMX-INT8 tiles, AVX512-VNNI, AVX-VNNI (the same vpdpbusd on
+// 8-int registers), or (without VNNI) AVX2, whose vpmaddubsw takes x's signed q back from the
+// unsigned byte (sums of q · w: no offset to remove), else portable code.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -105,9 +105,12 @@ void packed_linear_amx_emulated(float* y, size_t ldy, const QuantizedRows& x, co
 
 // Whether this CPU has AVX512-VNNI and ROBERTA_ISA allows AVX-512 (our VNNI kernel can run).
 bool has_vnni_instructions();
+// Whether this build has our AVX-VNNI kernel (GCC 11 or clang 12 and later), whatever the CPU.
+bool avx_vnni_kernel_built();
 // What runs our int8 product here: "AMX-INT8" (ROBERTA_ISA amx, the default where the CPU and
-// Linux allow), "AVX512-VNNI", "AVX-VNNI" (ROBERTA_ISA avxvnni or below avx512, on a CPU with
-// AVX-VNNI), "AVX2" (vpmaddubsw) or "portable".
+// Linux allow), "AVX512-VNNI", "AVX-VNNI" (on a CPU with AVX-VNNI: where ROBERTA_ISA is avxvnni,
+// the CPU has no AVX-512, or the build lacks the GCC-only AVX512-VNNI and AMX kernels), "AVX2"
+// (vpmaddubsw) or "portable".
 const char* int8_kernel_name();
 
 }  // namespace roberta::kernels

@@ -23,7 +23,8 @@ std::string gemm_paths() {
              (kernels::onednn_isa() == "avx512_core_amx" && kernels::cpu_has_amx(p) ? ", AMX" : "") + ")";
     else if (p == Precision::kF32)
       path = std::string("own (") + kernels::packed_gemm_isa() + ", " +
-             std::to_string(kernels::packed_gemm_block_rows()) + " x 32 blocks)";
+             std::to_string(kernels::packed_gemm_block_rows()) +
+             (std::string_view(kernels::packed_gemm_isa()) == "avx2" ? " x 16" : " x 32") + " blocks)";
     else if (p == Precision::kBF16)
       path = std::string("own (") + kernels::bf16_kernel_name() + (kernels::has_bf16_instructions() ? ")" : ", slow)");
     else
