@@ -455,10 +455,12 @@ TEST(Attention, Bf16OnlyWhereItPaysOrWhereForced) {
 
 TEST(Isa, UnknownRobertaIsaValueIsAnErrorNamingTheAcceptedOnes) {
   for (const char* bad : {"avx512x", "AVX2", "sse", ""})
-    roberta::test::expect_error([&] { roberta::kernels::parse_isa(bad); },
-                                {"ROBERTA_ISA", "amx", "avx512bf16", "avx512", "avxvnni", "avx2", "portable"});
+    roberta::test::expect_error(
+        [&] { roberta::kernels::parse_isa(bad); },
+        {"ROBERTA_ISA", "amx", "avx512bf16", "avx512vnni", "avx512", "avxvnni", "avx2", "portable"});
   EXPECT_EQ(roberta::kernels::parse_isa("avx512"), Isa::kAvx512);
   EXPECT_EQ(roberta::kernels::parse_isa("avxvnni"), Isa::kAvxVnni);
+  EXPECT_EQ(roberta::kernels::parse_isa("avx512vnni"), Isa::kAvx512Vnni);
   EXPECT_EQ(roberta::kernels::parse_isa("portable"), Isa::kPortable);
   // The variable itself, as a user sets it: a typo is an error, not the portable kernel.
   const char* old = std::getenv("ROBERTA_ISA");
@@ -500,18 +502,27 @@ TEST(Isa, KernelsUseTheLevelRobertaIsaAllows) {
   // AVX-VNNI read from cpuid here (leaf 7, sub-leaf 1, EAX bit 4), not from the library.
   bool cpu_avx_vnni = false;
 #if defined(__x86_64__)
-  unsigned a = 0, b, c, d;
+  unsigned a = 0, b = 0, c = 0, d = 0;
   cpu_avx_vnni = __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 4));
 #endif
   if (cpu >= Isa::kAvx2 && cpu < Isa::kAvx512) {  // below AVX-512 the detected level says it
     EXPECT_EQ(cpu == Isa::kAvxVnni, cpu_avx_vnni);
   }
+#if defined(__x86_64__)
+  if (cpu >= Isa::kAvx512) {  // AVX512-VNNI: leaf 7, ECX bit 11
+    c = 0;
+    ASSERT_TRUE(__get_cpuid_count(7, 0, &a, &b, &c, &d));
+    EXPECT_EQ(cpu >= Isa::kAvx512Vnni, (c & (1u << 11)) != 0);
+  }
+#endif
   std::printf("  CPU has AVX-VNNI: %s; int8 kernel: %s\n", cpu_avx_vnni ? "yes" : "no",
               roberta::kernels::int8_kernel_name());
   if (want >= Isa::kAmx)
     EXPECT_STREQ(roberta::kernels::int8_kernel_name(), "AMX-INT8");
-  else if (want >= Isa::kAvx512 && roberta::kernels::has_vnni_instructions())
+  else if (want >= Isa::kAvx512Vnni && roberta::kernels::avx512_int8_kernels_built())
     EXPECT_STREQ(roberta::kernels::int8_kernel_name(), "AVX512-VNNI");
+  else if (want == Isa::kAvx512 && roberta::kernels::avx512_int8_kernels_built())
+    EXPECT_STREQ(roberta::kernels::int8_kernel_name(), "AVX512BW");
   else if (want >= Isa::kAvxVnni && cpu_avx_vnni && roberta::kernels::avx_vnni_kernel_built())
     EXPECT_STREQ(roberta::kernels::int8_kernel_name(), "AVX-VNNI");
   else

@@ -215,7 +215,8 @@ TEST(PackedGemmInt8, MatchesFloat64ReferenceOfQuantizedInputs) {
   std::mt19937 rng(5);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   std::printf("  AVX512-VNNI instructions: %s\n", roberta::kernels::has_vnni_instructions() ? "yes" : "no");
-  for (size_t M : {1, 5, 9, 12, 13, 70, 200}) {  // every remainder of 6-row blocks; odd M with a bias
+  // Every remainder of the kernels' row blocks (3, 4, 6 rows); odd M with a bias, even M without.
+  for (size_t M : {1, 3, 5, 9, 12, 13, 70, 200}) {
     // 100: a whole 64-column panel, then a ragged one; 40: 32 columns, then 8 (a half of 16)
     for (size_t N : {3, 32, 40, 45, 100, 768}) {
       for (size_t K : {1, 3, 4, 256, 301, 1030, 3072, 3100}) {  // 3100: two k passes

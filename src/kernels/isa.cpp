@@ -21,6 +21,7 @@ const char* isa_name(Isa isa) {
     case Isa::kAvx2: return "avx2";
     case Isa::kAvxVnni: return "avxvnni";
     case Isa::kAvx512: return "avx512";
+    case Isa::kAvx512Vnni: return "avx512vnni";
     case Isa::kAvx512Bf16: return "avx512bf16";
     case Isa::kAmx: return "amx";
   }
@@ -28,10 +29,12 @@ const char* isa_name(Isa isa) {
 }
 
 Isa parse_isa(std::string_view value) {
-  for (Isa isa : {Isa::kAmx, Isa::kAvx512Bf16, Isa::kAvx512, Isa::kAvxVnni, Isa::kAvx2, Isa::kPortable})
+  for (Isa isa : {Isa::kAmx, Isa::kAvx512Bf16, Isa::kAvx512Vnni, Isa::kAvx512, Isa::kAvxVnni, Isa::kAvx2,
+                  Isa::kPortable})
     if (value == isa_name(isa)) return isa;
   throw Error("ROBERTA_ISA=\"" + std::string(value) +
-              "\" is not one of amx, avx512bf16, avx512, avxvnni, avx2, portable (unset: the best this CPU has)");
+              "\" is not one of amx, avx512bf16, avx512vnni, avx512, avxvnni, avx2, portable (unset: the best this "
+              "CPU has)");
 }
 
 bool amx_tiles_granted() {
@@ -72,8 +75,9 @@ Isa detected_isa() {
 #if defined(__x86_64__)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) {
+    if (!__builtin_cpu_supports("avx512vnni")) return Isa::kAvx512;
     if (__builtin_cpu_supports("avx512bf16")) return amx_tiles_granted() ? Isa::kAmx : Isa::kAvx512Bf16;
-    return Isa::kAvx512;
+    return Isa::kAvx512Vnni;
   }
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
     return cpu_has_avx_vnni() ? Isa::kAvxVnni : Isa::kAvx2;

@@ -347,7 +347,7 @@ __attribute__((target("avx2,fma,avxvnni"), flatten)) void int8_block_avx_vnni(
 // block's exact row count, the loops are unrolled), so the accumulators live in registers: with a
 // runtime row count GCC kept them on the stack and the kernel ran at 40% of vpdpbusd's rate.
 template <size_t MR>
-__attribute__((target("avx512f,avx512bw,avx512vnni"), always_inline)) inline void int8_epilogue(
+__attribute__((target("avx512f,avx512bw"), always_inline)) inline void int8_epilogue(
     const __m512i (&c)[MR], size_t c0, const int32_t* offset, const float* x_scale, const float* w_scale,
     const float* bias, bool first, float* y, size_t ldy, size_t cols) {
   const __mmask16 m = cols <= c0 ? 0 : cols >= c0 + 16 ? 0xFFFF : static_cast<__mmask16>((1u << (cols - c0)) - 1);
@@ -414,6 +414,66 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"), flatten)) void int8_block_
   for (; r + kMaxRows <= rows; r += kMaxRows)
     int8_block_vnni_rows<kMaxRows>(xq + r * ldq, ldq, panel, q0, q1, offset, x_scale + r, w_scale, bias, first,
                                    y + r * ldy, ldy, cols);
+  if (r < rows)
+    kByRows[rows - r](xq + r * ldq, ldq, panel, q0, q1, offset, x_scale + r, w_scale, bias, first, y + r * ldy, ldy,
+                      cols);
+}
+
+// AVX-512 without VNNI (Skylake-SP): the AVX2 kernel's signed-byte products (x flipped back to its
+// signed q, its sign moved to the weight; vpmaddubsw, then vpmaddwd into 32 bits: no pair saturates,
+// no offset) on 64-byte registers, the whole 64-column panel a pass. AVX-512 has no vpsignb: the
+// weight is negated where q < 0 by a subtraction under the mask of q's sign bits (vpmovb2m). q = 0
+// gives |q| = 0, whatever the weight. MR x 64 in 4 * MR accumulators, MR = 4: with the four weight
+// vectors, the row's |q|, its mask and the temporaries, 5 rows would fill all 32 registers.
+constexpr size_t kAvx512BwRows = 4;
+alignas(64) constexpr int32_t kNoOffset[kCols] = {};
+template <size_t MR>
+__attribute__((target("avx512f,avx512bw"))) void int8_block_avx512bw_rows(
+    const uint32_t* xq, size_t ldq, const int8_t* panel, size_t q0, size_t q1, const int32_t*, const float* x_scale,
+    const float* w_scale, const float* bias, bool first, float* y, size_t ldy, size_t cols) {
+  __m512i c0[MR], c1[MR], c2[MR], c3[MR];
+#pragma GCC unroll 8
+  for (size_t r = 0; r < MR; ++r) c0[r] = c1[r] = c2[r] = c3[r] = _mm512_setzero_si512();
+  const __m512i ones = _mm512_set1_epi16(1), flip = _mm512_set1_epi8(static_cast<char>(0x80)),
+                zero = _mm512_setzero_si512();
+  const uint32_t* a = xq + q0;
+  for (size_t q = q0; q < q1; ++q, ++a) {
+    const int8_t* b = panel + q * 256;
+    const __m512i b0 = _mm512_load_si512(b), b1 = _mm512_load_si512(b + 64), b2 = _mm512_load_si512(b + 128),
+                  b3 = _mm512_load_si512(b + 192);
+#pragma GCC unroll 8
+    for (size_t r = 0; r < MR; ++r) {
+      const __m512i as = _mm512_xor_si512(_mm512_set1_epi32(static_cast<int>(a[r * ldq])), flip);
+      const __m512i aa = _mm512_abs_epi8(as);
+      const __mmask64 negative = _mm512_movepi8_mask(as);
+      auto product = [&](__m512i w) __attribute__((target("avx512f,avx512bw"), always_inline)) {
+        const __m512i p = _mm512_maddubs_epi16(aa, _mm512_mask_sub_epi8(w, negative, zero, w));
+        return _mm512_madd_epi16(p, ones);
+      };
+      c0[r] = _mm512_add_epi32(c0[r], product(b0));
+      c1[r] = _mm512_add_epi32(c1[r], product(b1));
+      c2[r] = _mm512_add_epi32(c2[r], product(b2));
+      c3[r] = _mm512_add_epi32(c3[r], product(b3));
+    }
+  }
+  int8_epilogue<MR>(c0, 0, kNoOffset, x_scale, w_scale, bias, first, y, ldy, cols);
+  int8_epilogue<MR>(c1, 16, kNoOffset, x_scale, w_scale, bias, first, y, ldy, cols);
+  int8_epilogue<MR>(c2, 32, kNoOffset, x_scale, w_scale, bias, first, y, ldy, cols);
+  int8_epilogue<MR>(c3, 48, kNoOffset, x_scale, w_scale, bias, first, y, ldy, cols);
+}
+
+// Any number of rows: blocks of kAvx512BwRows, the last rows through the block of their exact count.
+__attribute__((target("avx512f,avx512bw"), flatten)) void int8_block_avx512bw(
+    const uint32_t* xq, size_t ldq, size_t rows, const int8_t* panel, size_t q0, size_t q1, const int32_t* offset,
+    const float* x_scale, const float* w_scale, const float* bias, bool first, float* y, size_t ldy, size_t cols) {
+  using Fn = void (*)(const uint32_t*, size_t, const int8_t*, size_t, size_t, const int32_t*, const float*,
+                      const float*, const float*, bool, float*, size_t, size_t);
+  static constexpr Fn kByRows[kAvx512BwRows] = {nullptr, int8_block_avx512bw_rows<1>, int8_block_avx512bw_rows<2>,
+                                                int8_block_avx512bw_rows<3>};
+  size_t r = 0;
+  for (; r + kAvx512BwRows <= rows; r += kAvx512BwRows)
+    int8_block_avx512bw_rows<kAvx512BwRows>(xq + r * ldq, ldq, panel, q0, q1, offset, x_scale + r, w_scale, bias,
+                                            first, y + r * ldy, ldy, cols);
   if (r < rows)
     kByRows[rows - r](xq + r * ldq, ldq, panel, q0, q1, offset, x_scale + r, w_scale, bias, first, y + r * ldy, ldy,
                       cols);
@@ -516,20 +576,14 @@ struct Int8Kernel {
   const char* name;
 };
 
-[[maybe_unused]] bool cpu_has_vnni() {  // (unused where the VNNI kernel is not built: clang)
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512vnni");
-#else
-  return false;
-#endif
-}
-
 Int8Kernel pick_int8_kernel() {
 #if defined(ROBERTA_HAVE_VNNI_KERNEL)
   if (usable_isa() >= Isa::kAmx) return {nullptr, int8_block_amx, quantize_rows_avx512, kAmxBlockRows, "AMX-INT8"};
-  if (usable_isa() >= Isa::kAvx512 && cpu_has_vnni())
+  if (usable_isa() >= Isa::kAvx512Vnni)
     return {int8_block_vnni, nullptr, quantize_rows_avx512, kMaxRows, "AVX512-VNNI"};
+  // (No CPU has AVX-512 without AVX512-VNNI but with AVX-VNNI: ROBERTA_ISA=avx512 stands for Skylake-SP.)
+  if (usable_isa() >= Isa::kAvx512)
+    return {int8_block_avx512bw, nullptr, quantize_rows_avx512, kAvx512BwRows, "AVX512BW"};
 #endif
 #if defined(ROBERTA_HAVE_AVX_VNNI_KERNEL)
   if (avx_vnni_usable()) return {int8_block_avx_vnni, nullptr, quantize_rows_avx2, kMaxRows, "AVX-VNNI"};
@@ -549,7 +603,15 @@ const Int8Kernel& int8_kernel() {
 
 bool has_vnni_instructions() {
 #if defined(ROBERTA_HAVE_VNNI_KERNEL)
-  return usable_isa() >= Isa::kAvx512 && cpu_has_vnni();
+  return usable_isa() >= Isa::kAvx512Vnni;
+#else
+  return false;
+#endif
+}
+
+bool avx512_int8_kernels_built() {
+#if defined(ROBERTA_HAVE_VNNI_KERNEL)
+  return true;
 #else
   return false;
 #endif

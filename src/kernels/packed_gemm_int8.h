@@ -9,8 +9,8 @@
 // Layout for vpdpbusd: panel p, k-quad q holds (W[p*64 + j][4q .. 4q+3]) at [p][q][j][0..3]; k is
 // padded with zeros to a multiple of 4. Panels are 64 columns wide (4 zmm), so that one broadcast
 // of an input quad feeds 4 products. AMX-INT8 tiles, AVX512-VNNI, AVX-VNNI (the same vpdpbusd on
-// 8-int registers), or (without VNNI) AVX2, whose vpmaddubsw takes x's signed q back from the
-// unsigned byte (sums of q · w: no offset to remove), else portable code.
+// 8-int registers), or (without VNNI) AVX-512BW or AVX2, whose vpmaddubsw takes x's signed q back
+// from the unsigned byte (sums of q · w: no offset to remove), else portable code.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -103,14 +103,17 @@ void quantize_bf16_rows(const uint32_t* pairs, size_t ldp, size_t rows, size_t k
 void packed_linear_amx_emulated(float* y, size_t ldy, const QuantizedRows& x, const PackedWeightInt8& w,
                                 const float* bias, size_t M, Activation act = Activation::kLinear);
 
-// Whether this CPU has AVX512-VNNI and ROBERTA_ISA allows AVX-512 (our VNNI kernel can run).
+// Whether this CPU has AVX512-VNNI, ROBERTA_ISA allows it (avx512vnni and up) and this build has
+// our VNNI kernel (GCC).
 bool has_vnni_instructions();
+// Whether this build has our AVX-512 int8 kernels (AMX-INT8, AVX512-VNNI, AVX512BW: GCC only).
+bool avx512_int8_kernels_built();
 // Whether this build has our AVX-VNNI kernel (GCC 11 or clang 12 and later), whatever the CPU.
 bool avx_vnni_kernel_built();
 // What runs our int8 product here: "AMX-INT8" (ROBERTA_ISA amx, the default where the CPU and
-// Linux allow), "AVX512-VNNI", "AVX-VNNI" (on a CPU with AVX-VNNI: where ROBERTA_ISA is avxvnni,
-// the CPU has no AVX-512, or the build lacks the GCC-only AVX512-VNNI and AMX kernels), "AVX2"
-// (vpmaddubsw) or "portable".
+// Linux allow), "AVX512-VNNI", "AVX512BW" (AVX-512 without VNNI: vpmaddubsw), "AVX-VNNI" (on a CPU
+// with AVX-VNNI: where ROBERTA_ISA is avxvnni, the CPU has no AVX-512, or the build lacks the
+// GCC-only AVX-512 kernels), "AVX2" (vpmaddubsw) or "portable".
 const char* int8_kernel_name();
 
 }  // namespace roberta::kernels
