@@ -91,7 +91,7 @@ namespace {
 
 // One register block of the int8 product over the k quads [q0, q1): y[r][j] (+)= x_scale[r] ·
 // w_scale[j] · (sum of byte products - offset[j]) (+ bias after the last slice); a kernel that
-// multiplies x's signed q (the AVX2 one) sums q · w itself and leaves offset aside.
+// multiplies x's signed q (AVX2, AVX512BW: vpmaddubsw) sums q · w itself and leaves offset aside.
 using Int8BlockFn = void (*)(const uint32_t* xq, size_t ldq, size_t rows, const int8_t* panel, size_t q0, size_t q1,
                              const int32_t* offset, const float* x_scale, const float* w_scale, const float* bias,
                              bool first, float* y, size_t ldy, size_t cols);
@@ -152,7 +152,7 @@ void quantize_rows_portable(const float* x, size_t rows, size_t k, uint32_t* qua
 
 #if defined(__x86_64__)
 #define ROBERTA_HAVE_AVX2_INT8_KERNEL 1
-// AVX2 without VNNI (AMD's Zen 2 and 3, Intel's client CPUs before Alder Lake and older servers): vpmaddubsw
+// AVX2 without VNNI (AMD's Zen 2 and 3, Intel's client CPUs before Alder Lake, Broadwell servers): vpmaddubsw
 // multiplies unsigned by signed bytes and adds pairs into 16 bits with saturation, which x's
 // unsigned q + 128 (up to 255) times weights of up to ±127 would reach (2 · 255 · 127 > 32767). So
 // x goes back to its signed q (the bytes' top bit flipped) and the sign moves to the weight:
@@ -581,7 +581,8 @@ Int8Kernel pick_int8_kernel() {
   if (usable_isa() >= Isa::kAmx) return {nullptr, int8_block_amx, quantize_rows_avx512, kAmxBlockRows, "AMX-INT8"};
   if (usable_isa() >= Isa::kAvx512Vnni)
     return {int8_block_vnni, nullptr, quantize_rows_avx512, kMaxRows, "AVX512-VNNI"};
-  // (No CPU has AVX-512 without AVX512-VNNI but with AVX-VNNI: ROBERTA_ISA=avx512 stands for Skylake-SP.)
+  // (No CPU has AVX-512 without AVX512-VNNI but with AVX-VNNI: ROBERTA_ISA=avx512 stands for Skylake-SP.
+  // A build without these GCC-only kernels takes AVX-VNNI below, where the CPU has it, even there.)
   if (usable_isa() >= Isa::kAvx512)
     return {int8_block_avx512bw, nullptr, quantize_rows_avx512, kAvx512BwRows, "AVX512BW"};
 #endif
