@@ -99,6 +99,30 @@ using Int8BlockFn = void (*)(const uint32_t* xq, size_t ldq, size_t rows, const 
 constexpr size_t kMaxRows = 6;
 constexpr size_t kCols = PackedWeightInt8::kPanel;
 
+// A register block of exactly its kernel's row count (a template argument: the accumulators then
+// stay in registers), the 64-column panel's columns below `cols`.
+using Int8RowsFn = void (*)(const uint32_t* xq, size_t ldq, const int8_t* panel, size_t q0, size_t q1,
+                            const int32_t* offset, const float* x_scale, const float* w_scale, const float* bias,
+                            bool first, float* y, size_t ldy, size_t cols);
+
+// Any number of rows (a row chunk) through blocks of MR rows, Full the block of MR: inlined into the
+// loop where the caller is flattened, one call per chunk rather than per block (the call, 14
+// arguments per 6 x 64 x 768 block, cost ~2% of the product); the last rows through by_rows[n],
+// the block of exactly n rows.
+template <size_t MR, Int8RowsFn Full>
+__attribute__((always_inline)) inline void int8_row_blocks(const Int8RowsFn (&by_rows)[MR], const uint32_t* xq,
+                                                           size_t ldq, size_t rows, const int8_t* panel, size_t q0,
+                                                           size_t q1, const int32_t* offset, const float* x_scale,
+                                                           const float* w_scale, const float* bias, bool first,
+                                                           float* y, size_t ldy, size_t cols) {
+  size_t r = 0;
+  for (; r + MR <= rows; r += MR)
+    Full(xq + r * ldq, ldq, panel, q0, q1, offset, x_scale + r, w_scale, bias, first, y + r * ldy, ldy, cols);
+  if (r < rows)
+    by_rows[rows - r](xq + r * ldq, ldq, panel, q0, q1, offset, x_scale + r, w_scale, bias, first, y + r * ldy, ldy,
+                      cols);
+}
+
 void int8_block_portable_rows(const uint32_t* xq, size_t ldq, size_t rows, const int8_t* panel, size_t q0, size_t q1,
                               const int32_t* offset, const float* x_scale, const float* w_scale, const float* bias,
                               bool first, float* y, size_t ldy, size_t cols) {
@@ -319,25 +343,18 @@ __attribute__((target("avx2,fma,avxvnni"))) void int8_block_avx_vnni_rows(
   }
 }
 
-// Any number of rows: blocks of kMaxRows, the last rows through the block of their exact count.
+// Any number of rows: blocks of kMaxRows (int8_row_blocks).
 __attribute__((target("avx2,fma,avxvnni"), flatten)) void int8_block_avx_vnni(
     const uint32_t* xq, size_t ldq, size_t rows, const int8_t* panel, size_t q0, size_t q1, const int32_t* offset,
     const float* x_scale, const float* w_scale, const float* bias, bool first, float* y, size_t ldy, size_t cols) {
-  using Fn = void (*)(const uint32_t*, size_t, const int8_t*, size_t, size_t, const int32_t*, const float*,
-                      const float*, const float*, bool, float*, size_t, size_t);
-  static constexpr Fn kByRows[kMaxRows] = {nullptr,
-                                           int8_block_avx_vnni_rows<1>,
-                                           int8_block_avx_vnni_rows<2>,
-                                           int8_block_avx_vnni_rows<3>,
-                                           int8_block_avx_vnni_rows<4>,
-                                           int8_block_avx_vnni_rows<5>};
-  size_t r = 0;
-  for (; r + kMaxRows <= rows; r += kMaxRows)
-    int8_block_avx_vnni_rows<kMaxRows>(xq + r * ldq, ldq, panel, q0, q1, offset, x_scale + r, w_scale, bias, first,
-                                       y + r * ldy, ldy, cols);
-  if (r < rows)
-    kByRows[rows - r](xq + r * ldq, ldq, panel, q0, q1, offset, x_scale + r, w_scale, bias, first, y + r * ldy, ldy,
-                      cols);
+  static constexpr Int8RowsFn kByRows[kMaxRows] = {nullptr,
+                                                   int8_block_avx_vnni_rows<1>,
+                                                   int8_block_avx_vnni_rows<2>,
+                                                   int8_block_avx_vnni_rows<3>,
+                                                   int8_block_avx_vnni_rows<4>,
+                                                   int8_block_avx_vnni_rows<5>};
+  int8_row_blocks<kMaxRows, int8_block_avx_vnni_rows<kMaxRows>>(kByRows, xq, ldq, rows, panel, q0, q1, offset,
+                                                                x_scale, w_scale, bias, first, y, ldy, cols);
 }
 #endif
 
@@ -396,27 +413,18 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void int8_block_vnni_rows
   int8_epilogue<MR>(c3, 48, offset, x_scale, w_scale, bias, first, y, ldy, cols);
 }
 
-// Any number of rows (a row chunk): full blocks of kMaxRows inlined into the loop (flatten), one
-// call per chunk rather than per block (the call, 14 arguments per 6 x 64 x 768 block, cost ~2% of
-// the product); the last rows through the block of their exact count.
+// Any number of rows (a row chunk): blocks of kMaxRows (int8_row_blocks).
 __attribute__((target("avx512f,avx512bw,avx512vnni"), flatten)) void int8_block_vnni(
     const uint32_t* xq, size_t ldq, size_t rows, const int8_t* panel, size_t q0, size_t q1, const int32_t* offset,
     const float* x_scale, const float* w_scale, const float* bias, bool first, float* y, size_t ldy, size_t cols) {
-  using Fn = void (*)(const uint32_t*, size_t, const int8_t*, size_t, size_t, const int32_t*, const float*,
-                      const float*, const float*, bool, float*, size_t, size_t);
-  static constexpr Fn kByRows[kMaxRows] = {nullptr,
-                                           int8_block_vnni_rows<1>,
-                                           int8_block_vnni_rows<2>,
-                                           int8_block_vnni_rows<3>,
-                                           int8_block_vnni_rows<4>,
-                                           int8_block_vnni_rows<5>};
-  size_t r = 0;
-  for (; r + kMaxRows <= rows; r += kMaxRows)
-    int8_block_vnni_rows<kMaxRows>(xq + r * ldq, ldq, panel, q0, q1, offset, x_scale + r, w_scale, bias, first,
-                                   y + r * ldy, ldy, cols);
-  if (r < rows)
-    kByRows[rows - r](xq + r * ldq, ldq, panel, q0, q1, offset, x_scale + r, w_scale, bias, first, y + r * ldy, ldy,
-                      cols);
+  static constexpr Int8RowsFn kByRows[kMaxRows] = {nullptr,
+                                                   int8_block_vnni_rows<1>,
+                                                   int8_block_vnni_rows<2>,
+                                                   int8_block_vnni_rows<3>,
+                                                   int8_block_vnni_rows<4>,
+                                                   int8_block_vnni_rows<5>};
+  int8_row_blocks<kMaxRows, int8_block_vnni_rows<kMaxRows>>(kByRows, xq, ldq, rows, panel, q0, q1, offset, x_scale,
+                                                            w_scale, bias, first, y, ldy, cols);
 }
 
 // AVX-512 without VNNI (Skylake-SP): the AVX2 kernel's signed-byte products (x flipped back to its
@@ -462,21 +470,14 @@ __attribute__((target("avx512f,avx512bw"))) void int8_block_avx512bw_rows(
   int8_epilogue<MR>(c3, 48, kNoOffset, x_scale, w_scale, bias, first, y, ldy, cols);
 }
 
-// Any number of rows: blocks of kAvx512BwRows, the last rows through the block of their exact count.
+// Any number of rows: blocks of kAvx512BwRows (int8_row_blocks).
 __attribute__((target("avx512f,avx512bw"), flatten)) void int8_block_avx512bw(
     const uint32_t* xq, size_t ldq, size_t rows, const int8_t* panel, size_t q0, size_t q1, const int32_t* offset,
     const float* x_scale, const float* w_scale, const float* bias, bool first, float* y, size_t ldy, size_t cols) {
-  using Fn = void (*)(const uint32_t*, size_t, const int8_t*, size_t, size_t, const int32_t*, const float*,
-                      const float*, const float*, bool, float*, size_t, size_t);
-  static constexpr Fn kByRows[kAvx512BwRows] = {nullptr, int8_block_avx512bw_rows<1>, int8_block_avx512bw_rows<2>,
-                                                int8_block_avx512bw_rows<3>};
-  size_t r = 0;
-  for (; r + kAvx512BwRows <= rows; r += kAvx512BwRows)
-    int8_block_avx512bw_rows<kAvx512BwRows>(xq + r * ldq, ldq, panel, q0, q1, offset, x_scale + r, w_scale, bias,
-                                            first, y + r * ldy, ldy, cols);
-  if (r < rows)
-    kByRows[rows - r](xq + r * ldq, ldq, panel, q0, q1, offset, x_scale + r, w_scale, bias, first, y + r * ldy, ldy,
-                      cols);
+  static constexpr Int8RowsFn kByRows[kAvx512BwRows] = {nullptr, int8_block_avx512bw_rows<1>,
+                                                        int8_block_avx512bw_rows<2>, int8_block_avx512bw_rows<3>};
+  int8_row_blocks<kAvx512BwRows, int8_block_avx512bw_rows<kAvx512BwRows>>(
+      kByRows, xq, ldq, rows, panel, q0, q1, offset, x_scale, w_scale, bias, first, y, ldy, cols);
 }
 
 // One row: round(x · 127 / amax) + 128 as bytes (k values; zeros, i.e. 128, up to the quad), x's
