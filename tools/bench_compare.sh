@@ -25,8 +25,9 @@ rounds=${4:-3}
 py=/usr/bin/python3
 shared=${ROBERTA_SHARED_DIR:-../shared}/bench
 mkdir -p "$scratch"
-echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores;" \
-  "features: $(grep -o -w -E 'avx2|avx_vnni|avx512f|avx512_bf16|avx512_vnni|avx512_fp16|amx_bf16|amx_int8' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+features=$(grep -o -w -E 'avx2|avx_vnni|avx512f|avx512_bf16|avx512_vnni|avx512_fp16|amx_bf16|amx_int8' /proc/cpuinfo |
+           sort -u | tr '\n' ' ' || true)
+echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; features: $features"
 uptime
 "$py" -c "import onnx" 2> /dev/null || { apt-get update -qq && apt-get install -y -qq python3-onnx > /dev/null; }
 [ -f "$model/config.json" ] || "$py" tools/make_test_model.py --out "$model" --preset base --seed 0 --no-lm-head > /dev/null

@@ -13,7 +13,8 @@ roberta=$build/roberta
 section() { printf '\n== %s\n' "$*"; }
 section "CPU"
 lscpu | sed -n 's/^Model name: *//p'
-grep -o -w -E 'avx2|avx_vnni|avx512f|avx512_bf16|avx512_vnni|avx512_fp16|amx_tile|amx_bf16|amx_int8' /proc/cpuinfo | sort -u | tr '\n' ' '
+grep -o -w -E 'avx2|avx_vnni|avx512f|avx512_bf16|avx512_vnni|avx512_fp16|amx_tile|amx_bf16|amx_int8' /proc/cpuinfo |
+  sort -u | tr '\n' ' '
 echo
 uptime
 [ -f "$model/config.json" ] || /usr/bin/python3 tools/make_test_model.py --out "$model" --preset base --seed 0 --no-lm-head > /dev/null

@@ -86,7 +86,7 @@ const char* head_name(Head head);  // "MLM head", "pooler", "sequence classifica
 // with AVX512-BF16 where the CPU has it: half the memory traffic, about 3 significant digits.
 // kInt8 (opt-in) quantizes them per output channel to int8 and each token's input per call
 // (dynamic quantization), summing in int32: on AMX tiles, with AVX512-VNNI or AVX-VNNI, or with
-// AVX2 where the CPU has none of them.
+// vpmaddubsw (AVX-512 or AVX2) where the CPU has none of them.
 enum class WeightType { kF32, kBF16, kInt8 };
 
 struct LoadOptions {
