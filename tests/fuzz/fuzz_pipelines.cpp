@@ -151,9 +151,10 @@ void question_answering(const std::string& text, const uint8_t* p, Logits& logit
   for (const QuestionAnswer& a : answers) {
     check(a.byte_start <= a.byte_end && a.byte_end <= context.size());
     check(a.answer == context.substr(a.byte_start, a.byte_end - a.byte_start));
-    // (an "<s>" written in the question stays open for answers, as in HF, whose pipeline then
-    // gives that token's offsets, in the question, as the answer's: only the answer text is clamped)
-    if (question.find("<s>") == std::string::npos)
+    // (the tokenizer's CLS token written in the question, "<s>" or WordPiece's "[CLS]", stays open
+    // for answers, as in HF, whose pipeline then gives that token's offsets, in the question, as the
+    // answer's: only the answer text is clamped)
+    if (question.find(&qa == &wordpiece_qa ? "[CLS]" : "<s>") == std::string::npos)
       check(0 <= a.start && a.start <= a.end && static_cast<size_t>(a.end) <= code_points(context));
     check(std::isfinite(a.score) && a.score >= 0.0f);
   }
