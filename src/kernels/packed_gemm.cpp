@@ -3,10 +3,12 @@
 #include "intrinsics.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "roberta/error.h"
@@ -100,17 +102,35 @@ void over_blocks(const X* x, size_t ldx, size_t rows, const W* panel, size_t k0,
     F(x + r * ldx, ldx, std::min(MR, rows - r), panel, k0, k1, bias, first, y + r * ldy, ldy, cols);
 }
 
-void block_portable(const float* x, size_t ldx, size_t rows, const float* panel, size_t k0, size_t k1,
-                    const float* bias, bool first, float* y, size_t ldy, size_t cols) {
+// The bf16 value h as fp32 (whose high half it is).
+inline float widen_bf16(uint16_t h) { return std::bit_cast<float>(uint32_t{h} << 16); }
+
+// The fp32 kernels take W = float: the panel of a PackedWeight, one k a step. With W = uint16_t
+// they run the bf16 product on CPUs without bf16 instructions: the panel of a PackedWeightBf16, one
+// pair of k a step (k0, k1 count pairs), each bf16 weight widened to fp32 in registers, x already
+// rounded to bf16 and widened (widen_bf16_rows; row stride ldx >= 2 * k1). A product of two bf16
+// values is exact in fp32, so the sums are those of vdpbf16ps up to the order of the additions; at
+// the fp32 FMA rate, from half the weight bytes.
+template <typename W = float>
+void block_portable(const float* x, size_t ldx, size_t rows, const W* panel, size_t k0, size_t k1, const float* bias,
+                    bool first, float* y, size_t ldy, size_t cols) {
   float acc[kMaxRows][PackedWeight::kPanel];
   for (size_t r = 0; r < rows; ++r)
     for (size_t j = 0; j < PackedWeight::kPanel; ++j)
       acc[r][j] = first || j >= cols ? 0.0f : y[r * ldy + j];
   for (size_t k = k0; k < k1; ++k) {
-    const float* b = panel + k * PackedWeight::kPanel;
     for (size_t r = 0; r < rows; ++r) {
-      const float a = x[r * ldx + k];
-      for (size_t j = 0; j < PackedWeight::kPanel; ++j) acc[r][j] += a * b[j];
+      if constexpr (std::is_same_v<W, float>) {
+        const float a = x[r * ldx + k], *b = panel + k * PackedWeight::kPanel;
+        for (size_t j = 0; j < PackedWeight::kPanel; ++j) acc[r][j] += a * b[j];
+      } else {
+        const float a0 = x[r * ldx + 2 * k], a1 = x[r * ldx + 2 * k + 1];
+        const uint16_t* b = panel + k * 2 * PackedWeightBf16::kPanel;
+        for (size_t j = 0; j < PackedWeightBf16::kPanel; ++j) {
+          acc[r][j] += a0 * widen_bf16(b[2 * j]);
+          acc[r][j] += a1 * widen_bf16(b[2 * j + 1]);
+        }
+      }
     }
   }
   for (size_t r = 0; r < rows; ++r)
@@ -176,22 +196,46 @@ __attribute__((target("avx512f"), always_inline)) inline void store_block(const 
 // MR x 32 block in 2 * MR zmm accumulators; exactly MR rows (blocks_avx512 passes the last rows of
 // a chunk to the block of their count). The panel streams through once, prefetched ahead.
 // Gelu: GELU applied by the store (pass it with the last k slice only).
-template <size_t MR, bool Gelu = false>
-__attribute__((target("avx512f"))) void block_avx512(const float* x, size_t ldx, size_t, const float* panel,
-                                                     size_t k0, size_t k1, const float* bias, bool first, float* y,
-                                                     size_t ldy, size_t cols) {
+// W = uint16_t: a bf16 panel (block_portable), a pair of k a step: its 32 pairs are two registers
+// of 16, whose even k is the pair's low half shifted up and whose odd k is the high half.
+template <size_t MR, bool Gelu = false, typename W = float>
+__attribute__((target("avx512f"))) void block_avx512(const float* x, size_t ldx, size_t, const W* panel, size_t k0,
+                                                     size_t k1, const float* bias, bool first, float* y, size_t ldy,
+                                                     size_t cols) {
   __m512 c0[MR], c1[MR];
   load_block<MR>(c0, c1, MR, first, y, ldy, cols);
-  const float* a = x + k0;
-  for (size_t k = k0; k < k1; ++k, ++a) {
-    const float* b = panel + k * 32;
-    prefetch_panel_rows(b);
-    const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+  if constexpr (std::is_same_v<W, float>) {
+    const float* a = x + k0;
+    for (size_t k = k0; k < k1; ++k, ++a) {
+      const float* b = panel + k * 32;
+      prefetch_panel_rows(b);
+      const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
 #pragma GCC unroll 16
-    for (size_t r = 0; r < MR; ++r) {
-      const __m512 av = _mm512_set1_ps(a[r * ldx]);
-      c0[r] = _mm512_fmadd_ps(av, b0, c0[r]);
-      c1[r] = _mm512_fmadd_ps(av, b1, c1[r]);
+      for (size_t r = 0; r < MR; ++r) {
+        const __m512 av = _mm512_set1_ps(a[r * ldx]);
+        c0[r] = _mm512_fmadd_ps(av, b0, c0[r]);
+        c1[r] = _mm512_fmadd_ps(av, b1, c1[r]);
+      }
+    }
+  } else {
+    const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
+    const float* a = x + 2 * k0;
+    for (size_t q = k0; q < k1; ++q, a += 2) {
+      const uint16_t* b = panel + q * 64;
+      prefetch_panel_rows(b);
+      const __m512i w0 = _mm512_load_si512(b), w1 = _mm512_load_si512(b + 32);
+      const __m512 e0 = _mm512_castsi512_ps(_mm512_slli_epi32(w0, 16)),
+                   e1 = _mm512_castsi512_ps(_mm512_slli_epi32(w1, 16)),
+                   o0 = _mm512_castsi512_ps(_mm512_and_si512(w0, high)),
+                   o1 = _mm512_castsi512_ps(_mm512_and_si512(w1, high));
+#pragma GCC unroll 16
+      for (size_t r = 0; r < MR; ++r) {
+        const __m512 ae = _mm512_set1_ps(a[r * ldx]), ao = _mm512_set1_ps(a[r * ldx + 1]);
+        c0[r] = _mm512_fmadd_ps(ae, e0, c0[r]);
+        c1[r] = _mm512_fmadd_ps(ae, e1, c1[r]);
+        c0[r] = _mm512_fmadd_ps(ao, o0, c0[r]);
+        c1[r] = _mm512_fmadd_ps(ao, o1, c1[r]);
+      }
     }
   }
   store_block<MR, Gelu>(c0, c1, MR, bias, y, ldy, cols);
@@ -200,28 +244,28 @@ __attribute__((target("avx512f"))) void block_avx512(const float* x, size_t ldx,
 // Any number of rows (a row chunk): full MR-row blocks inlined into the loop (flatten), the last
 // rows through the block of their exact count (with a loop over a run-time row count for those,
 // 12 x 32 blocks ran 128 rows, 10 blocks and 8 rows, 4-9% slower than 8 x 32 blocks did).
-template <size_t MR, bool Gelu = false>
+template <size_t MR, bool Gelu = false, typename W = float>
 __attribute__((target("avx512f"), flatten)) void blocks_avx512(const float* x, size_t ldx, size_t rows,
-                                                              const float* panel, size_t k0, size_t k1,
+                                                              const W* panel, size_t k0, size_t k1,
                                                               const float* bias, bool first, float* y, size_t ldy,
                                                               size_t cols) {
-  static constexpr BlockFn<float, float> kByRows[] = {
+  static constexpr BlockFn<float, W> kByRows[] = {
       nullptr,
-      block_avx512<1, Gelu>,
-      block_avx512<2, Gelu>,
-      block_avx512<3, Gelu>,
-      block_avx512<4, Gelu>,
-      block_avx512<5, Gelu>,
-      block_avx512<6, Gelu>,
-      block_avx512<7, Gelu>,
-      block_avx512<8, Gelu>,
-      block_avx512<9, Gelu>,
-      block_avx512<10, Gelu>,
-      block_avx512<11, Gelu>};
+      block_avx512<1, Gelu, W>,
+      block_avx512<2, Gelu, W>,
+      block_avx512<3, Gelu, W>,
+      block_avx512<4, Gelu, W>,
+      block_avx512<5, Gelu, W>,
+      block_avx512<6, Gelu, W>,
+      block_avx512<7, Gelu, W>,
+      block_avx512<8, Gelu, W>,
+      block_avx512<9, Gelu, W>,
+      block_avx512<10, Gelu, W>,
+      block_avx512<11, Gelu, W>};
   static_assert(MR <= std::size(kByRows));
   size_t r = 0;
   for (; r + MR <= rows; r += MR)
-    block_avx512<MR, Gelu>(x + r * ldx, ldx, MR, panel, k0, k1, bias, first, y + r * ldy, ldy, cols);
+    block_avx512<MR, Gelu, W>(x + r * ldx, ldx, MR, panel, k0, k1, bias, first, y + r * ldy, ldy, cols);
   if (r < rows) kByRows[rows - r](x + r * ldx, ldx, rows - r, panel, k0, k1, bias, first, y + r * ldy, ldy, cols);
 }
 
@@ -229,8 +273,11 @@ __attribute__((target("avx512f"), flatten)) void blocks_avx512(const float* x, s
 // the two panel vectors and the broadcast 15 of the 16 ymm registers: BLIS's 6 x 16 for Haswell);
 // exactly MR rows. (It was 4 x 32 in one pass: 16 accumulators and the 4 panel vectors do not fit
 // in 16 registers, and it ran at 92 GFLOP/s where OpenBLAS's Haswell kernel ran 176-222.)
-template <size_t MR>
-__attribute__((target("avx2,fma"))) void block_avx2(const float* x, size_t ldx, size_t, const float* panel, size_t k0,
+// W = uint16_t: a bf16 panel (block_portable); a pass's 16 columns of a k pair are two registers
+// of 8 pairs, the even k's widened and multiplied first, then the odd k's (so that the 12
+// accumulators, two weight vectors, the broadcast and the mask fit the 16 registers).
+template <size_t MR, typename W = float>
+__attribute__((target("avx2,fma"))) void block_avx2(const float* x, size_t ldx, size_t, const W* panel, size_t k0,
                                                     size_t k1, const float* bias, bool first, float* y, size_t ldy,
                                                     size_t) {
   for (size_t h = 0; h < PackedWeight::kPanel; h += 16) {
@@ -240,16 +287,43 @@ __attribute__((target("avx2,fma"))) void block_avx2(const float* x, size_t ldx, 
       c0[r] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(y + r * ldy + h);
       c1[r] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(y + r * ldy + h + 8);
     }
-    const float* a = x + k0;
-    for (size_t k = k0; k < k1; ++k, ++a) {
-      const float* b = panel + k * PackedWeight::kPanel;
-      if (h == 0) prefetch_panel_rows(b);
-      const __m256 b0 = _mm256_load_ps(b + h), b1 = _mm256_load_ps(b + h + 8);
+    if constexpr (std::is_same_v<W, float>) {
+      const float* a = x + k0;
+      for (size_t k = k0; k < k1; ++k, ++a) {
+        const float* b = panel + k * PackedWeight::kPanel;
+        if (h == 0) prefetch_panel_rows(b);
+        const __m256 b0 = _mm256_load_ps(b + h), b1 = _mm256_load_ps(b + h + 8);
 #pragma GCC unroll 8
-      for (size_t r = 0; r < MR; ++r) {
-        const __m256 av = _mm256_broadcast_ss(a + r * ldx);
-        c0[r] = _mm256_fmadd_ps(av, b0, c0[r]);
-        c1[r] = _mm256_fmadd_ps(av, b1, c1[r]);
+        for (size_t r = 0; r < MR; ++r) {
+          const __m256 av = _mm256_broadcast_ss(a + r * ldx);
+          c0[r] = _mm256_fmadd_ps(av, b0, c0[r]);
+          c1[r] = _mm256_fmadd_ps(av, b1, c1[r]);
+        }
+      }
+    } else {
+      const __m256i high = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
+      const float* a = x + 2 * k0;
+      for (size_t q = k0; q < k1; ++q, a += 2) {
+        const uint16_t* b = panel + q * 64;
+        if (h == 0) prefetch_panel_rows(b);
+        const __m256i w0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b + 2 * h)),
+                      w1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b + 2 * h + 16));
+        const __m256 e0 = _mm256_castsi256_ps(_mm256_slli_epi32(w0, 16)),
+                     e1 = _mm256_castsi256_ps(_mm256_slli_epi32(w1, 16));
+#pragma GCC unroll 8
+        for (size_t r = 0; r < MR; ++r) {
+          const __m256 ae = _mm256_broadcast_ss(a + r * ldx);
+          c0[r] = _mm256_fmadd_ps(ae, e0, c0[r]);
+          c1[r] = _mm256_fmadd_ps(ae, e1, c1[r]);
+        }
+        const __m256 o0 = _mm256_castsi256_ps(_mm256_and_si256(w0, high)),
+                     o1 = _mm256_castsi256_ps(_mm256_and_si256(w1, high));
+#pragma GCC unroll 8
+        for (size_t r = 0; r < MR; ++r) {
+          const __m256 ao = _mm256_broadcast_ss(a + r * ldx + 1);
+          c0[r] = _mm256_fmadd_ps(ao, o0, c0[r]);
+          c1[r] = _mm256_fmadd_ps(ao, o1, c1[r]);
+        }
       }
     }
     const __m256 bias0 = bias ? _mm256_loadu_ps(bias + h) : _mm256_setzero_ps();
@@ -264,35 +338,37 @@ __attribute__((target("avx2,fma"))) void block_avx2(const float* x, size_t ldx, 
 
 // Any number of rows: 6-row blocks, the last rows through the block of their exact count; a ragged
 // last panel (fewer than 32 columns) through the portable loop.
+template <typename W = float>
 __attribute__((target("avx2,fma"), flatten)) void blocks_avx2(const float* x, size_t ldx, size_t rows,
-                                                             const float* panel, size_t k0, size_t k1,
-                                                             const float* bias, bool first, float* y, size_t ldy,
-                                                             size_t cols) {
+                                                             const W* panel, size_t k0, size_t k1, const float* bias,
+                                                             bool first, float* y, size_t ldy, size_t cols) {
   if (cols < PackedWeight::kPanel) {
     for (size_t r = 0; r < rows; r += kMaxRows)
-      block_portable(x + r * ldx, ldx, std::min(kMaxRows, rows - r), panel, k0, k1, bias, first, y + r * ldy, ldy,
-                     cols);
+      block_portable<W>(x + r * ldx, ldx, std::min(kMaxRows, rows - r), panel, k0, k1, bias, first, y + r * ldy, ldy,
+                        cols);
     return;
   }
-  static constexpr BlockFn<float, float> kByRows[] = {nullptr,       block_avx2<1>, block_avx2<2>,
-                                                      block_avx2<3>, block_avx2<4>, block_avx2<5>};
+  static constexpr BlockFn<float, W> kByRows[] = {nullptr,          block_avx2<1, W>, block_avx2<2, W>,
+                                                  block_avx2<3, W>, block_avx2<4, W>, block_avx2<5, W>};
   size_t r = 0;
   for (; r + 6 <= rows; r += 6)
-    block_avx2<6>(x + r * ldx, ldx, 6, panel, k0, k1, bias, first, y + r * ldy, ldy, cols);
+    block_avx2<6, W>(x + r * ldx, ldx, 6, panel, k0, k1, bias, first, y + r * ldy, ldy, cols);
   if (r < rows) kByRows[rows - r](x + r * ldx, ldx, rows - r, panel, k0, k1, bias, first, y + r * ldy, ldy, cols);
 }
 #endif
 
+// W: float for the fp32 product, uint16_t for bf16 on widened values (block_portable).
+template <typename W>
 struct Kernel {
-  BlockFn<float, float> fn;
+  BlockFn<float, W> fn;
   size_t rows;  // rows per block
   const char* isa;
   // For products of at most small_max_rows rows: a kernel with smaller blocks (or fn again).
-  BlockFn<float, float> small_fn;
+  BlockFn<float, W> small_fn;
   size_t small_rows, small_max_rows;
   // fn and small_fn applying GELU as they store (for the last k slice), or null: GELU after the
   // product, on each finished tile.
-  BlockFn<float, float> gelu_fn = nullptr, small_gelu_fn = nullptr;
+  BlockFn<float, W> gelu_fn = nullptr, small_gelu_fn = nullptr;
 };
 
 // The best kernel that the CPU and ROBERTA_ISA (kernels/isa.h) allow.
@@ -302,7 +378,8 @@ struct Kernel {
 // roberta-base shapes 3-8% faster than 8 x 32; with 16-32 rows 8 x 32 stays (two blocks of 8 beat
 // 12 + 4). AMD's Zen 4 keeps 8 x 32, measured there (its 512-bit FMAs take two passes of 256 bits, so
 // half the rate to feed); 12 x 32 is untested on it. ROBERTA_FP32_ROWS=8|12 overrides (packed_gemm.h).
-Kernel pick_kernel() {
+template <typename W>
+Kernel<W> pick_kernel() {
   const Isa isa = usable_isa();
   const char* env = std::getenv("ROBERTA_FP32_ROWS");
   const std::string rows = env ? env : "";
@@ -313,20 +390,48 @@ Kernel pick_kernel() {
   if (isa >= Isa::kAvx512) {
     __builtin_cpu_init();
     if (rows == "8" || (rows.empty() && __builtin_cpu_is("amd")))
-      return {blocks_avx512<8>, 8, "avx512", blocks_avx512<8>, 8, 0, blocks_avx512<8, true>, blocks_avx512<8, true>};
-    return {blocks_avx512<12>,       12, "avx512", blocks_avx512<8>, 8, 32,
-            blocks_avx512<12, true>, blocks_avx512<8, true>};
+      return {blocks_avx512<8, false, W>, 8, "avx512", blocks_avx512<8, false, W>, 8, 0, blocks_avx512<8, true, W>,
+              blocks_avx512<8, true, W>};
+    return {blocks_avx512<12, false, W>, 12, "avx512", blocks_avx512<8, false, W>, 8, 32, blocks_avx512<12, true, W>,
+            blocks_avx512<8, true, W>};
   }
-  if (isa >= Isa::kAvx2) return {blocks_avx2, 6, "avx2", blocks_avx2, 6, 0};
+  if (isa >= Isa::kAvx2) return {blocks_avx2<W>, 6, "avx2", blocks_avx2<W>, 6, 0};
 #endif
   (void)isa;
-  const auto fn = over_blocks<float, float, block_portable, 8>;
+  const auto fn = over_blocks<float, W, block_portable<W>, 8>;
   return {fn, 8, "portable", fn, 8, 0};
 }
 
-const Kernel& kernel() {
-  static const Kernel k = pick_kernel();
+template <typename W = float>
+const Kernel<W>& kernel() {
+  static const Kernel<W> k = pick_kernel<W>();
   return k;
+}
+
+// y = act(x · Wᵀ + bias) by kern over w's panels: `steps` k steps (fp32: k; bf16: pairs of k),
+// sliced to at most max_depth a pass; x (M rows, row stride ldx) as the kernel reads it.
+template <typename W, typename Weight>
+void packed_linear_steps(const Kernel<W>& kern, float* y, size_t ldy, const float* x, size_t ldx, const Weight& w,
+                         size_t steps, size_t max_depth, const float* bias, size_t M, Activation act,
+                         const RowsDone* rows_done, const TilesDone* tiles_done) {
+  const size_t N = w.n();
+  if (M == 0 || N == 0) return;
+  const bool small = M <= kern.small_max_rows;
+  const BlockFn<float, W> fn = small ? kern.small_fn : kern.fn;
+  const BlockFn<float, W> gelu_fn = act == Activation::kGelu ? (small ? kern.small_gelu_fn : kern.gelu_fn) : nullptr;
+  for_each_block(
+      M, N, steps, depth_slice(steps, max_depth), small ? kern.small_rows : kern.rows,
+      [&](size_t r, size_t rows, size_t p, size_t k0, size_t k1) {
+        const size_t col = p * kPanelColumns;
+        const BlockFn<float, W> f = gelu_fn && k1 == steps ? gelu_fn : fn;
+        f(x + r * ldx, ldx, rows, w.panel(p), k0, k1, bias && k1 == steps ? bias + col : nullptr, k0 == 0,
+          y + r * ldy + col, ldy, std::min(kPanelColumns, N - col));
+      },
+      [&](size_t m0, size_t m1, size_t c0, size_t c1) {
+        if (act != Activation::kLinear && !gelu_fn) activation_rows(y + m0 * ldy + c0, ldy, m1 - m0, c1 - c0, act);
+        if (tiles_done) (*tiles_done)(m0, m1, c0, c1);
+      },
+      kPanelColumns, rows_done);
 }
 
 }  // namespace
@@ -337,26 +442,7 @@ size_t packed_gemm_block_rows() { return kernel().rows; }
 
 void packed_linear(float* y, size_t ldy, const float* x, const PackedWeight& w, const float* bias, size_t M,
                    Activation act, const RowsDone* rows_done, const TilesDone* tiles_done) {
-  const size_t K = w.k(), N = w.n();
-  if (M == 0 || N == 0) return;
-  const Kernel& kern = kernel();
-  const bool small = M <= kern.small_max_rows;
-  const BlockFn<float, float> fn = small ? kern.small_fn : kern.fn;
-  const BlockFn<float, float> gelu_fn =
-      act == Activation::kGelu ? (small ? kern.small_gelu_fn : kern.gelu_fn) : nullptr;
-  for_each_block(
-      M, N, K, depth_slice(K, kMaxDepth), small ? kern.small_rows : kern.rows,
-      [&](size_t r, size_t rows, size_t p, size_t k0, size_t k1) {
-        const size_t col = p * PackedWeight::kPanel;
-        const BlockFn<float, float> f = gelu_fn && k1 == K ? gelu_fn : fn;
-        f(x + r * K, K, rows, w.panel(p), k0, k1, bias && k1 == K ? bias + col : nullptr, k0 == 0, y + r * ldy + col,
-          ldy, std::min(PackedWeight::kPanel, N - col));
-      },
-      [&](size_t m0, size_t m1, size_t c0, size_t c1) {
-        if (act != Activation::kLinear && !gelu_fn) activation_rows(y + m0 * ldy + c0, ldy, m1 - m0, c1 - c0, act);
-        if (tiles_done) (*tiles_done)(m0, m1, c0, c1);
-      },
-      kPanelColumns, rows_done);
+  packed_linear_steps(kernel(), y, ldy, x, w.k(), w, w.k(), kMaxDepth, bias, M, act, rows_done, tiles_done);
 }
 
 }  // namespace roberta::kernels
@@ -371,13 +457,6 @@ uint16_t to_bf16(float f) {
   if ((bits & 0x7FFFFFFF) > 0x7F800000) return static_cast<uint16_t>((bits >> 16) | 0x40);  // quiet NaN
   bits += 0x7FFF + ((bits >> 16) & 1);
   return static_cast<uint16_t>(bits >> 16);
-}
-
-static float from_bf16(uint16_t h) {
-  const uint32_t bits = uint32_t{h} << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
 }
 
 namespace {
@@ -398,12 +477,61 @@ __attribute__((target("avx512f"))) void to_bf16_row_avx512(const float* x, size_
   for (; i < n; ++i) out[i] = to_bf16(x[i]);
 }
 #endif
+
+#if defined(__x86_64__)
+// The same 8 values at a time (the magnitude compared as a signed integer: both sides are >= 0).
+__attribute__((target("avx2"))) void to_bf16_row_avx2(const float* x, size_t n, uint16_t* out) {
+  const __m256i magnitude = _mm256_set1_epi32(0x7FFFFFFF), inf = _mm256_set1_epi32(0x7F800000);
+  const __m256i half = _mm256_set1_epi32(0x7FFF), one = _mm256_set1_epi32(1), quiet = _mm256_set1_epi32(0x40);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)), high = _mm256_srli_epi32(bits, 16);
+    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(bits, magnitude), inf);
+    const __m256i rounded =
+        _mm256_srli_epi32(_mm256_add_epi32(bits, _mm256_add_epi32(half, _mm256_and_si256(high, one))), 16);
+    const __m256i h = _mm256_blendv_epi8(rounded, _mm256_or_si256(high, quiet), nan);
+    // (each 32-bit lane holds a value below 2^16: packus keeps it; the permute joins the two halves)
+    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(h, h), 0x08);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm256_castsi256_si128(packed));
+  }
+  for (; i < n; ++i) out[i] = to_bf16(x[i]);
+}
+
+// n bf16 values widened to fp32, 8 at a time.
+__attribute__((target("avx2"))) void widen_bf16_avx2(const uint16_t* h, size_t n, float* out) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm256_slli_epi32(v, 16));
+  }
+  for (; i < n; ++i) out[i] = widen_bf16(h[i]);
+}
+#endif
+
+// bf16 pairs (rows, q) with row stride ldp widened to fp32: out (rows, 2q), row stride 2q.
+void widen_bf16_rows(const uint32_t* pairs, size_t ldp, size_t rows, size_t q, float* out) {
+  for (size_t m = 0; m < rows; ++m) {
+    const auto* h = reinterpret_cast<const uint16_t*>(pairs + m * ldp);
+#if defined(__x86_64__)
+    static const bool avx2 = usable_isa() >= Isa::kAvx2;
+    if (avx2) {
+      widen_bf16_avx2(h, 2 * q, out + m * 2 * q);
+      continue;
+    }
+#endif
+    for (size_t i = 0; i < 2 * q; ++i) out[m * 2 * q + i] = widen_bf16(h[i]);
+  }
+}
 }  // namespace
 
 void to_bf16_row(const float* x, size_t n, uint16_t* out) {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 10
   static const bool avx512 = usable_isa() >= Isa::kAvx512;
   if (avx512) return to_bf16_row_avx512(x, n, out);
+#endif
+#if defined(__x86_64__)
+  static const bool avx2 = usable_isa() >= Isa::kAvx2;
+  if (avx2) return to_bf16_row_avx2(x, n, out);
 #endif
   for (size_t i = 0; i < n; ++i) out[i] = to_bf16(x[i]);
 }
@@ -423,33 +551,13 @@ PackedWeightBf16::PackedWeightBf16(const float* w, size_t n, size_t k)
 
 namespace {
 
-// xb: x rounded to bf16, (rows, k_pairs) pairs read as uint32; q indexes k pairs.
-void bf16_block_portable(const uint32_t* xb, size_t ldx_pairs, size_t rows, const uint16_t* panel, size_t q0, size_t q1,
-                         const float* bias, bool first, float* y, size_t ldy, size_t cols) {
-  float acc[kMaxRows][32];
-  for (size_t r = 0; r < rows; ++r)
-    for (size_t j = 0; j < 32; ++j)
-      acc[r][j] = first || j >= cols ? 0.0f : y[r * ldy + j];
-  for (size_t q = q0; q < q1; ++q) {
-    const uint16_t* b = panel + q * 64;
-    for (size_t r = 0; r < rows; ++r) {
-      const uint32_t pair = xb[r * ldx_pairs + q];
-      const float a0 = from_bf16(static_cast<uint16_t>(pair & 0xFFFF)), a1 = from_bf16(static_cast<uint16_t>(pair >> 16));
-      for (size_t j = 0; j < 32; ++j) acc[r][j] += a0 * from_bf16(b[2 * j]) + a1 * from_bf16(b[2 * j + 1]);
-    }
-  }
-  for (size_t r = 0; r < rows; ++r)
-    for (size_t j = 0; j < cols; ++j) y[r * ldy + j] = bias ? acc[r][j] + bias[j] : acc[r][j];
-}
-
-// x (rows, k), row stride ldx -> bf16 pairs (rows, (k + 1) / 2), row stride ldp; k padded with a
-// zero to an even count.
-void to_bf16_pairs_portable(const float* x, size_t ldx, size_t rows, size_t k, uint32_t* out, size_t ldp) {
-  const size_t q = (k + 1) / 2;
+// x (rows, k), row stride ldx -> bf16 pairs (rows, (k + 1) / 2), row stride ldp, each row by
+// to_bf16_row; k padded with a zero to an even count.
+void to_bf16_pairs_by_rows(const float* x, size_t ldx, size_t rows, size_t k, uint32_t* out, size_t ldp) {
   for (size_t m = 0; m < rows; ++m) {
-    uint32_t* dst = out + m * ldp;
-    std::fill_n(dst, q, 0u);
-    for (size_t i = 0; i < k; ++i) dst[i / 2] |= static_cast<uint32_t>(to_bf16(x[m * ldx + i])) << (16 * (i % 2));
+    auto* dst = reinterpret_cast<uint16_t*>(out + m * ldp);
+    to_bf16_row(x + m * ldx, k, dst);
+    if (k % 2) dst[k] = 0;
   }
 }
 
@@ -514,8 +622,9 @@ __attribute__((target("avx512f,avx512bf16"))) void to_bf16_pairs_avx512(const fl
 }
 #endif
 
+// fn or amx, or neither: the product on widened values by the fp32 kernels (kernel<uint16_t>()).
 struct Bf16Kernel {
-  BlockFn<uint32_t, uint16_t> fn;  // (null where amx is set)
+  BlockFn<uint32_t, uint16_t> fn;  // vdpbf16ps (null elsewhere)
   AmxBf16Fn amx;                    // our AMX product (null elsewhere): it applies GELU in its epilogue
   void (*convert)(const float* x, size_t ldx, size_t rows, size_t k, uint32_t* out, size_t ldp);
   size_t block_rows;  // for_each_block's row blocks: the register block (AVX-512), an A tile (AMX)
@@ -528,8 +637,10 @@ Bf16Kernel pick_bf16_kernel() {
   if (usable_isa() >= Isa::kAvx512Bf16)
     return {bf16_blocks_avx512<kMaxRows>, nullptr, to_bf16_pairs_avx512, kMaxRows, "AVX512-BF16"};
 #endif
-  return {over_blocks<uint32_t, uint16_t, bf16_block_portable, kMaxRows>, nullptr, to_bf16_pairs_portable, kMaxRows,
-          "emulated bf16"};
+  const std::string isa = kernel<uint16_t>().isa;
+  return {nullptr, nullptr, to_bf16_pairs_by_rows, 0,
+          isa == "avx512" ? "widened to fp32, avx512" : isa == "avx2" ? "widened to fp32, avx2"
+                                                                       : "widened to fp32, portable"};
 }
 
 const Bf16Kernel& bf16_kernel() {
@@ -565,6 +676,19 @@ void packed_linear_with(const Bf16Kernel& kern, float* y, size_t ldy, const uint
                         const TilesDone* tiles_done) {
   const size_t N = w.n(), Q = w.k_pairs();
   if (M == 0 || N == 0) return;
+  if (!kern.fn && !kern.amx) {  // no bf16 instructions: x widened once per call, the fp32 kernels
+    thread_local std::vector<float> wide_buffer;  // the caller's; the pool's threads see it through xw
+    const util::Scratch<float> wide(wide_buffer, M * 2 * Q);
+    float* xw = wide.data();
+    constexpr size_t kWidenRows = 64;
+    ThreadPool::global()->parallel_for((M + kWidenRows - 1) / kWidenRows, [&](size_t t) {
+      const size_t m0 = t * kWidenRows;
+      widen_bf16_rows(xp + m0 * Q, Q, std::min(kWidenRows, M - m0), Q, xw + m0 * 2 * Q);
+    });
+    packed_linear_steps(kernel<uint16_t>(), y, ldy, xw, 2 * Q, w, Q, kMaxDepth / 2, bias, M, act, rows_done,
+                        tiles_done);
+    return;
+  }
   const bool fused_gelu = kern.amx && act == Activation::kGelu;
   // The AMX product takes all of k in one pass: its sums stay in the tiles, and y is written once,
   // where k slices of 512 pairs made the 3072-deep product add y's earlier slices back from memory

@@ -3,8 +3,8 @@
 // W (N, K) repacked once at load time into panels of 32 output columns:
 //   panel p holds W[p*32 + j][k] at [p][k][j], zero-padded past N.
 // The inner kernel keeps a block of y in registers (AVX-512: 12 x 32 for fp32 on Intel, 8 x 32 on
-// AMD and for products of at most 32 rows; 12 x 32 for bf16;
-// AVX2 and portable fallbacks picked at run time) and reads the panel straight through,
+// AMD and for products of at most 32 rows; 12 x 32 for bf16 with AVX512-BF16, and without it the
+// fp32 kernel's blocks on the bf16 values widened; AVX2 and portable fallbacks picked at run time) and reads the panel straight through,
 // prefetching ahead, so neither operand is copied per call. The bias is added after the products
 // (as PyTorch's addmm rounds) and the activation once a tile is complete, while it is in cache
 // (GELU by the AVX-512 fp32 kernel's store itself, on values still in registers).
@@ -121,9 +121,11 @@ void packed_linear_amx_emulated(float* y, size_t ldy, const float* x, const Pack
                                 size_t M, Activation act = Activation::kLinear);
 
 // Whether the bf16 product runs on AVX512-BF16 or AMX here (the CPU has it and ROBERTA_ISA allows
-// it); else it is emulated, correctly but slowly.
+// it); else the fp32 kernels run it on the bf16 values widened to fp32 (at about fp32's speed with
+// AVX-512 or AVX2; slowly on the portable loop).
 bool has_bf16_instructions();
-// What runs our bf16 product here: "AMX-BF16", "AVX512-BF16" or "emulated bf16".
+// What runs our bf16 product here: "AMX-BF16", "AVX512-BF16", or "widened to fp32, " and the fp32
+// kernel's instruction set ("avx512", "avx2", "portable").
 const char* bf16_kernel_name();
 
 // The instruction set the kernel runs with here: "avx512", "avx2" or "portable".

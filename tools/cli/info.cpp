@@ -26,7 +26,8 @@ std::string gemm_paths() {
              std::to_string(kernels::packed_gemm_block_rows()) +
              (std::string_view(kernels::packed_gemm_isa()) == "avx2" ? " x 16" : " x 32") + " blocks)";
     else if (p == Precision::kBF16)
-      path = std::string("own (") + kernels::bf16_kernel_name() + (kernels::has_bf16_instructions() ? ")" : ", slow)");
+      path = std::string("own (") + kernels::bf16_kernel_name() +
+             (std::string_view(kernels::packed_gemm_isa()) == "portable" ? ", slow)" : ")");
     else
       path = std::string("own (") + kernels::int8_kernel_name() + ")";
     out += (out.empty() ? "" : "; ") + std::string(name) + ": " + path;
