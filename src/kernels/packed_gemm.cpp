@@ -6,6 +6,7 @@
 #include <bit>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <iterator>
 #include <string>
 #include <type_traits>
@@ -274,8 +275,9 @@ __attribute__((target("avx512f"), flatten)) void blocks_avx512(const float* x, s
 // exactly MR rows. (It was 4 x 32 in one pass: 16 accumulators and the 4 panel vectors do not fit
 // in 16 registers, and it ran at 92 GFLOP/s where OpenBLAS's Haswell kernel ran 176-222.)
 // W = uint16_t: a bf16 panel (block_portable); a pass's 16 columns of a k pair are two registers
-// of 8 pairs, the even k's widened and multiplied first, then the odd k's (so that the 12
-// accumulators, two weight vectors, the broadcast and the mask fit the 16 registers).
+// of 8 pairs, the even k's widened and multiplied first, then the odd k's, so that the 12
+// accumulators stay in registers (GCC 12 reads the weights again from L1 for the odd k's, and
+// the mask from the stack: one load each per k pair).
 template <size_t MR, typename W = float>
 __attribute__((target("avx2,fma"))) void block_avx2(const float* x, size_t ldx, size_t, const W* panel, size_t k0,
                                                     size_t k1, const float* bias, bool first, float* y, size_t ldy,
@@ -479,22 +481,34 @@ __attribute__((target("avx512f"))) void to_bf16_row_avx512(const float* x, size_
 #endif
 
 #if defined(__x86_64__)
-// The same 8 values at a time (the magnitude compared as a signed integer: both sides are >= 0).
+// to_bf16 of the 8 floats at x, each in the low half of its 32-bit lane (the magnitude compared as
+// a signed integer: both sides are >= 0).
+__attribute__((target("avx2"), always_inline)) inline __m256i to_bf16_avx2(const float* x) {
+  const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)), high = _mm256_srli_epi32(bits, 16);
+  const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(0x7FFFFFFF)),
+                                         _mm256_set1_epi32(0x7F800000));
+  const __m256i round = _mm256_add_epi32(_mm256_set1_epi32(0x7FFF), _mm256_and_si256(high, _mm256_set1_epi32(1)));
+  const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(bits, round), 16);
+  return _mm256_blendv_epi8(rounded, _mm256_or_si256(high, _mm256_set1_epi32(0x40)), nan);
+}
+
+// to_bf16_row's values 8 at a time.
 __attribute__((target("avx2"))) void to_bf16_row_avx2(const float* x, size_t n, uint16_t* out) {
-  const __m256i magnitude = _mm256_set1_epi32(0x7FFFFFFF), inf = _mm256_set1_epi32(0x7F800000);
-  const __m256i half = _mm256_set1_epi32(0x7FFF), one = _mm256_set1_epi32(1), quiet = _mm256_set1_epi32(0x40);
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)), high = _mm256_srli_epi32(bits, 16);
-    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(bits, magnitude), inf);
-    const __m256i rounded =
-        _mm256_srli_epi32(_mm256_add_epi32(bits, _mm256_add_epi32(half, _mm256_and_si256(high, one))), 16);
-    const __m256i h = _mm256_blendv_epi8(rounded, _mm256_or_si256(high, quiet), nan);
     // (each 32-bit lane holds a value below 2^16: packus keeps it; the permute joins the two halves)
-    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(h, h), 0x08);
+    const __m256i h = to_bf16_avx2(x + i), packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(h, h), 0x08);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm256_castsi256_si128(packed));
   }
   for (; i < n; ++i) out[i] = to_bf16(x[i]);
+}
+
+// n floats rounded as to_bf16 and widened back to fp32, 8 at a time.
+__attribute__((target("avx2"))) void round_bf16_widened_avx2(const float* x, size_t n, float* out) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm256_slli_epi32(to_bf16_avx2(x + i), 16));
+  for (; i < n; ++i) out[i] = widen_bf16(to_bf16(x[i]));
 }
 
 // n bf16 values widened to fp32, 8 at a time.
@@ -520,6 +534,25 @@ void widen_bf16_rows(const uint32_t* pairs, size_t ldp, size_t rows, size_t q, f
     }
 #endif
     for (size_t i = 0; i < 2 * q; ++i) out[m * 2 * q + i] = widen_bf16(h[i]);
+  }
+}
+
+// x (rows, k), row stride ldx, rounded as to_bf16 and widened back to fp32: out (rows, 2q), row
+// stride 2q, q = (k + 1) / 2 (an odd k padded with a zero): the values widen_bf16_rows gives from
+// to_bf16_pairs's pairs, in one pass.
+void round_bf16_widened_rows(const float* x, size_t ldx, size_t rows, size_t k, float* out) {
+  const size_t ldo = (k + 1) / 2 * 2;
+  for (size_t m = 0; m < rows; ++m) {
+    const float* src = x + m * ldx;
+    float* dst = out + m * ldo;
+#if defined(__x86_64__)
+    static const bool avx2 = usable_isa() >= Isa::kAvx2;
+    if (avx2)
+      round_bf16_widened_avx2(src, k, dst);
+    else
+#endif
+      for (size_t i = 0; i < k; ++i) dst[i] = widen_bf16(to_bf16(src[i]));
+    if (k % 2) dst[k] = 0.0f;
   }
 }
 }  // namespace
@@ -627,7 +660,9 @@ struct Bf16Kernel {
   BlockFn<uint32_t, uint16_t> fn;  // vdpbf16ps (null elsewhere)
   AmxBf16Fn amx;                    // our AMX product (null elsewhere): it applies GELU in its epilogue
   void (*convert)(const float* x, size_t ldx, size_t rows, size_t k, uint32_t* out, size_t ldp);
-  size_t block_rows;  // for_each_block's row blocks: the register block (AVX-512), an A tile (AMX)
+  // for_each_block's row blocks: the register block (AVX512-BF16), an A tile (AMX); 0 where the
+  // product widens (kernel<uint16_t>() has its own)
+  size_t block_rows;
   const char* name;
 };
 
@@ -637,10 +672,8 @@ Bf16Kernel pick_bf16_kernel() {
   if (usable_isa() >= Isa::kAvx512Bf16)
     return {bf16_blocks_avx512<kMaxRows>, nullptr, to_bf16_pairs_avx512, kMaxRows, "AVX512-BF16"};
 #endif
-  const std::string isa = kernel<uint16_t>().isa;
-  return {nullptr, nullptr, to_bf16_pairs_by_rows, 0,
-          isa == "avx512" ? "widened to fp32, avx512" : isa == "avx2" ? "widened to fp32, avx2"
-                                                                       : "widened to fp32, portable"};
+  static const std::string name = std::string("widened to fp32, ") + kernel<uint16_t>().isa;
+  return {nullptr, nullptr, to_bf16_pairs_by_rows, 0, name.c_str()};
 }
 
 const Bf16Kernel& bf16_kernel() {
@@ -660,6 +693,8 @@ bool has_bf16_instructions() {
 #endif
 }
 
+bool bf16_product_widens() { return !bf16_kernel().fn && !bf16_kernel().amx; }
+
 void to_bf16_pairs(const float* x, size_t rows, size_t k, uint32_t* pairs) {
   bf16_kernel().convert(x, k, rows, k, pairs, (k + 1) / 2);
 }
@@ -669,26 +704,34 @@ void to_bf16_pairs(const float* x, size_t ldx, size_t rows, size_t k, uint32_t* 
 }
 
 namespace {
+// Without bf16 instructions: x rounded to bf16 and widened to fp32, rows of 2 * w.k_pairs() floats,
+// by widen(m0, rows, out) on the pool (64 rows a task), then the product on the fp32 kernels.
+void widened_product(const std::function<void(size_t m0, size_t rows, float* out)>& widen, float* y, size_t ldy,
+                     const PackedWeightBf16& w, const float* bias, size_t M, Activation act,
+                     const RowsDone* rows_done, const TilesDone* tiles_done) {
+  const size_t Q = w.k_pairs();
+  thread_local std::vector<float> wide_buffer;  // the caller's; the pool's threads see it through xw
+  const util::Scratch<float> wide(wide_buffer, M * 2 * Q);
+  float* xw = wide.data();
+  constexpr size_t kRows = 64;
+  ThreadPool::global()->parallel_for((M + kRows - 1) / kRows, [&](size_t t) {
+    const size_t m0 = t * kRows;
+    widen(m0, std::min(kRows, M - m0), xw + m0 * 2 * Q);
+  });
+  packed_linear_steps(kernel<uint16_t>(), y, ldy, xw, 2 * Q, w, Q, kMaxDepth / 2, bias, M, act, rows_done,
+                      tiles_done);
+}
+
 // The product from x already rounded: pairs (M, w.k_pairs()), by kern.fn or kern.amx (the AMX
-// product applies GELU itself, on the last k slice).
+// product applies GELU itself, on the last k slice), or widened.
 void packed_linear_with(const Bf16Kernel& kern, float* y, size_t ldy, const uint32_t* xp, const PackedWeightBf16& w,
                         const float* bias, size_t M, Activation act, const RowsDone* rows_done,
                         const TilesDone* tiles_done) {
   const size_t N = w.n(), Q = w.k_pairs();
   if (M == 0 || N == 0) return;
-  if (!kern.fn && !kern.amx) {  // no bf16 instructions: x widened once per call, the fp32 kernels
-    thread_local std::vector<float> wide_buffer;  // the caller's; the pool's threads see it through xw
-    const util::Scratch<float> wide(wide_buffer, M * 2 * Q);
-    float* xw = wide.data();
-    constexpr size_t kWidenRows = 64;
-    ThreadPool::global()->parallel_for((M + kWidenRows - 1) / kWidenRows, [&](size_t t) {
-      const size_t m0 = t * kWidenRows;
-      widen_bf16_rows(xp + m0 * Q, Q, std::min(kWidenRows, M - m0), Q, xw + m0 * 2 * Q);
-    });
-    packed_linear_steps(kernel<uint16_t>(), y, ldy, xw, 2 * Q, w, Q, kMaxDepth / 2, bias, M, act, rows_done,
-                        tiles_done);
-    return;
-  }
+  if (!kern.fn && !kern.amx)
+    return widened_product([&](size_t m0, size_t rows, float* out) { widen_bf16_rows(xp + m0 * Q, Q, rows, Q, out); },
+                           y, ldy, w, bias, M, act, rows_done, tiles_done);
   const bool fused_gelu = kern.amx && act == Activation::kGelu;
   // The AMX product takes all of k in one pass: its sums stay in the tiles, and y is written once,
   // where k slices of 512 pairs made the 3072-deep product add y's earlier slices back from memory
@@ -720,10 +763,14 @@ void packed_linear_with(const Bf16Kernel& kern, float* y, size_t ldy, const floa
                         const TilesDone* tiles_done) {
   const size_t K = w.k(), N = w.n(), Q = w.k_pairs();
   if (M == 0 || N == 0) return;
+  if (!kern.fn && !kern.amx)  // rounded and widened in one pass
+    return widened_product(
+        [&](size_t m0, size_t rows, float* out) { round_bf16_widened_rows(x + m0 * K, K, rows, K, out); }, y, ldy, w,
+        bias, M, act, rows_done, tiles_done);
+  constexpr size_t kConvertRows = 64;
   thread_local std::vector<uint32_t> xb_buffer;  // the caller's; the pool's threads see it through xp
   const util::Scratch<uint32_t> xb(xb_buffer, M * Q);
   uint32_t* xp = xb.data();
-  constexpr size_t kConvertRows = 64;
   ThreadPool::global()->parallel_for((M + kConvertRows - 1) / kConvertRows, [&](size_t t) {
     const size_t m0 = t * kConvertRows, rows = std::min(kConvertRows, M - m0);
     to_bf16_pairs(x + m0 * K, rows, K, xp + m0 * Q);

@@ -4,10 +4,11 @@
 //   panel p holds W[p*32 + j][k] at [p][k][j], zero-padded past N.
 // The inner kernel keeps a block of y in registers (AVX-512: 12 x 32 for fp32 on Intel, 8 x 32 on
 // AMD and for products of at most 32 rows; 12 x 32 for bf16 with AVX512-BF16, and without it the
-// fp32 kernel's blocks on the bf16 values widened; AVX2 and portable fallbacks picked at run time) and reads the panel straight through,
-// prefetching ahead, so neither operand is copied per call. The bias is added after the products
-// (as PyTorch's addmm rounds) and the activation once a tile is complete, while it is in cache
-// (GELU by the AVX-512 fp32 kernel's store itself, on values still in registers).
+// fp32 kernel's blocks on the bf16 values widened; AVX2 and portable fallbacks picked at run time)
+// and reads the panel straight through, prefetching ahead, so neither operand is copied per call.
+// The bias is added after the products (as PyTorch's addmm rounds) and the activation once a tile
+// is complete, while it is in cache (GELU by the AVX-512 fp32 kernel's store itself, on values
+// still in registers).
 // Panels are split over the thread pool in contiguous ranges.
 #include <cstddef>
 #include <cstdint>
@@ -69,7 +70,7 @@ class PackedWeightBf16 {
 // fp32 -> bfloat16 with round to nearest even (NaN stays NaN), as torch and OpenBLAS convert.
 uint16_t to_bf16(float f);
 // n values rounded exactly as to_bf16 does (denormals kept, NaN quieted), vectorised where the CPU
-// allows: for packing weights.
+// allows: for packing weights, and in to_bf16_pairs where the CPU has no bf16 instructions.
 void to_bf16_row(const float* x, size_t n, uint16_t* out);
 // x (rows, k) rounded as to_bf16 does, into pairs (rows, (k + 1) / 2): the element 2i in the low
 // half of pair i, k padded with a zero to an even count. Vectorised where the CPU allows.
@@ -127,13 +128,16 @@ bool has_bf16_instructions();
 // What runs our bf16 product here: "AMX-BF16", "AVX512-BF16", or "widened to fp32, " and the fp32
 // kernel's instruction set ("avx512", "avx2", "portable").
 const char* bf16_kernel_name();
+// Whether our bf16 product runs on the fp32 kernels here (no bf16 instructions): it then takes x in
+// fp32 best, rounding and widening it in one pass (from Bf16Rows it widens the pairs).
+bool bf16_product_widens();
 
 // The instruction set the kernel runs with here: "avx512", "avx2" or "portable".
 const char* packed_gemm_isa();
 // The rows of its register blocks in products of more than 32 rows: 12 with AVX-512 on Intel
-// CPUs, 8 on AMD's, 6 with AVX2, 8 portable. ROBERTA_FP32_ROWS=8|12 overrides it for AVX-512
-// (any other value: roberta::Error the first time a kernel asks), e.g. to test or time the other
-// choice on one machine.
+// CPUs, 8 on AMD's, 6 with AVX2, 8 portable (the same for bf16 where it widens). ROBERTA_FP32_ROWS=8|12
+// overrides it for AVX-512 (any other value: roberta::Error the first time a kernel asks), e.g. to
+// test or time the other choice on one machine.
 size_t packed_gemm_block_rows();
 
 }  // namespace roberta::kernels

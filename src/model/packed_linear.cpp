@@ -83,7 +83,11 @@ void PackedLinear::apply(float* y, size_t ldy, const kernels::QuantizedRows& x, 
   apply_converted<kernels::PackedWeightInt8>(y, ldy, x, M, act, rows_done, tiles_done);
 }
 
-bool PackedLinear::takes_bf16_input() const { return holds<kernels::PackedWeightBf16>(kernels::Precision::kBF16); }
+// (Our product without bf16 instructions takes fp32 x best: kernels::bf16_product_widens.)
+bool PackedLinear::takes_bf16_input() const {
+  if (std::holds_alternative<kernels::PackedWeightBf16>(weight_)) return !kernels::bf16_product_widens();
+  return holds<kernels::PackedWeightBf16>(kernels::Precision::kBF16);
+}
 
 void PackedLinear::apply(float* y, size_t ldy, const kernels::Bf16Rows& x, size_t M, kernels::Activation act,
                          const kernels::RowsDone* rows_done, const kernels::TilesDone* tiles_done) const {

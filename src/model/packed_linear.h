@@ -43,9 +43,10 @@ class PackedLinear {
   void apply(float* y, size_t ldy, const kernels::QuantizedRows& x, size_t M,
              kernels::Activation act = kernels::Activation::kLinear,
              const kernels::RowsDone* rows_done = nullptr, const kernels::TilesDone* tiles_done = nullptr) const;
-  // Whether this layer can take its input already rounded to bf16 (bf16 weights, ours or oneDNN's).
+  // Whether this layer takes its input best already rounded to bf16 (bf16 weights: oneDNN's, or ours
+  // with bf16 instructions; ours without them rounds fp32 x itself, in one pass with its widening).
   bool takes_bf16_input() const;
-  // The same with x rounded by kernels::to_bf16_pairs; only where takes_bf16_input().
+  // The same with x rounded by kernels::to_bf16_pairs (any bf16 weights; meant where takes_bf16_input()).
   void apply(float* y, size_t ldy, const kernels::Bf16Rows& x, size_t M,
              kernels::Activation act = kernels::Activation::kLinear,
              const kernels::RowsDone* rows_done = nullptr, const kernels::TilesDone* tiles_done = nullptr) const;
