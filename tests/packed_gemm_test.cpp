@@ -149,6 +149,30 @@ struct Bf16Case {
   }
 };
 
+// fp32 x and x given as pairs (to_bf16_pairs) give the same bytes on zeros, denormals, ties both
+// ways, values that round up to infinity, infinities and NaNs of either sign (rounded by different
+// passes where the product widens; to_bf16_row's test checks the pairs' rounding); k odd and past
+// a vector (37).
+TEST(PackedGemmBf16, Fp32AndPairsInputAgreeOnSpecialValues) {
+  const uint32_t specials[] = {0x00000000, 0x80000000, 0x00000001, 0x807FFFFF, 0x00008000, 0x00018000,
+                               0x3F808000, 0x3F818000, 0x3F808001, 0xBF818000, 0x7F7FFFFF, 0xFF7FFFFF,
+                               0x7F800000, 0xFF800000, 0x7F800001, 0x7FBFFFFF, 0xFFC00000, 0x7FFFFFFF};
+  std::mt19937 rng(9);
+  const size_t S = std::size(specials), M = 2 * S, N = 40, K = 37;
+  Bf16Case c(M, N, K, rng);
+  // One special value a row (a NaN or an infinity makes its whole row of y NaN or infinite): each
+  // once within the first 32 values (vector loops) and once in the last 5 (their scalar tails).
+  for (size_t m = 0; m < M; ++m)
+    c.x[m * K + (m < S ? (m * 5) % 32 : 32 + m % 5)] = std::bit_cast<float>(specials[m % S]);
+  std::vector<float> y = c.fresh_y(), from_pairs = c.fresh_y();
+  roberta::kernels::packed_linear(y.data(), c.ldy(), c.x.data(), c.packed, c.bias_arg(), M);
+  std::vector<uint32_t> pairs(M * ((K + 1) / 2));
+  roberta::kernels::to_bf16_pairs(c.x.data(), M, K, pairs.data());
+  roberta::kernels::packed_linear(from_pairs.data(), c.ldy(), roberta::kernels::Bf16Rows{pairs.data()}, c.packed,
+                                  c.bias_arg(), M);
+  EXPECT_EQ(std::memcmp(y.data(), from_pairs.data(), y.size() * sizeof(float)), 0);
+}
+
 TEST(PackedGemmBf16, MatchesFloat64ReferenceOfBf16RoundedInputs) {
   EXPECT_EQ(roberta::kernels::to_bf16(1.0f), 0x3F80);
   EXPECT_EQ(roberta::kernels::to_bf16(1.00390625f), 0x3F80);  // halfway: to even
@@ -157,13 +181,14 @@ TEST(PackedGemmBf16, MatchesFloat64ReferenceOfBf16RoundedInputs) {
   std::printf("  AVX512-BF16 instructions: %s, kernel: %s\n",
               roberta::kernels::has_bf16_instructions() ? "yes" : "no", roberta::kernels::bf16_kernel_name());
   // 33-47 and 100 end a 12-row block with each count of rows from 1 to 11 (without bf16
-  // instructions the fp32 kernel's blocks run the product), on the smaller shapes; a bias for odd M.
-  for (size_t M : {1, 5, 8, 12, 17, 70, 200, 33, 37, 38, 39, 41, 42, 43, 44, 47, 100}) {
+  // instructions the fp32 kernel's blocks run the product), on the smaller shapes; a bias where N + K
+  // is odd.
+  for (size_t M : {1, 5, 8, 12, 17, 70, 200, 33, 37, 38, 39, 41, 42, 43, 44, 46, 47, 100}) {
     for (size_t N : {3, 32, 45, 768}) {
       for (size_t K : {1, 2, 7, 256, 301, 768, 1030}) {  // 1030: two k passes
         if (M != 70 && M != 200 && M * N * K > 20'000'000) continue;
         Bf16Case c(M, N, K, rng);
-        c.use_bias = M % 2 == 1;
+        c.use_bias = (N + K) % 2 == 1;
         std::vector<float> y = c.fresh_y();
         roberta::kernels::packed_linear(y.data(), c.ldy(), c.x.data(), c.packed, c.bias_arg(), M);
         EXPECT_LT(c.error(y), 1e-5) << "M=" << M << " N=" << N << " K=" << K;

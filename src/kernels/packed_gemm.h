@@ -81,6 +81,7 @@ void to_bf16_pairs(const float* x, size_t ldx, size_t rows, size_t k, uint32_t* 
 
 // x already rounded to bf16 by to_bf16_pairs, e.g. by the op before while its rows were in cache
 // (a RowsDone or TilesDone), so that the product needs no pass of its own: pairs (M, (K + 1) / 2).
+// (Where the product widens, bf16_product_widens, it still widens the pairs in a pass: give it fp32.)
 struct Bf16Rows {
   const uint32_t* pairs;
 };
