@@ -110,9 +110,9 @@ inline float widen_bf16(uint16_t h) { return std::bit_cast<float>(uint32_t{h} <<
 // they run the bf16 product on CPUs without bf16 instructions: the panel of a PackedWeightBf16, one
 // pair of k a step (k0, k1 count pairs), each bf16 weight widened to fp32 in registers, x already
 // rounded to bf16 and widened (round_bf16_widened_rows, widen_bf16_rows; row stride ldx >= 2 * k1).
-// A product of two bf16
-// values is exact in fp32, so the sums are those of vdpbf16ps up to the order of the additions; at
-// the fp32 FMA rate, from half the weight bytes.
+// A product of two bf16 values is exact in fp32 (short of underflow), so the sums are those of
+// vdpbf16ps up to the order of the additions and its flushing of denormals; at the fp32 FMA rate,
+// from half the weight bytes.
 template <typename W = float>
 void block_portable(const float* x, size_t ldx, size_t rows, const W* panel, size_t k0, size_t k1, const float* bias,
                     bool first, float* y, size_t ldy, size_t cols) {
