@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <thread>
 #include <utility>
@@ -119,6 +120,41 @@ TEST_P(OneDnnGemm, MatchesFloat64ReferenceOfRoundedInputs) {
             }
       }
     }
+  }
+}
+
+// A row of x or of the weight holding an infinity or a NaN makes y not finite exactly where the
+// float64 product of the unrounded values is not finite (int8: NaN there, quantize_weight_row's and
+// quantize_rows' NaN scale), through oneDNN's whole-row path (dense y) and its per-task tile.
+TEST_P(OneDnnGemm, NonFiniteValuesGiveNonFiniteOutputsWhereFloat64Does) {
+  const Precision p = GetParam();
+  const size_t M = 300, N = 130, K = 301;
+  std::mt19937 rng(23);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> x(M * K), w(N * K);
+  for (auto& v : x) v = dist(rng);
+  for (auto& v : w) v = dist(rng);
+  x[3 * K + 300] = std::numeric_limits<float>::quiet_NaN();
+  x[100 * K] = std::numeric_limits<float>::infinity();
+  x[299 * K + 64] = -std::numeric_limits<float>::infinity();
+  w[0 * K + 17] = std::numeric_limits<float>::quiet_NaN();
+  w[129 * K + 300] = -std::numeric_limits<float>::infinity();
+  const OneDnnWeight packed(w.data(), N, K, p);
+  for (const bool dense : {false, true}) {
+    const size_t ldy = dense ? N : N + 3;
+    std::vector<float> y(M * ldy, -7.0f);
+    roberta::kernels::packed_linear(y.data(), ldy, x.data(), packed, nullptr, M);
+    size_t not_finite = 0;
+    for (size_t m = 0; m < M; ++m)
+      for (size_t n = 0; n < N; ++n) {
+        double want = 0;
+        for (size_t k = 0; k < K; ++k) want += static_cast<double>(x[m * K + k]) * w[n * K + k];
+        const float got = y[m * ldy + n];
+        not_finite += !std::isfinite(want);
+        ASSERT_EQ(std::isfinite(got), std::isfinite(want)) << name(p) << " " << m << "," << n << ": " << got;
+        if (p == Precision::kInt8 && !std::isfinite(want)) ASSERT_TRUE(std::isnan(got)) << m << "," << n;
+      }
+    EXPECT_EQ(not_finite, 3 * N + 2 * (M - 3)) << "dense=" << dense;
   }
 }
 

@@ -635,6 +635,87 @@ TEST(PackedGemmInt8, QuantizesBf16RowsAsTheirFp32Values) {
   }
 }
 
+// Non-finite values in int8 products. A row of x or of the weight holding an infinity or a NaN
+// (in a vector loop or a scalar tail; a signalling NaN and a negative one too) gives NaN at every
+// output the float64 product of the unquantized values makes not finite, and every other output is
+// the float64 reference of the quantized inputs: x quantized on the fly, beforehand (from fp32 and
+// from bf16 pairs), through the AMX kernel emulated, and with GELU and bf16 output on AMX tiles.
+TEST(PackedGemmInt8, NonFiniteRowsGiveNaNWhereFp32IsNotFinite) {
+  const size_t M = 13, N = 100, K = 301, Q = (K + 3) / 4;
+  std::mt19937 rng(31);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> x(M * K), w(N * K), bias(N);
+  for (auto& v : x) v = dist(rng);
+  for (auto& v : w) v = dist(rng);
+  for (auto& v : bias) v = dist(rng);
+  const std::pair<size_t, uint32_t> x_specials[] = {  // row, k of x: (row, bits)
+      {1, 0x7F800000}, {4, 0xFF800000}, {7, 0x7FC00000}, {10, 0xFFC00000}, {12, 0x7F800001}};
+  const size_t x_at[] = {0, 150, 300, 63, 17};  // the first value, the middle, the last, a vector's end
+  for (size_t i = 0; i < std::size(x_specials); ++i)
+    x[x_specials[i].first * K + x_at[i]] = std::bit_cast<float>(x_specials[i].second);
+  w[3 * K + 300] = std::numeric_limits<float>::quiet_NaN();  // in the first panel's tail; the second panel
+  w[64 * K + 5] = -std::numeric_limits<float>::infinity();   // (64-99, ragged) twice
+  w[99 * K + 160] = std::numeric_limits<float>::infinity();
+  const roberta::kernels::PackedWeightInt8 packed(w.data(), N, K);
+  std::vector<bool> not_finite(M * N);
+  size_t count = 0;
+  for (size_t m = 0; m < M; ++m)
+    for (size_t n = 0; n < N; ++n) {
+      double sum = bias[n];
+      for (size_t k = 0; k < K; ++k) sum += static_cast<double>(x[m * K + k]) * w[n * K + k];
+      count += not_finite[m * N + n] = !std::isfinite(sum);
+    }
+  ASSERT_EQ(count, 5 * N + 3 * (M - 5));  // (the five rows, and the three columns in the others)
+  // y against the reference of quantized inputs (quads, scales); f(y[m * N + n]) gives a float.
+  const auto check = [&](const std::vector<uint32_t>& quads, const std::vector<float>& xs, auto f, const char* what) {
+    for (size_t m = 0; m < M; ++m) {
+      const auto* bytes = reinterpret_cast<const uint8_t*>(quads.data() + m * Q);
+      for (size_t n = 0; n < N; ++n) {
+        const float got = f(m * N + n);
+        if (not_finite[m * N + n]) {
+          ASSERT_TRUE(std::isnan(got)) << what << ": " << m << "," << n << " = " << got;
+          continue;
+        }
+        double want = bias[n];
+        for (size_t k = 0; k < K; ++k) want += (static_cast<double>(bytes[k]) - 128.0) * xs[m] * packed.dequantized(n, k);
+        ASSERT_LT(std::abs(want - got) / (1.0 + std::abs(want)), 1e-5) << what << ": " << m << "," << n;
+      }
+    }
+  };
+  std::vector<uint32_t> quads(M * Q);
+  std::vector<float> xs(M), y(M * N);
+  roberta::kernels::quantize_rows(x.data(), M, K, quads.data(), xs.data());
+  const auto at_y = [&](size_t i) { return y[i]; };
+  roberta::kernels::packed_linear(y.data(), N, x.data(), packed, bias.data(), M);
+  check(quads, xs, at_y, "x quantized on the fly");
+  std::fill(y.begin(), y.end(), 0.0f);
+  roberta::kernels::packed_linear(y.data(), N, roberta::kernels::QuantizedRows{quads.data(), xs.data()}, packed,
+                                  bias.data(), M);
+  check(quads, xs, at_y, "x quantized beforehand");
+  if (emulation_runs_here()) {
+    std::fill(y.begin(), y.end(), 0.0f);
+    roberta::kernels::packed_linear_amx_emulated(y.data(), N, {quads.data(), xs.data()}, packed, bias.data(), M);
+    check(quads, xs, at_y, "AMX emulated");
+  }
+  std::vector<uint32_t> pairs(M * ((K + 1) / 2)), pair_quads(M * Q);
+  std::vector<float> pair_scales(M);
+  roberta::kernels::to_bf16_pairs(x.data(), M, K, pairs.data());
+  roberta::kernels::quantize_bf16_rows(pairs.data(), (K + 1) / 2, M, K, pair_quads.data(), pair_scales.data());
+  std::fill(y.begin(), y.end(), 0.0f);
+  roberta::kernels::packed_linear(y.data(), N, roberta::kernels::QuantizedRows{pair_quads.data(), pair_scales.data()},
+                                  packed, bias.data(), M);
+  check(pair_quads, pair_scales, at_y, "from bf16 pairs");
+  if (roberta::kernels::writes_bf16_output(packed, roberta::kernels::Activation::kGelu)) {
+    // GELU(NaN) is NaN; the finite outputs are checked by AmxBf16OutputEqualsRoundingTheFp32Product
+    std::vector<uint32_t> out(M * N / 2);
+    roberta::kernels::packed_linear_to_bf16(out.data(), N / 2, {quads.data(), xs.data()}, packed, bias.data(), M,
+                                            roberta::kernels::Activation::kGelu);
+    const auto* h = reinterpret_cast<const uint16_t*>(out.data());
+    for (size_t i = 0; i < M * N; ++i)
+      ASSERT_EQ((h[i] & 0x7FFF) > 0x7F80, not_finite[i]) << "bf16 GELU output " << i / N << "," << i % N;
+  }
+}
+
 // tiles_done and rows_done see each element / row of y once, final, on every kernel, from fp32 x
 // and from x converted beforehand (rows_done_check.h).
 TEST(PackedGemm, RowsDoneAndTilesDoneSeeFinalValuesOnce) {
@@ -719,9 +800,9 @@ TEST(PackedGemmBf16, WeightRowRoundingIsToBf16BitForBit) {
 
 // The weights' quantization per output channel, as torch's and ONNX Runtime's symmetric
 // per-channel quantizers do it: scale = max |w| / 127, q = w / scale rounded to the nearest
-// integer, ties to even (written out here); an all-zero row gets scale 1; a NaN weight gives 0 and
-// does not count in the maximum. In the vector loop and the scalar tail (k = 37 = 2 x 16 + 5), and
-// through PackedWeightInt8's layout.
+// integer, ties to even (written out here); an all-zero row gets scale 1; a row holding a NaN or an
+// infinity gets scale NaN and all zeros (its output channel NaN, as fp32's is not finite). In the
+// vector loop and the scalar tail (k = 37 = 2 x 16 + 5), and through PackedWeightInt8's layout.
 TEST(PackedGemmInt8, QuantizesWeightRowsToTheNearestStepTiesToEven) {
   const size_t N = 40, K = 37;
   std::mt19937 rng(3);
@@ -734,22 +815,35 @@ TEST(PackedGemmInt8, QuantizesWeightRowsToTheNearestStepTiesToEven) {
   for (size_t k = 0; k < K; ++k) w[K + k] = ties[k % std::size(ties)];
   w[2 * K + 3] = w[2 * K + 20] = w[2 * K + 35] = std::numeric_limits<float>::quiet_NaN();  // row 2
   w[3 * K + 36] = 5.0f;  // row 3: the maximum in the tail
+  w[4 * K + 36] = std::numeric_limits<float>::infinity();  // rows 4-7: one non-finite value each
+  w[5 * K + 7] = -std::numeric_limits<float>::infinity();
+  w[6 * K + 33] = std::bit_cast<float>(0xFFC00000u);  // a negative NaN
+  w[7 * K + 12] = std::bit_cast<float>(0x7F800001u);  // a signalling NaN
   const roberta::kernels::PackedWeightInt8 packed(w.data(), N, K);
   for (size_t n = 0; n < N; ++n) {
     float amax = 0;
-    for (size_t k = 0; k < K; ++k)
-      if (!std::isnan(w[n * K + k])) amax = std::max(amax, std::abs(w[n * K + k]));
+    bool finite = true;
+    for (size_t k = 0; k < K; ++k) {
+      finite = finite && std::isfinite(w[n * K + k]);
+      amax = std::max(amax, std::abs(w[n * K + k]));
+    }
+    std::vector<int8_t> q(K, 99);
+    const float got_scale = roberta::kernels::quantize_weight_row(w.data() + n * K, K, q.data());
+    if (!finite) {
+      ASSERT_TRUE(std::isnan(got_scale)) << "row " << n;
+      for (size_t k = 0; k < K; ++k) {
+        ASSERT_EQ(q[k], 0) << "row " << n << " k " << k;
+        ASSERT_TRUE(std::isnan(packed.dequantized(n, k))) << "row " << n << " k " << k;
+      }
+      continue;
+    }
     const float scale = amax > 0 ? amax / 127.0f : 1.0f;
-    std::vector<int8_t> q(K);
-    ASSERT_EQ(roberta::kernels::quantize_weight_row(w.data() + n * K, K, q.data()), scale) << "row " << n;
+    ASSERT_EQ(got_scale, scale) << "row " << n;
     for (size_t k = 0; k < K; ++k) {
       const float v = w[n * K + k] / scale;
-      float want = 0;
-      if (!std::isnan(v)) {
-        const float f = std::floor(v), frac = v - f;
-        want = frac > 0.5f ? f + 1 : frac < 0.5f ? f : std::fmod(f, 2.0f) == 0 ? f : f + 1;
-        want = std::clamp(want, -127.0f, 127.0f);
-      }
+      const float f = std::floor(v), frac = v - f;
+      float want = frac > 0.5f ? f + 1 : frac < 0.5f ? f : std::fmod(f, 2.0f) == 0 ? f : f + 1;
+      want = std::clamp(want, -127.0f, 127.0f);
       ASSERT_EQ(q[k], static_cast<int8_t>(want)) << "row " << n << " k " << k << ": w " << w[n * K + k];
       ASSERT_EQ(packed.dequantized(n, k), want * scale) << "row " << n << " k " << k;
     }

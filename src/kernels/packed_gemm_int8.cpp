@@ -3,7 +3,9 @@
 #include "intrinsics.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <limits>
 #include <cstring>
 #include <string>
 
@@ -40,23 +42,54 @@ PackedWeightInt8::PackedWeightInt8(const float* w, size_t n, size_t k)
 }
 
 namespace {
-// A quotient rounded to the nearest integer, ties to even, within [-127, 127]; NaN (from a NaN or
-// infinite weight) gives 0.
+// A value's magnitude as bits (the sign cleared): as unsigned integers these order as the
+// magnitudes do, and an infinity's (0x7F800000) and every NaN's come past all finite values'. The
+// quantizers take a row's maximum so, where max on floats would pass over a NaN.
+constexpr uint32_t kMagnitudeMask = 0x7FFFFFFF, kInfinityBits = 0x7F800000;
+uint32_t magnitude_bits(float v) { return std::bit_cast<uint32_t>(v) & kMagnitudeMask; }
+
+// The scale of a row (weights or activations) from its largest magnitude's bits: max / 127, 1 for
+// an all-zero row (inv: 127 / max, 0); NaN for a row holding an infinity or a NaN (not finite),
+// whose bytes are then all zero: every output the row takes part in is NaN, where fp32 gives a
+// non-finite value too, rather than finite values made from the row's other entries.
+struct RowScale {
+  float scale, inv;
+  bool finite;
+};
+RowScale row_scale(uint32_t top) {
+  if (top >= kInfinityBits) return {std::numeric_limits<float>::quiet_NaN(), 0.0f, false};
+  const float amax = std::bit_cast<float>(top);
+  return {amax > 0 ? amax / 127.0f : 1.0f, amax > 0 ? 127.0f / amax : 0.0f, true};
+}
+
+// A quotient rounded to the nearest integer, ties to even, within [-127, 127]; NaN (0 / 0 in a row
+// whose max is so small a denormal that max / 127 is 0) gives 0.
 int8_t round_to_int8(float v) {
   const float r = std::nearbyint(v);
   return std::isnan(r) ? 0 : static_cast<int8_t>(std::clamp(r, -127.0f, 127.0f));
 }
 
+// q[i] = round(w[i] / scale) for i from i0 to k (the scalar loop, and the vector loop's tail).
+void round_weight_row(const float* w, size_t i0, size_t k, float scale, int8_t* q) {
+  for (size_t i = i0; i < k; ++i) q[i] = round_to_int8(w[i] / scale);
+}
+
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 10
-// The same values as the scalar loops, 16 at a time: max is exact in any order (a NaN is skipped,
-// as std::max skips it), the division is IEEE's, roundscale rounds to nearest even as nearbyint does.
+// The same values as the scalar loops, 16 at a time: the max on the bits is exact in any order, the
+// division is IEEE's, roundscale rounds to nearest even as nearbyint does.
 __attribute__((target("avx512f"))) float quantize_weight_row_avx512(const float* w, size_t k, int8_t* q) {
-  __m512 vmax = _mm512_setzero_ps();
+  const __m512i mask = _mm512_set1_epi32(static_cast<int>(kMagnitudeMask));
+  __m512i vmax = _mm512_setzero_si512();
   size_t i = 0;
-  for (; i + 16 <= k; i += 16) vmax = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(w + i)), vmax);  // NaN: vmax
-  float amax = _mm512_reduce_max_ps(vmax);
-  for (; i < k; ++i) amax = std::max(amax, std::abs(w[i]));
-  const float scale = amax > 0 ? amax / 127.0f : 1.0f;
+  for (; i + 16 <= k; i += 16) vmax = _mm512_max_epu32(_mm512_and_si512(_mm512_loadu_si512(w + i), mask), vmax);
+  uint32_t top = _mm512_reduce_max_epu32(vmax);
+  for (; i < k; ++i) top = std::max(top, magnitude_bits(w[i]));
+  const RowScale rs = row_scale(top);
+  if (!rs.finite) {
+    std::memset(q, 0, k);
+    return rs.scale;
+  }
+  const float scale = rs.scale;
   const __m512 s = _mm512_set1_ps(scale), lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
   for (i = 0; i + 16 <= k; i += 16) {
     const __m512 r = _mm512_roundscale_ps(_mm512_div_ps(_mm512_loadu_ps(w + i), s), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -64,7 +97,7 @@ __attribute__((target("avx512f"))) float quantize_weight_row_avx512(const float*
     const __m512i v = _mm512_cvtps_epi32(_mm512_min_ps(hi, _mm512_max_ps(lo, r)));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i), _mm512_cvtepi32_epi8(v));
   }
-  for (; i < k; ++i) q[i] = round_to_int8(w[i] / scale);
+  round_weight_row(w, i, k, scale, q);
   return scale;
 }
 #endif
@@ -75,11 +108,15 @@ float quantize_weight_row(const float* w, size_t k, int8_t* q) {
   static const bool avx512 = usable_isa() >= Isa::kAvx512;
   if (avx512) return quantize_weight_row_avx512(w, k, q);
 #endif
-  float amax = 0;
-  for (size_t i = 0; i < k; ++i) amax = std::max(amax, std::abs(w[i]));
-  const float scale = amax > 0 ? amax / 127.0f : 1.0f;
-  for (size_t i = 0; i < k; ++i) q[i] = round_to_int8(w[i] / scale);
-  return scale;
+  uint32_t top = 0;
+  for (size_t i = 0; i < k; ++i) top = std::max(top, magnitude_bits(w[i]));
+  const RowScale rs = row_scale(top);
+  if (!rs.finite) {
+    std::memset(q, 0, k);
+    return rs.scale;
+  }
+  round_weight_row(w, 0, k, rs.scale, q);
+  return rs.scale;
 }
 
 float PackedWeightInt8::dequantized(size_t n, size_t k) const {
@@ -166,11 +203,14 @@ void quantize_rows_portable(const float* x, size_t rows, size_t k, uint32_t* qua
   const size_t Q = (k + 3) / 4;
   for (size_t m = 0; m < rows; ++m) {
     const float* src = x + m * k;
-    float amax = 0;
-    for (size_t i = 0; i < k; ++i) amax = std::max(amax, std::abs(src[i]));
-    const float s = amax > 0 ? amax / 127.0f : 1.0f, inv = amax > 0 ? 127.0f / amax : 0.0f;
-    scale[m] = s;
-    quantize_tail([&](size_t i) { return src[i]; }, 0, k, inv, reinterpret_cast<uint8_t*>(quads + m * Q));
+    uint32_t top = 0;
+    for (size_t i = 0; i < k; ++i) top = std::max(top, magnitude_bits(src[i]));
+    const RowScale rs = row_scale(top);
+    scale[m] = rs.scale;
+    if (!rs.finite)
+      std::memset(quads + m * Q, 128, Q * 4);
+    else
+      quantize_tail([&](size_t i) { return src[i]; }, 0, k, rs.inv, reinterpret_cast<uint8_t*>(quads + m * Q));
   }
 }
 
@@ -235,22 +275,29 @@ __attribute__((target("avx2,fma"))) void int8_block_avx2_rows(const uint32_t* xq
 __attribute__((target("avx2,fma"))) void quantize_rows_avx2(const float* x, size_t rows, size_t k, uint32_t* quads,
                                                             float* scale) {
   const size_t Q = (k + 3) / 4;
-  const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  const __m256i magnitude = _mm256_set1_epi32(static_cast<int>(kMagnitudeMask));
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7), flip = _mm256_set1_epi8(static_cast<char>(0x80));
   for (size_t m = 0; m < rows; ++m) {
     const float* src = x + m * k;
-    __m256 vmax = _mm256_setzero_ps();
+    __m256i vmax = _mm256_setzero_si256();
     size_t i = 0;
-    for (; i + 8 <= k; i += 8) vmax = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(src + i), magnitude), vmax);
-    alignas(32) float lanes[8];
-    _mm256_store_ps(lanes, vmax);
-    float amax = 0;
-    for (float v : lanes) amax = std::max(amax, v);
-    for (; i < k; ++i) amax = std::max(amax, std::abs(src[i]));
-    const float inv = amax > 0 ? 127.0f / amax : 0.0f;
-    scale[m] = amax > 0 ? amax / 127.0f : 1.0f;
-    const __m256 vinv = _mm256_set1_ps(inv);
+    for (; i + 8 <= k; i += 8)
+      vmax = _mm256_max_epu32(_mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)), magnitude),
+                              vmax);
+    alignas(32) uint32_t lanes[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), vmax);
+    uint32_t top = 0;
+    for (uint32_t v : lanes) top = std::max(top, v);
+    for (; i < k; ++i) top = std::max(top, magnitude_bits(src[i]));
+    const RowScale rs = row_scale(top);
+    scale[m] = rs.scale;
     auto* dst = reinterpret_cast<uint8_t*>(quads + m * Q);
+    if (!rs.finite) {
+      std::memset(dst, 128, Q * 4);
+      continue;
+    }
+    const float inv = rs.inv;
+    const __m256 vinv = _mm256_set1_ps(inv);
     for (i = 0; i + 32 <= k; i += 32) {
       const __m256i a = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(src + i), vinv));
       const __m256i b = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(src + i + 8), vinv));
@@ -480,14 +527,20 @@ __attribute__((target("avx512f,avx512bw"), flatten)) void int8_block_avx512bw(
       kByRows, xq, ldq, rows, panel, q0, q1, offset, x_scale, w_scale, bias, first, y, ldy, cols);
 }
 
-// One row: round(x · 127 / amax) + 128 as bytes (k values; zeros, i.e. 128, up to the quad), x's
-// 16 values at i from load(i) and value i from at(i); returns the row's scale.
+// One row whose largest magnitude has bits `top`: round(x · 127 / max) + 128 as bytes (k values;
+// zeros, i.e. 128, up to the quad; all zeros where the row is not finite), x's 16 values at i from
+// load(i) and value i from at(i); returns the row's scale.
 template <class Load, class At>
-__attribute__((target("avx512f,avx512bw"), always_inline)) inline float quantize_row_avx512(float amax, size_t k,
+__attribute__((target("avx512f,avx512bw"), always_inline)) inline float quantize_row_avx512(uint32_t top, size_t k,
                                                                                           const Load& load,
                                                                                           const At& at,
                                                                                           uint8_t* dst) {
-  const float s = amax > 0 ? amax / 127.0f : 1.0f, inv = amax > 0 ? 127.0f / amax : 0.0f;
+  const RowScale rs = row_scale(top);
+  if (!rs.finite) {
+    std::memset(dst, 128, (k + 3) / 4 * 4);
+    return rs.scale;
+  }
+  const float s = rs.scale, inv = rs.inv;
   const __m512 vinv = _mm512_set1_ps(inv);
   const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127), off = _mm512_set1_epi32(128);
   // 64 at a time: |x| · 127 / max rounds into [-127, 127], so the saturating packs never clip;
@@ -513,26 +566,27 @@ __attribute__((target("avx512f,avx512bw"), always_inline)) inline float quantize
   return s;
 }
 
-// Per row: max |x| (vectorised), then round(x · 127 / max) + 128 as bytes.
+// Per row: max |x| (vectorised, on the bits), then round(x · 127 / max) + 128 as bytes.
 __attribute__((target("avx512f,avx512bw"))) void quantize_rows_avx512(const float* x, size_t rows, size_t k,
                                                                        uint32_t* quads, float* scale) {
   const size_t Q = (k + 3) / 4;
   for (size_t m = 0; m < rows; ++m) {
     const float* src = x + m * k;
-    __m512 vmax = _mm512_setzero_ps();
+    const __m512i mask = _mm512_set1_epi32(static_cast<int>(kMagnitudeMask));
+    __m512i vmax = _mm512_setzero_si512();
     size_t i = 0;
-    for (; i + 16 <= k; i += 16) vmax = _mm512_max_ps(vmax, _mm512_abs_ps(_mm512_loadu_ps(src + i)));
-    float amax = _mm512_reduce_max_ps(vmax);
-    for (; i < k; ++i) amax = std::max(amax, std::abs(src[i]));
+    for (; i + 16 <= k; i += 16) vmax = _mm512_max_epu32(vmax, _mm512_and_si512(_mm512_loadu_si512(src + i), mask));
+    uint32_t top = _mm512_reduce_max_epu32(vmax);
+    for (; i < k; ++i) top = std::max(top, magnitude_bits(src[i]));
     scale[m] = quantize_row_avx512(
-        amax, k, [&](size_t j) __attribute__((target("avx512f"))) { return _mm512_loadu_ps(src + j); },
+        top, k, [&](size_t j) __attribute__((target("avx512f"))) { return _mm512_loadu_ps(src + j); },
         [&](size_t j) { return src[j]; }, reinterpret_cast<uint8_t*>(quads + m * Q));
   }
 }
 
 // The same from bf16 values, widened exactly to fp32. The row's max |value| is taken on the bf16
-// bits with the sign cleared (as unsigned integers they order as |value| does: for every value
-// but NaN, the max quantize_rows_avx512 finds), 32 at a time.
+// bits with the sign cleared, as quantize_rows_avx512 takes it on fp32's (the same maximum,
+// infinities and NaNs included), 32 at a time.
 __attribute__((target("avx512f,avx512bw"))) void quantize_bf16_rows_avx512(const uint32_t* pairs, size_t ldp,
                                                                             size_t rows, size_t k, uint32_t* quads,
                                                                             float* scale) {
@@ -549,11 +603,8 @@ __attribute__((target("avx512f,avx512bw"))) void quantize_bf16_rows_avx512(const
     uint16_t top = 0;
     for (uint16_t v : lanes) top = std::max(top, v);
     for (; i < k; ++i) top = std::max<uint16_t>(top, src[i] & 0x7FFF);
-    const uint32_t top_bits = uint32_t{top} << 16;
-    float amax;
-    std::memcpy(&amax, &top_bits, 4);
     scale[m] = quantize_row_avx512(
-        amax, k,
+        uint32_t{top} << 16, k,
         [&](size_t j) __attribute__((target("avx512f"))) {
           const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + j));
           return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));

@@ -59,11 +59,14 @@ class PackedWeightInt8 {
 };
 
 // One weight row (an output channel) quantized: q[i] = round(w[i] / scale) in [-127, 127] with
-// scale = max |w| / 127 (1 for an all-zero row); returns the scale. Every int8 path (ours, oneDNN's)
-// quantizes weights with this.
+// scale = max |w| / 127 (1 for an all-zero row); returns the scale. A row holding an infinity or a
+// NaN gets scale NaN and q all zero: its output channel is NaN, as fp32's is not finite there. Every
+// int8 path (ours, oneDNN's) quantizes weights with this.
 float quantize_weight_row(const float* w, size_t k, int8_t* q);
 
-// x (rows, k) quantized per row: quads (rows, k_quads) of unsigned bytes q + 128, and scale[rows].
+// x (rows, k) quantized per row: quads (rows, k_quads) of unsigned bytes q + 128, and scale[rows];
+// as the weights, a row holding an infinity or a NaN gets scale NaN and zeros (bytes 128): its
+// outputs are NaN.
 void quantize_rows(const float* x, size_t rows, size_t k, uint32_t* quads, float* scale);
 
 // y (M, N) with row stride ldy = act(dequantized product + bias), x quantized on the fly; rows_done
