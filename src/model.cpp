@@ -1,7 +1,12 @@
 #include "roberta/model.h"
 
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
 #include <map>
 #include <numeric>
+#include <span>
 
 #include "activation_names.h"
 #include "kernels/isa.h"
@@ -55,6 +60,9 @@ struct Model::Impl {
   std::optional<SequenceClassifier> sequence_classifier;
   std::optional<TokenLinear> token_classifier;
   std::optional<TokenLinear> qa_outputs;
+  mutable std::atomic<bool> warned_non_finite{false};  // (check_outputs says so once)
+
+  void check_outputs(const Batch& batch, const Outputs& out) const;
 
   Impl(const std::filesystem::path& d, ModelConfig c, WeightStore store, WeightType type)
       : dir(d), config(std::move(c)), activation(activation_from_name(config.hidden_act)),
@@ -186,6 +194,86 @@ void check_batch(const Batch& batch, const ModelConfig& c) {
 
 }  // namespace
 
+namespace {
+// Index of the first NaN or infinite value of v, or v.size(): a flag per block of 1024 values on
+// their exponent bits (a vectorised pass), the index found only in a block that has one.
+size_t first_non_finite(std::span<const float> v) {
+  constexpr size_t kBlock = 1024;
+  for (size_t i0 = 0; i0 < v.size(); i0 += kBlock) {
+    const size_t i1 = std::min(v.size(), i0 + kBlock);
+    uint32_t bad = 0;
+    for (size_t i = i0; i < i1; ++i) {
+      uint32_t b;
+      std::memcpy(&b, &v[i], 4);
+      bad |= (b & 0x7F800000u) == 0x7F800000u;
+    }
+    if (bad)
+      for (size_t i = i0; i < i1; ++i)
+        if (!std::isfinite(v[i])) return i;
+  }
+  return v.size();
+}
+
+// "[i, j, ...]": flat index `flat` of a row-major tensor of `shape`.
+std::string index_in(size_t flat, const std::vector<int64_t>& shape) {
+  std::vector<size_t> at(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    const auto extent = static_cast<size_t>(std::max<int64_t>(shape[d], 1));
+    at[d] = flat % extent, flat /= extent;
+  }
+  std::string s = "[";
+  for (size_t d = 0; d < at.size(); ++d) s += (d ? ", " : "") + std::to_string(at[d]);
+  return s + "]";
+}
+
+// The checkpoint's tensors holding NaN or infinite values, for the warning: up to three named
+// with their count and first position, then how many more.
+std::string non_finite_tensors(const WeightStore& store) {
+  std::string named;
+  size_t tensors = 0;
+  for (const auto& [name, t] : store.tensors()) {
+    size_t first = 0;
+    const size_t bad = store.count_non_finite(t, &first);
+    if (bad == 0) continue;
+    if (++tensors <= 3)
+      named += std::string(tensors > 1 ? "; " : "") + "tensor \"" + name + "\" (" +
+               std::filesystem::path(t.file).filename().string() + ") holds " + std::to_string(bad) + (bad == 1 ? " such value" : " such values") +
+               " (first at " + index_in(first, t.shape) + ")";
+  }
+  if (tensors == 0) return "no tensor of the checkpoint holds one, so the activations overflow float32";
+  if (tensors > 3) named += "; and " + std::to_string(tensors - 3) + " more tensors";
+  return named;
+}
+}  // namespace
+
+// A NaN or an infinity in the outputs (a checkpoint holding one, an overflow) is said once per
+// loaded model (roberta::warn), with the checkpoint's tensors that hold such values; the outputs
+// are returned as computed, as PyTorch returns them.
+void Model::Impl::check_outputs(const Batch& batch, const Outputs& out) const {
+  if (warned_non_finite.load(std::memory_order_relaxed)) return;
+  std::string where;
+  const size_t row = first_non_finite(out.last_hidden_state.data) / std::max<size_t>(out.last_hidden_state.cols, 1);
+  if (row < out.last_hidden_state.rows) {
+    const size_t b = static_cast<size_t>(std::upper_bound(batch.offsets.begin(), batch.offsets.end(), row) -
+                                         batch.offsets.begin()) - 1;
+    where = "the last hidden state, first at sequence " + std::to_string(b) + " token " +
+            std::to_string(row - batch.offsets[b]);
+  } else {
+    const std::pair<const char*, std::span<const float>> heads[] = {
+        {"the MLM logits", out.logits.data},          {"the pooler output", out.pooler_output.data},
+        {"the sequence logits", out.sequence_logits.data}, {"the token logits", out.token_logits.data},
+        {"the start logits", out.start_logits},        {"the end logits", out.end_logits}};
+    for (const auto& [name, values] : heads)
+      if (first_non_finite(values) < values.size()) {
+        where = name;
+        break;
+      }
+  }
+  if (where.empty() || warned_non_finite.exchange(true)) return;
+  warn(dir.string() + ": the model's outputs hold NaN or infinite values (" + where + "): " +
+       non_finite_tensors(weights.store()) + " (said once per loaded model)");
+}
+
 Outputs Model::forward(const Batch& batch, const ForwardOptions& options) const {
   const Impl& m = *impl_;
   const ModelConfig& c = m.config;
@@ -287,6 +375,7 @@ Outputs Model::forward(const Batch& batch, const ForwardOptions& options) const 
     for (size_t t = 0; t < T; ++t) out.start_logits[t] = span.row(t)[0], out.end_logits[t] = span.row(t)[1];
   }
   out.last_hidden_state = std::move(x);
+  m.check_outputs(batch, out);
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -333,6 +334,41 @@ bool WeightStore::release_pages(const TensorInfo& t) const {
   const uintptr_t end = (reinterpret_cast<uintptr_t>(t.data) + t.nbytes) / page * page;
   if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
   return true;
+}
+
+size_t WeightStore::count_non_finite(const TensorInfo& t, size_t* first) const {
+  const size_t n = static_cast<size_t>(t.numel());
+  // Value i non-finite: its exponent bits all ones (F32, F16, BF16), or not finite as a float (F64).
+  const auto count = [&](auto non_finite) {
+    size_t bad = 0;
+    for (size_t i = 0; i < n; ++i)
+      if (non_finite(i)) {
+        if (bad++ == 0 && first) *first = i;
+      }
+    return bad;
+  };
+  const auto bits16 = [&](size_t i) {
+    uint16_t h;
+    std::memcpy(&h, t.data + 2 * i, 2);
+    return h;
+  };
+  switch (t.dtype) {
+    case DType::kF32:
+      return count([&](size_t i) {
+        uint32_t b;
+        std::memcpy(&b, t.data + 4 * i, 4);
+        return (b & 0x7F800000u) == 0x7F800000u;
+      });
+    case DType::kF16: return count([&](size_t i) { return (bits16(i) & 0x7C00u) == 0x7C00u; });
+    case DType::kBF16: return count([&](size_t i) { return (bits16(i) & 0x7F80u) == 0x7F80u; });
+    case DType::kF64:
+      return count([&](size_t i) {
+        double v;
+        std::memcpy(&v, t.data + 8 * i, 8);
+        return !std::isfinite(static_cast<float>(v));
+      });
+    default: return 0;
+  }
 }
 
 std::vector<float> WeightStore::to_float(const TensorInfo& t) const {

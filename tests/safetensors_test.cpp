@@ -1,8 +1,10 @@
 // safetensors files: values in place and converted, hostile headers, releasing mapped pages.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -33,6 +35,37 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<StTe
   std::string file(8, '\0');
   std::memcpy(file.data(), &len, 8);
   roberta::test::write_text(path, file + raw_header + data);
+}
+
+// count_non_finite: NaNs and infinities of each float dtype as float32 would read them (an F64
+// value past float's range counts, 3e38 does not; F16's largest value, 65504, does not), the first
+// one's index; integer tensors have none.
+TEST(SafeTensors, CountsNonFiniteValuesOfEachFloatDtype) {
+  TempDir dir;
+  const float f32[4] = {1.0f, std::numeric_limits<float>::max(), -std::numeric_limits<float>::infinity(),
+                        std::bit_cast<float>(0x7F800001u)};  // (a signalling NaN)
+  const uint16_t f16[4] = {0x7BFF, 0x3C00, 0xFE00, 0x7C00};  // 65504, 1, -NaN, +inf
+  const uint16_t bf16[3] = {0x7F7F, 0xFF80, 0x3F80};         // bf16's largest, -inf, 1
+  const double f64[4] = {3e38, 1e300, -1e39, std::nan("")};
+  const int32_t i32[2] = {0x7F800000, -1};
+  std::string data(reinterpret_cast<const char*>(f32), 16);
+  data += std::string(reinterpret_cast<const char*>(f16), 8);
+  data += std::string(reinterpret_cast<const char*>(bf16), 6);
+  data += std::string(reinterpret_cast<const char*>(f64), 32);
+  data += std::string(reinterpret_cast<const char*>(i32), 8);
+  write_safetensors(dir / "m.safetensors",
+                    {{"a", "F32", {2, 2}, 0, 16}, {"b", "F16", {4}, 16, 24}, {"c", "BF16", {3}, 24, 30},
+                     {"d", "F64", {4}, 30, 62}, {"e", "I32", {2}, 62, 70}},
+                    data);
+  const auto store = roberta::WeightStore::open_file(dir / "m.safetensors");
+  const std::pair<const char*, std::pair<size_t, size_t>> want[] = {
+      {"a", {2, 2}}, {"b", {2, 2}}, {"c", {1, 1}}, {"d", {3, 1}}, {"e", {0, 99}}};
+  for (const auto& [name, count_first] : want) {
+    size_t first = 99;
+    EXPECT_EQ(store.count_non_finite(*store.find(name), &first), count_first.first) << name;
+    EXPECT_EQ(first, count_first.second) << name;
+  }
+  EXPECT_EQ(store.count_non_finite(*store.find("a")), 2u);  // (first not asked for)
 }
 
 TEST(SafeTensors, ReadsF32InPlaceAndConvertsF16AndBF16) {

@@ -50,6 +50,9 @@ class WeightStore {
 
   // The tensor's values as float32 (an error for non-float dtypes).
   std::vector<float> to_float(const TensorInfo& t) const;
+  // How many of the tensor's values are NaN or infinite read as float32 (an F64 value past float's
+  // range counts), and the index of the first in *first when there is one; 0 for other dtypes.
+  size_t count_non_finite(const TensorInfo& t, size_t* first = nullptr) const;
   // Pointer to the float32 data in place when the tensor is F32 and 4-byte aligned, else nullptr.
   static const float* f32_in_place(const TensorInfo& t);
   // Tells the kernel the tensor's pages of a mapped file are not needed now (they are read again
