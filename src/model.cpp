@@ -192,9 +192,6 @@ void check_batch(const Batch& batch, const ModelConfig& c) {
   }
 }
 
-}  // namespace
-
-namespace {
 // Index of the first NaN or infinite value of v, or v.size(): a flag per block of 1024 values on
 // their exponent bits (a vectorised pass), the index found only in a block that has one.
 size_t first_non_finite(std::span<const float> v) {
@@ -237,8 +234,8 @@ std::string non_finite_tensors(const WeightStore& store) {
     if (bad == 0) continue;
     if (++tensors <= 3)
       named += std::string(tensors > 1 ? "; " : "") + "tensor \"" + name + "\" (" +
-               std::filesystem::path(t.file).filename().string() + ") holds " + std::to_string(bad) + (bad == 1 ? " such value" : " such values") +
-               " (first at " + index_in(first, t.shape) + ")";
+               std::filesystem::path(t.file).filename().string() + ") holds " + std::to_string(bad) +
+               (bad == 1 ? " such value" : " such values") + " (first at " + index_in(first, t.shape) + ")";
   }
   if (tensors == 0) return "no tensor of the checkpoint holds one, so the activations overflow float32";
   if (tensors > 3) named += "; and " + std::to_string(tensors - 3) + " more tensors";
@@ -260,9 +257,12 @@ void Model::Impl::check_outputs(const Batch& batch, const Outputs& out) const {
             std::to_string(row - batch.offsets[b]);
   } else {
     const std::pair<const char*, std::span<const float>> heads[] = {
-        {"the MLM logits", out.logits.data},          {"the pooler output", out.pooler_output.data},
-        {"the sequence logits", out.sequence_logits.data}, {"the token logits", out.token_logits.data},
-        {"the start logits", out.start_logits},        {"the end logits", out.end_logits}};
+        {"the MLM logits", out.logits.data},
+        {"the pooler output", out.pooler_output.data},
+        {"the sequence logits", out.sequence_logits.data},
+        {"the token logits", out.token_logits.data},
+        {"the start logits", out.start_logits},
+        {"the end logits", out.end_logits}};
     for (const auto& [name, values] : heads)
       if (first_non_finite(values) < values.size()) {
         where = name;

@@ -121,6 +121,11 @@ TEST(Model, NonFiniteOutputsWarnOnceNamingTheCheckpointsTensor) {
   const roberta::Batch batch = roberta::Batch::from_sequences({{0, 713, 16, 10, 2}, {0, 3141, 2}});
   std::vector<std::string> warnings;
   roberta::set_warning_handler([&warnings](const std::string& m) { warnings.push_back(m); });
+  struct Restore {  // the default handler back, also when an assertion returns early
+    ~Restore() {
+      roberta::set_warning_handler([](const std::string& m) { std::cerr << ("warning: " + m + "\n"); });
+    }
+  } restore;
   for (const auto type : {roberta::WeightType::kF32, roberta::WeightType::kBF16, roberta::WeightType::kInt8}) {
     warnings.clear();
     const roberta::Model model = roberta::Model::load(dir / "nan", {.weights = type});
@@ -131,14 +136,14 @@ TEST(Model, NonFiniteOutputsWarnOnceNamingTheCheckpointsTensor) {
       EXPECT_EQ(nans, out.last_hidden_state.data.size()) << static_cast<int>(type);
     }
     ASSERT_EQ(warnings.size(), 1u) << static_cast<int>(type);
-    for (const std::string& part : std::vector<std::string>{"NaN or infinite values", "sequence 0 token 0", "\"" + name + "\"",
-                                   "holds 1 such value (first at [0, 5])", "once per loaded model"})
+    const std::vector<std::string> parts = {"NaN or infinite values", "sequence 0 token 0", "\"" + name + "\"",
+                                            "holds 1 such value (first at [0, 5])", "once per loaded model"};
+    for (const std::string& part : parts)
       EXPECT_NE(warnings[0].find(part), std::string::npos) << part << " in: " << warnings[0];
   }
   warnings.clear();
   const roberta::Model demo = roberta::Model::load(kDemo);
   demo.forward(batch, {.logits = true});
-  roberta::set_warning_handler([](const std::string& m) { std::cerr << ("warning: " + m + "\n"); });
   EXPECT_TRUE(warnings.empty()) << warnings[0];
 }
 

@@ -677,7 +677,8 @@ TEST(PackedGemmInt8, NonFiniteRowsGiveNaNWhereFp32IsNotFinite) {
           continue;
         }
         double want = bias[n];
-        for (size_t k = 0; k < K; ++k) want += (static_cast<double>(bytes[k]) - 128.0) * xs[m] * packed.dequantized(n, k);
+        for (size_t k = 0; k < K; ++k)
+          want += (static_cast<double>(bytes[k]) - 128.0) * xs[m] * packed.dequantized(n, k);
         ASSERT_LT(std::abs(want - got) / (1.0 + std::abs(want)), 1e-5) << what << ": " << m << "," << n;
       }
     }

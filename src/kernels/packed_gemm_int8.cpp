@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <limits>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "activations.h"
@@ -281,9 +281,10 @@ __attribute__((target("avx2,fma"))) void quantize_rows_avx2(const float* x, size
     const float* src = x + m * k;
     __m256i vmax = _mm256_setzero_si256();
     size_t i = 0;
-    for (; i + 8 <= k; i += 8)
-      vmax = _mm256_max_epu32(_mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)), magnitude),
-                              vmax);
+    for (; i + 8 <= k; i += 8) {
+      const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
+      vmax = _mm256_max_epu32(_mm256_and_si256(bits, magnitude), vmax);
+    }
     alignas(32) uint32_t lanes[8];
     _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), vmax);
     uint32_t top = 0;
