@@ -541,6 +541,45 @@ TEST(Compare, MaskZeroOnANonPadTokenIsRefused) {
   EXPECT_EQ(r.status, 0) << r.err;
 }
 
+// A checkpoint with a NaN weight in its last layer (tiny-nan) against PyTorch's dump of it: the
+// layers before agree, the last layer's hidden states and the heads are NaN in both, counted as
+// agreeing and said so; a reference value made finite where the engine gives NaN is a failure.
+TEST(Compare, NaNInBothTheEngineAndTheReferenceAgrees) {
+  const std::string model = kFixtures + "/tiny-nan", dump = kFixtures + "/tiny-nan-dump";
+  Result r = run({"compare", "--model", model, "--reference", dump, "--json"});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const json report = json::parse(r.out);
+  const auto& tensors = report["tensors"];
+  const size_t last = tensors.size() - 1 - 2;  // (hidden_states_0..N, then logits and pooler_output)
+  ASSERT_EQ(tensors[last]["name"], "hidden_states_" + std::to_string(last));
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const bool nan = i >= last;  // every real position of the last layer and the heads
+    EXPECT_EQ(tensors[i]["non_finite_in_both"].get<size_t>() == tensors[i]["elements"].get<size_t>(), nan)
+        << tensors[i].dump();
+    EXPECT_EQ(tensors[i]["non_finite_in_both"].get<size_t>() == 0, !nan) << tensors[i].dump();
+  }
+  EXPECT_NE(r.err.find("the model's outputs hold NaN or infinite values"), std::string::npos) << r.err;
+  r = run({"compare", "--model", model, "--reference", dump});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("NaN or inf in both the engine and the reference from hidden_states_" + std::to_string(last)),
+            std::string::npos)
+      << r.out;
+  // One reference value of the last layer made finite (0): that element fails, as its only one.
+  roberta::test::TempDir dir;
+  std::filesystem::copy(dump, dir / "ref");
+  const std::string name = "hidden_states_" + std::to_string(last) + ".npy";
+  roberta::NpyArray h = roberta::read_npy(dir / "ref" / name);
+  std::vector<float> values = h.as_float();
+  values[5] = 0.0f;  // (sequence 0, token 0: a real position)
+  roberta::write_npy(dir / "ref" / name, h.shape, values);
+  r = run({"compare", "--model", model, "--reference", (dir / "ref").string(), "--json"});
+  EXPECT_EQ(r.status, 1) << r.err;
+  const json failed = json::parse(r.out);
+  EXPECT_EQ(failed["first_mismatch"], "hidden_states_" + std::to_string(last));
+  EXPECT_EQ(failed["tensors"][last]["failing"], 1);
+  EXPECT_EQ(failed["tensors"][last]["max_abs_diff"], nullptr) << "(inf: JSON has none)";
+}
+
 size_t count_points(const std::filesystem::path& svg, const std::string& cls) {
   const Result r = shell("/usr/bin/python3 -c 'import sys, xml.dom.minidom as m; d = m.parse(sys.argv[1]); "
                          "print(sum(sys.argv[2] in e.getAttribute(\"class\").split() for e in d.getElementsByTagName(\"*\")))' " +

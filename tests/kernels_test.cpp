@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #if defined(__x86_64__)
@@ -415,6 +416,69 @@ TEST(Attention, LongSequencesInChunksOfKeysMatchFloat64) {
                                    AttentionPrecision::kBf16);
   roberta::kernels::to_bf16_pairs(ctx.data(), T, H, want_pairs.data());
   EXPECT_EQ(pairs, want_pairs) << "AMX tiles from bf16 Q, K, V, the context as bf16 pairs";
+}
+
+// NaN and infinite inputs give NaN exactly where float64 (and PyTorch's softmax) does: in each
+// sequence a NaN in one query of head 0 (that row's scores all NaN: its head-0 context NaN), +inf
+// in one key of head 1 (scores +inf for queries whose column is positive: inf - inf, NaN; -inf for
+// the others: probability 0, a finite context), a NaN in the last value of head 2 (column 7 of
+// every row NaN, the other columns finite). Lengths: one chunk, past 512 keys (fp32's chunks) and
+// past 2048 (the AMX kernel's). Every path: fp32, kBf16 (AMX tiles or AVX512-BF16 where the CPU
+// has them), the AMX kernel emulated, and on the tiles from bf16 Q, K, V.
+TEST(Attention, NonFiniteInputsGiveNaNWhereFloat64Does) {
+  using roberta::kernels::AttentionPrecision;
+  std::mt19937 rng(13);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  const size_t heads = 3, d = 64, H = heads * d;
+  const std::vector<size_t> offsets = {0, 37, 100, 613, 2666};
+  const size_t T = offsets.back();
+  std::vector<float> qkv(T * 3 * H);
+  for (auto& v : qkv) v = dist(rng);
+  for (size_t s = 0; s + 1 < offsets.size(); ++s) {
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    qkv[(offsets[s] + 1) * 3 * H + 3] = nan;                          // Q, head 0
+    qkv[(offsets[s] + 2) * 3 * H + H + d + 5] = inf;                  // K, head 1
+    qkv[(offsets[s + 1] - 1) * 3 * H + 2 * H + 2 * d + 7] = nan;      // V, head 2
+  }
+  std::vector<float> rounded = qkv;
+  for (auto& v : rounded) v = static_cast<float>(bf16_value(v));
+  const auto exact = attention_reference(qkv, offsets, heads, d);
+  const auto want16 = attention_reference(rounded, offsets, heads, d, true);
+  size_t nans = 0;
+  for (double v : exact) nans += std::isnan(v);
+  ASSERT_GT(nans, 0u);
+  ASSERT_LT(nans, exact.size() / 2);
+  const auto check = [&](const std::vector<float>& got, const std::vector<double>& want, double tol, const char* what) {
+    double worst = 0;
+    for (size_t i = 0; i < T * H; ++i) {
+      ASSERT_EQ(std::isnan(got[i]), std::isnan(want[i])) << what << ": token " << i / H << " column " << i % H;
+      ASSERT_EQ(std::isinf(got[i]), std::isinf(want[i])) << what << ": token " << i / H << " column " << i % H;
+      if (std::isfinite(want[i])) worst = std::max(worst, std::abs(got[i] - want[i]));
+    }
+    EXPECT_LT(worst, tol) << what;
+  };
+  std::vector<float> ctx(T * H, -7.0f);
+  roberta::kernels::self_attention(ctx.data(), qkv.data(), offsets.data(), offsets.size() - 1, heads, d);
+  check(ctx, exact, 1e-5, "fp32");
+  const bool bf16 = roberta::kernels::usable_isa() >= Isa::kAvx512Bf16;
+  std::fill(ctx.begin(), ctx.end(), -7.0f);
+  roberta::kernels::self_attention(ctx.data(), qkv.data(), offsets.data(), offsets.size() - 1, heads, d, {},
+                                   AttentionPrecision::kBf16);
+  check(ctx, bf16 ? want16 : exact, bf16 ? 2e-3 : 1e-5, "kBf16");
+  if (roberta::kernels::detected_isa() < Isa::kAvx512Bf16) return;
+  std::vector<float> emulated(T * H, -7.0f);
+  roberta::kernels::self_attention_amx_emulated(emulated.data(), qkv.data(), offsets.data(), offsets.size() - 1, heads);
+  check(emulated, want16, 2e-3, "AMX, emulated tiles");
+  if (roberta::kernels::usable_isa() < Isa::kAmx) return;
+  std::vector<uint16_t> qkv16(T * 3 * H);  // (3 · heads, T, 64): Q of each head, then K, then V
+  for (size_t t = 0; t < T; ++t)
+    for (size_t j = 0; j < 3 * H; ++j)
+      qkv16[((j / d) * T + t) * d + j % d] =
+          static_cast<uint16_t>(std::bit_cast<uint32_t>(rounded[t * 3 * H + j]) >> 16);
+  std::vector<float> from16(T * H, -7.0f);
+  roberta::kernels::self_attention(from16.data(), qkv16.data(), offsets.data(), offsets.size() - 1, heads, d, {},
+                                   AttentionPrecision::kBf16);
+  check(from16, want16, 2e-3, "AMX tiles from bf16 Q, K, V");
 }
 
 // Which attention the bf16 and int8 encoders ask for: ROBERTA_ATTENTION when set (a typo is an

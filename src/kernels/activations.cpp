@@ -29,8 +29,9 @@ inline float act(float x) {
     constexpr float mu = 0.707107f, sigma = 0.282095f;
     return 0.5f * (1.0f + std::erf((x - mu) / (sigma * 1.4142135623730951f)));
   }
-  if constexpr (A == Activation::kRelu) return x > 0 ? x : 0.0f;
-  if constexpr (A == Activation::kRelu2) return x > 0 ? x * x : 0.0f;
+  // (x <= 0 is false for NaN: NaN stays NaN, as in PyTorch)
+  if constexpr (A == Activation::kRelu) return x <= 0 ? 0.0f : x;
+  if constexpr (A == Activation::kRelu2) return x <= 0 ? 0.0f : x * x;
   if constexpr (A == Activation::kRelu6) return std::clamp(x, 0.0f, 6.0f);
   if constexpr (A == Activation::kLeakyRelu) return x > 0 ? x : 0.01f * x;
   if constexpr (A == Activation::kSilu) return x * vmath::sigmoid(x);

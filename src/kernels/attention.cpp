@@ -523,9 +523,9 @@ ROBERTA_BF16_TARGET void pack_keys_bf16(uint32_t* kt, const In* k, size_t ld, si
 // AVX512-BF16 attention of the Zen 4 uses it too, not measured there yet). Its results differ
 // from exp_avx512's by a few ulp: a probability can round to the next bf16 value (the AMX
 // attention's largest difference from float64 of its rounded inputs went from 7e-6 to 6e-5,
-// against 7.5e-3 from its unrounded inputs; tests/kernels_test.cpp).
+// against 7.5e-3 from its unrounded inputs; tests/kernels_test.cpp). NaN gives NaN, as exp_avx512.
 __attribute__((target("avx512f"))) inline __m512 exp_for_bf16(__m512 d) {
-  const __m512 t = _mm512_max_ps(_mm512_mul_ps(d, _mm512_set1_ps(1.44269504088896341f)), _mm512_set1_ps(-126.0f));
+  const __m512 t = _mm512_max_ps(_mm512_set1_ps(-126.0f), _mm512_mul_ps(d, _mm512_set1_ps(1.44269504088896341f)));
   const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   const __m512 f = _mm512_sub_ps(t, n);
   __m512 p = _mm512_set1_ps(1.3333558146e-3f);  // ln(2)^k / k!, k = 5 .. 0

@@ -7,9 +7,9 @@
 namespace roberta::kernels {
 
 // exp(x) for 8 floats x <= 0: exp_avx512's polynomial (vmath::exp's, about 1 ulp), x clamped at
-// -87.3 below, 2^n as its exponent bits (n >= -126: a normal float).
+// -87.3 below, 2^n as its exponent bits (n >= -126: a normal float); NaN gives NaN, as exp_avx512.
 __attribute__((target("avx2,fma"))) inline __m256 exp_avx2(__m256 x) {
-  x = _mm256_max_ps(x, _mm256_set1_ps(-87.3f));
+  x = _mm256_max_ps(_mm256_set1_ps(-87.3f), x);
   const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);

@@ -9,9 +9,10 @@
 namespace roberta::kernels {
 
 // exp(x) for 16 floats: the same Cephes polynomial as vmath::exp (about 1 ulp), scaled by 2^n with
-// vscalefps; x is clamped at -87.3 (exp = 1.2e-38) below.
+// vscalefps; x is clamped at -87.3 (exp = 1.2e-38) below; NaN gives NaN (vmaxps returns its second
+// operand where one is NaN), as PyTorch's softmax of a NaN score is NaN.
 __attribute__((target("avx512f"))) inline __m512 exp_avx512(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(-87.3f));
+  x = _mm512_max_ps(_mm512_set1_ps(-87.3f), x);
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);

@@ -132,21 +132,32 @@ TensorDiff diff(const std::string& name, const std::vector<int64_t>& shape, cons
   TensorDiff t;
   t.name = name, t.shape = shape;
   double sum_diff = 0;
-  size_t worst = 0;
+  size_t worst = 0, finite_pairs = 0;
   for (size_t i = 0; i < theirs.size(); ++i) {
     const size_t token = i / per_token;
     if (!pooler && !in.mask[token]) continue;
     // HF pools (and classifies) position 0 whatever it holds; in a left-padded row that is padding,
     // which the engine does not compute (it reads the row's first real token, <s>).
     if (pooler && !in.mask[token * in.L]) continue;
-    const double d = std::abs(static_cast<double>(mine[i]) - theirs[i]);
-    const bool finite = std::isfinite(mine[i]) && std::isfinite(theirs[i]);
-    if (!finite || d > atol + rtol * std::abs(static_cast<double>(theirs[i]))) ++t.failing;
-    if (!finite || d > t.max_abs_diff) t.max_abs_diff = finite ? d : INFINITY, worst = i;
-    sum_diff += finite ? d : 0;
     ++t.elements;
+    if (!std::isfinite(mine[i]) || !std::isfinite(theirs[i])) {
+      // NaN in both, or the same infinity, agree (as numpy's allclose and torch's assert_close with
+      // equal_nan): a reference that is not finite there, matched. One side only: a failure.
+      if ((std::isnan(mine[i]) && std::isnan(theirs[i])) || mine[i] == theirs[i]) {
+        ++t.non_finite_in_both;
+        continue;
+      }
+      ++t.failing;
+      if (t.max_abs_diff != INFINITY) t.max_abs_diff = INFINITY, worst = i;  // (the first such element)
+      continue;
+    }
+    const double d = std::abs(static_cast<double>(mine[i]) - theirs[i]);
+    if (d > atol + rtol * std::abs(static_cast<double>(theirs[i]))) ++t.failing;
+    if (d > t.max_abs_diff) t.max_abs_diff = d, worst = i;
+    sum_diff += d;
+    ++finite_pairs;
   }
-  t.mean_abs_diff = t.elements ? sum_diff / static_cast<double>(t.elements) : 0.0;
+  t.mean_abs_diff = finite_pairs ? sum_diff / static_cast<double>(finite_pairs) : 0.0;
   t.ok = t.failing == 0;
   if (pooler)
     t.worst_at = {worst / per_token, worst % per_token};
@@ -169,6 +180,7 @@ void print_table(const std::vector<TensorDiff>& tensors) {
     std::cout << std::left << std::setw(18) << t.name << std::setw(18) << shape << std::right << std::setw(14)
               << max_s.str() << std::setw(14) << mean_s.str() << "  " << std::left << std::setw(16)
               << json(t.worst_at).dump() << (t.ok ? "ok" : "FAIL (" + std::to_string(t.failing) + " elements)")
+              << (t.non_finite_in_both ? " (" + std::to_string(t.non_finite_in_both) + " NaN or inf in both)" : "")
               << std::right << "\n";
   }
 }
@@ -271,13 +283,18 @@ int run_compare(const Args& args) {
     for (const auto& t : tensors)
       rows.push_back({{"name", t.name}, {"shape", t.shape}, {"max_abs_diff", t.max_abs_diff},
                       {"mean_abs_diff", t.mean_abs_diff}, {"worst_at", t.worst_at}, {"elements", t.elements},
-                      {"failing", t.failing}, {"ok", t.ok}});
+                      {"failing", t.failing}, {"non_finite_in_both", t.non_finite_in_both}, {"ok", t.ok}});
     std::cout << json{{"ok", all_ok}, {"atol", atol}, {"rtol", rtol},
                       {"first_mismatch", all_ok ? json() : json(first_bad->name)}, {"tensors", rows}}
                      .dump()
               << "\n";
   } else {
     print_table(tensors);
+    const auto first_nan =
+        std::find_if(tensors.begin(), tensors.end(), [](const TensorDiff& t) { return t.non_finite_in_both > 0; });
+    if (first_nan != tensors.end())
+      std::cout << "NaN or inf in both the engine and the reference from " << first_nan->name
+                << " on (counted as agreeing): the reference is not finite there either\n";
     if (all_ok)
       std::cout << "all " << tensors.size() << " tensors within atol " << atol << ", rtol " << rtol << "\n";
     else

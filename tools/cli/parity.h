@@ -9,9 +9,10 @@ namespace roberta::cli {
 struct TensorDiff {
   std::string name;  // hidden_states_3, logits, pooler_output
   std::vector<int64_t> shape;
-  double max_abs_diff = 0, mean_abs_diff = 0;  // max is +inf when a value is not finite
+  double max_abs_diff = 0, mean_abs_diff = 0;  // max is +inf where one side only is not finite
   std::vector<size_t> worst_at;                // index of the largest difference
   size_t elements = 0, failing = 0;
+  size_t non_finite_in_both = 0;  // NaN in both, or the same infinity: agreeing (not in the diffs)
   bool ok = true;
 };
 
