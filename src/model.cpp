@@ -211,36 +211,6 @@ size_t first_non_finite(std::span<const float> v) {
   return v.size();
 }
 
-// "[i, j, ...]": flat index `flat` of a row-major tensor of `shape`.
-std::string index_in(size_t flat, const std::vector<int64_t>& shape) {
-  std::vector<size_t> at(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) {
-    const auto extent = static_cast<size_t>(std::max<int64_t>(shape[d], 1));
-    at[d] = flat % extent, flat /= extent;
-  }
-  std::string s = "[";
-  for (size_t d = 0; d < at.size(); ++d) s += (d ? ", " : "") + std::to_string(at[d]);
-  return s + "]";
-}
-
-// The checkpoint's tensors holding NaN or infinite values, for the warning: up to three named
-// with their count and first position, then how many more.
-std::string non_finite_tensors(const WeightStore& store) {
-  std::string named;
-  size_t tensors = 0;
-  for (const auto& [name, t] : store.tensors()) {
-    size_t first = 0;
-    const size_t bad = store.count_non_finite(t, &first);
-    if (bad == 0) continue;
-    if (++tensors <= 3)
-      named += std::string(tensors > 1 ? "; " : "") + "tensor \"" + name + "\" (" +
-               std::filesystem::path(t.file).filename().string() + ") holds " + std::to_string(bad) +
-               (bad == 1 ? " such value" : " such values") + " (first at " + index_in(first, t.shape) + ")";
-  }
-  if (tensors == 0) return "no tensor of the checkpoint holds one, so the activations overflow float32";
-  if (tensors > 3) named += "; and " + std::to_string(tensors - 3) + " more tensors";
-  return named;
-}
 }  // namespace
 
 // A NaN or an infinity in the outputs (a checkpoint holding one, an overflow) is said once per
@@ -256,11 +226,15 @@ void Model::Impl::check_outputs(const Batch& batch, const Outputs& out) const {
     where = "the last hidden state, first at sequence " + std::to_string(b) + " token " +
             std::to_string(row - batch.offsets[b]);
   } else {
+    // With a finite hidden state, a head's output is not finite through its weights, which make
+    // the same columns non-finite in every row: the first row tells (a row of logits, not all
+    // T x 50265 of them).
+    const auto first_row = [](const Matrix& m) { return std::span<const float>(m.data).first(m.cols * (m.rows > 0)); };
     const std::pair<const char*, std::span<const float>> heads[] = {
-        {"the MLM logits", out.logits.data},
-        {"the pooler output", out.pooler_output.data},
-        {"the sequence logits", out.sequence_logits.data},
-        {"the token logits", out.token_logits.data},
+        {"the MLM logits", first_row(out.logits)},
+        {"the pooler output", first_row(out.pooler_output)},
+        {"the sequence logits", first_row(out.sequence_logits)},
+        {"the token logits", first_row(out.token_logits)},
         {"the start logits", out.start_logits},
         {"the end logits", out.end_logits}};
     for (const auto& [name, values] : heads)
@@ -271,7 +245,7 @@ void Model::Impl::check_outputs(const Batch& batch, const Outputs& out) const {
   }
   if (where.empty() || warned_non_finite.exchange(true)) return;
   warn(dir.string() + ": the model's outputs hold NaN or infinite values (" + where + "): " +
-       non_finite_tensors(weights.store()) + " (said once per loaded model)");
+       weights.non_finite_summary() + " (said once per loaded model)");
 }
 
 Outputs Model::forward(const Batch& batch, const ForwardOptions& options) const {

@@ -561,7 +561,7 @@ TEST(Compare, NaNInBothTheEngineAndTheReferenceAgrees) {
   EXPECT_NE(r.err.find("the model's outputs hold NaN or infinite values"), std::string::npos) << r.err;
   r = run({"compare", "--model", model, "--reference", dump});
   EXPECT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(r.out.find("NaN or inf in both the engine and the reference from hidden_states_" + std::to_string(last)),
+  EXPECT_NE(r.out.find("finite there either) in hidden_states_" + std::to_string(last) + ", logits, pooler_output\n"),
             std::string::npos)
       << r.out;
   // One reference value of the last layer made finite (0): that element fails, as its only one.
@@ -576,8 +576,12 @@ TEST(Compare, NaNInBothTheEngineAndTheReferenceAgrees) {
   EXPECT_EQ(r.status, 1) << r.err;
   const json failed = json::parse(r.out);
   EXPECT_EQ(failed["first_mismatch"], "hidden_states_" + std::to_string(last));
-  EXPECT_EQ(failed["tensors"][last]["failing"], 1);
-  EXPECT_EQ(failed["tensors"][last]["max_abs_diff"], nullptr) << "(inf: JSON has none)";
+  const json& bad = failed["tensors"][last];
+  EXPECT_EQ(bad["failing"], 1);
+  EXPECT_EQ(bad["max_abs_diff"], nullptr) << "(inf: JSON has none)";
+  EXPECT_EQ(bad["worst_at"], json::array({0, 0, 5}));
+  EXPECT_EQ(bad["non_finite_in_both"].get<size_t>() + 1, bad["elements"].get<size_t>());
+  EXPECT_EQ(bad["mean_abs_diff"], 0.0) << "(over finite pairs: none here)";
 }
 
 size_t count_points(const std::filesystem::path& svg, const std::string& cls) {

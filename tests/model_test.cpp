@@ -48,6 +48,29 @@ TEST(FillMask, ConstructorRefusesATokenizerWithoutMask) {
   EXPECT_NO_THROW(roberta::FillMask(model, roberta::Tokenizer::from_dir(kDemo)));
 }
 
+// Logits holding NaN (a model whose outputs are NaN): the top k in a strict order, the NaN ids first
+// (torch.topk puts NaN above every number), ties by lower id, then the highest logits; every score
+// NaN, as softmax over a row with a NaN is NaN. (A comparator that is not a strict weak ordering,
+// `a > b` with NaN, is undefined behaviour in std::partial_sort.)
+TEST(FillMask, NaNLogitsComeFirstInAStrictOrder) {
+  const roberta::FillMask fill = roberta::FillMask::load(kDemo);
+  const auto prepared = fill.prepare("A <mask> day.");
+  const size_t V = static_cast<size_t>(fill.model().config().vocab_size);
+  roberta::Matrix logits(1, V);
+  for (size_t v = 0; v < V; ++v) logits.data[v] = -static_cast<float>(v % 1000) / 100.0f;
+  logits.data[7] = logits.data[3] = NAN;
+  roberta::FillMaskOptions options;
+  options.top_k = 4;
+  const auto result = fill.finish(prepared, logits, options);
+  ASSERT_EQ(result.size(), 1u);
+  ASSERT_EQ(result[0].size(), 4u);
+  const int32_t want[] = {3, 7, 0, 1000};
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(result[0][i].token, want[i]) << i;
+    EXPECT_TRUE(std::isnan(result[0][i].score)) << i;
+  }
+}
+
 // tokenizer_config.json's clean_up_tokenization_spaces false: transformers' decode then leaves
 // " ," and " n't" as they are, in the sequence (the user's own text) and in token_str; true or
 // unset: cleaned up ("Hello, I don't").
@@ -102,8 +125,10 @@ TEST(Model, LayersBeyondNumHiddenLayersAreAWarning) {
 // of its query weight): fp32, bf16 and int8 all give NaN for every value of the last hidden state,
 // as PyTorch does (tools/dump_reference.py on such a copy of the demo model: all NaN): the NaN
 // reaches each token's feed-forward output, or every score of head 0 and so its softmax, then the
-// residual and LayerNorm. Each loaded model warns once, naming the tensor, its count and position;
-// the demo model itself gives no warning.
+// residual and LayerNorm. A NaN in the embedding of id 3141, which only the second sequence holds:
+// that sequence's rows NaN, the first's finite (sequences attend only to themselves, in PyTorch
+// too). Each loaded model warns once, naming where the NaN is first (sequence, token) and the
+// tensor with its count and position; the demo model itself gives no warning.
 TEST(Model, NonFiniteOutputsWarnOnceNamingTheCheckpointsTensor) {
   const std::string original = read(kDemo + "/model.safetensors");
   uint64_t header_len;
@@ -117,15 +142,25 @@ TEST(Model, NonFiniteOutputsWarnOnceNamingTheCheckpointsTensor) {
       roberta::set_warning_handler([](const std::string& m) { std::cerr << ("warning: " + m + "\n"); });
     }
   } restore;
-  for (const std::string name :
-       {"roberta.encoder.layer.1.intermediate.dense.weight", "roberta.encoder.layer.1.attention.self.query.weight"}) {
+  struct Case {
+    std::string name;
+    size_t row;               // the NaN at [row, 5]
+    size_t first_nan_row;     // of the batch's 8 tokens: the rows from it on are NaN, those before finite
+    std::string where, at;
+  };
+  const Case cases[] = {
+      {"roberta.encoder.layer.1.intermediate.dense.weight", 0, 0, "sequence 0 token 0", "[0, 5]"},
+      {"roberta.encoder.layer.1.attention.self.query.weight", 0, 0, "sequence 0 token 0", "[0, 5]"},
+      {"roberta.embeddings.word_embeddings.weight", 3141, 5, "sequence 1 token 0", "[3141, 5]"}};
+  for (const auto& [name, nan_row, first_nan_row, where, nan_at] : cases) {
     roberta::test::TempDir dir;
     std::filesystem::create_directories(dir / "nan");
     for (const char* f : {"config.json", "tokenizer.json"})
       std::filesystem::copy_file(std::filesystem::path(kDemo) / f, dir / "nan" / f);
     ASSERT_EQ(header.at(name).at("dtype"), "F16");
     std::string file = original;
-    const size_t at = 8 + header_len + header.at(name).at("data_offsets")[0].get<size_t>() + 2 * 5;
+    const size_t cols = header.at(name).at("shape")[1].get<size_t>();
+    const size_t at = 8 + header_len + header.at(name).at("data_offsets")[0].get<size_t>() + 2 * (nan_row * cols + 5);
     const uint16_t nan16 = 0x7E00;
     std::memcpy(file.data() + at, &nan16, 2);
     roberta::test::write_text(dir / "nan" / "model.safetensors", file);
@@ -135,13 +170,15 @@ TEST(Model, NonFiniteOutputsWarnOnceNamingTheCheckpointsTensor) {
       const roberta::Model model = roberta::Model::load(dir / "nan", {.weights = type});
       for (int pass = 0; pass < 2; ++pass) {
         const roberta::Outputs out = model.forward(batch);
-        size_t nans = 0;
-        for (float v : out.last_hidden_state.data) nans += std::isnan(v);
-        EXPECT_EQ(nans, out.last_hidden_state.data.size());
+        const roberta::Matrix& h = out.last_hidden_state;
+        ASSERT_EQ(h.rows, 8u);
+        for (size_t r = 0; r < h.rows; ++r)
+          for (size_t c = 0; c < h.cols; ++c)
+            ASSERT_EQ(std::isnan(h.row(r)[c]), r >= first_nan_row) << "row " << r << " column " << c;
       }
       ASSERT_EQ(warnings.size(), 1u);
-      const std::vector<std::string> parts = {"NaN or infinite values", "sequence 0 token 0", "\"" + name + "\"",
-                                              "holds 1 such value (first at [0, 5])", "once per loaded model"};
+      const std::vector<std::string> parts = {"NaN or infinite values", where, "\"" + name + "\"",
+                                              "holds 1 such value (first at " + nan_at + ")", "once per loaded model"};
       for (const std::string& part : parts)
         EXPECT_NE(warnings[0].find(part), std::string::npos) << part << " in: " << warnings[0];
     }

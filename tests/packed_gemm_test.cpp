@@ -241,6 +241,34 @@ TEST(PackedGemmInt8, QuantizesEachRowSymmetricallyToWithinHalfAStep) {
   }
 }
 
+// Rows whose largest |x| is below 3.7e-37 (127 / max past FLT_MAX): every byte within ±127 of the
+// offset, a zero stays 0, a value keeps its sign, and q · scale is at most the row's max; before,
+// 0 · inf made a NaN there and the byte -128. In the vector loops and the tails (k = 100).
+TEST(PackedGemmInt8, TinyRowsQuantizeWithinRange) {
+  const size_t K = 100, Q = (K + 3) / 4;
+  const float tiny[] = {1e-38f, 3e-37f, 1e-45f};  // (the last: the smallest denormal)
+  std::vector<float> x(std::size(tiny) * K), scale(std::size(tiny));
+  for (size_t m = 0; m < std::size(tiny); ++m)
+    for (size_t k = 0; k < K; ++k) x[m * K + k] = k % 3 == 0 ? 0.0f : (k % 3 == 1 ? tiny[m] : -tiny[m] / 2);
+  std::vector<uint32_t> quads(std::size(tiny) * Q);
+  roberta::kernels::quantize_rows(x.data(), std::size(tiny), K, quads.data(), scale.data());
+  for (size_t m = 0; m < std::size(tiny); ++m) {
+    ASSERT_TRUE(std::isfinite(scale[m])) << m;
+    const auto* bytes = reinterpret_cast<const uint8_t*>(quads.data() + m * Q);
+    for (size_t k = 0; k < K; ++k) {
+      const int q = static_cast<int>(bytes[k]) - 128;
+      const float v = x[m * K + k];
+      ASSERT_LE(std::abs(q), 127) << m << "," << k;
+      if (v == 0) {
+        ASSERT_EQ(q, 0) << m << "," << k;
+      } else {
+        ASSERT_TRUE(q == 0 || (q > 0) == (v > 0)) << m << "," << k << ": " << q;
+      }
+      ASSERT_LE(std::abs(q * static_cast<double>(scale[m])), tiny[m] * 1.0001) << m << "," << k;
+    }
+  }
+}
+
 // The int8 product against a float64 reference of its quantized inputs: the weight as
 // PackedWeightInt8 rounded it, x as quantize_rows rounds it.
 TEST(PackedGemmInt8, MatchesFloat64ReferenceOfQuantizedInputs) {

@@ -49,9 +49,10 @@ constexpr uint32_t kMagnitudeMask = 0x7FFFFFFF, kInfinityBits = 0x7F800000;
 uint32_t magnitude_bits(float v) { return std::bit_cast<uint32_t>(v) & kMagnitudeMask; }
 
 // The scale of a row (weights or activations) from its largest magnitude's bits: max / 127, 1 for
-// an all-zero row (inv: 127 / max, 0); NaN for a row holding an infinity or a NaN (not finite),
-// whose bytes are then all zero: every output the row takes part in is NaN, where fp32 gives a
-// non-finite value too, rather than finite values made from the row's other entries.
+// an all-zero row (inv: 127 / max, at most FLT_MAX: a max below 3.7e-37 would make it infinite, and
+// 0 · inf a NaN; 0 for an all-zero row); NaN for a row holding an infinity or a NaN (not finite),
+// whose bytes are then all zero: every output the row takes part in is NaN, as fp32's is not
+// finite there, rather than finite values made from the row's other entries.
 struct RowScale {
   float scale, inv;
   bool finite;
@@ -59,7 +60,8 @@ struct RowScale {
 RowScale row_scale(uint32_t top) {
   if (top >= kInfinityBits) return {std::numeric_limits<float>::quiet_NaN(), 0.0f, false};
   const float amax = std::bit_cast<float>(top);
-  return {amax > 0 ? amax / 127.0f : 1.0f, amax > 0 ? 127.0f / amax : 0.0f, true};
+  if (amax == 0) return {1.0f, 0.0f, true};
+  return {amax / 127.0f, std::min(127.0f / amax, std::numeric_limits<float>::max()), true};
 }
 
 // A quotient rounded to the nearest integer, ties to even, within [-127, 127]; NaN (0 / 0 in a row

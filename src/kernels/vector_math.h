@@ -13,12 +13,15 @@
 
 namespace roberta::kernels::vmath {
 
-// exp(x), about 1 ulp (Cephes' expf polynomial); 0 below -87.3, clamped above 88.7.
+// exp(x), about 1 ulp (Cephes' expf polynomial); 0 below -87.3, clamped above 88.7; NaN gives NaN.
 inline float exp(float x) {
   const bool underflow = x < -87.3f;
   x = x > 88.7f ? 88.7f : x;
   x = x < -87.3f ? -87.3f : x;
-  const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round(x / ln 2)
+  // round(x / ln 2) in the low bits of `shifted` (1.5 · 2^23 + n, whose ulp is 1): n as an integer
+  // from its bits, not a float-to-int conversion, which a NaN would make undefined
+  const float shifted = x * 1.44269504088896341f + 12582912.0f;
+  const float n = shifted - 12582912.0f;
   float r = x - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
   float p = 1.9875691500e-4f;
@@ -28,7 +31,8 @@ inline float exp(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
-  const float scale = std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
+  const int32_t biased = std::bit_cast<int32_t>(shifted) - 0x4B400000 + 127;  // n + 127
+  const float scale = std::bit_cast<float>(static_cast<uint32_t>(biased) << 23);
   return underflow ? 0.0f : p * scale;
 }
 

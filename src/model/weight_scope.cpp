@@ -12,6 +12,18 @@ std::string shape_string(const std::vector<int64_t>& s) {
   return out + "]";
 }
 
+// "[i, j, ...]": flat index `flat` of a row-major tensor of `shape`.
+std::string index_in(size_t flat, const std::vector<int64_t>& shape) {
+  std::vector<size_t> at(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    const auto extent = static_cast<size_t>(std::max<int64_t>(shape[d], 1));
+    at[d] = flat % extent, flat /= extent;
+  }
+  std::string s = "[";
+  for (size_t d = 0; d < at.size(); ++d) s += (d ? ", " : "") + std::to_string(at[d]);
+  return s + "]";
+}
+
 }  // namespace
 
 WeightLoader::WeightLoader(WeightStore store, std::filesystem::path dir, WeightType type)
@@ -43,8 +55,9 @@ const float* WeightLoader::tensor(const std::string& name, const std::vector<int
   return owned_.back().data();
 }
 
-// Once packed, a weight's original is not read again: free its fp32 conversion, or let the
-// kernel drop its pages of the mapped file, so the weights are not held twice.
+// Once packed, a weight's original is not read again (but by non_finite_summary, which drops its
+// pages again): free its fp32 conversion, or let the kernel drop its pages of the mapped file, so
+// the weights are not held twice.
 void WeightLoader::release(const std::string& name, const float* data) {
   for (auto it = owned_.begin(); it != owned_.end(); ++it)
     if (it->data() == data) {
@@ -61,6 +74,24 @@ size_t WeightLoader::unpacked_bytes() const {
   for (const auto& [name, t] : store_.tensors())
     if (WeightStore::f32_in_place(t) && !released_.count(name)) n += t.nbytes;
   return n;
+}
+
+std::string WeightLoader::non_finite_summary() const {
+  std::string named;
+  size_t tensors = 0;
+  for (const auto& [name, t] : store_.tensors()) {
+    size_t first = 0;
+    const size_t bad = store_.count_non_finite(t, &first);
+    if (released_.count(name)) store_.release_pages(t);  // (read again just now)
+    if (bad == 0) continue;
+    if (++tensors <= 3)
+      named += std::string(tensors > 1 ? "; " : "") + "tensor \"" + name + "\" (" +
+               std::filesystem::path(t.file).filename().string() + ") holds " + std::to_string(bad) +
+               (bad == 1 ? " such value" : " such values") + " (first at " + index_in(first, t.shape) + ")";
+  }
+  if (tensors == 0) return "no tensor of the checkpoint holds one, so the activations overflow float32";
+  if (tensors > 3) named += "; and " + std::to_string(tensors - 3) + " more tensors";
+  return named;
 }
 
 const float* WeightScope::tensor(const std::string& name, const std::vector<int64_t>& shape) const {

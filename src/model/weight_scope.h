@@ -40,6 +40,10 @@ class WeightLoader {
   const WeightStore& store() const { return store_; }
   WeightType type() const { return type_; }
   size_t parameter_count() const { return params_; }
+  // The checkpoint's tensors holding NaN or infinite values, for a warning: up to three named with
+  // their count and first position ([i, j]), then how many more; or that none does. Reads every
+  // tensor (the released ones' pages are dropped again after).
+  std::string non_finite_summary() const;
   // Bytes held: unpacked tensors (converted, or mapped and used in place); packed copies not included.
   size_t unpacked_bytes() const;
 

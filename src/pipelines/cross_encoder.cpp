@@ -177,7 +177,9 @@ std::vector<RankedDocument> CrossEncoder::rank_scores(std::span<const float> sco
     if (options.return_documents) d.text = documents[i];
     ranked.push_back(std::move(d));
   }
-  std::stable_sort(ranked.begin(), ranked.end(), [](const RankedDocument& a, const RankedDocument& b) { return a.score > b.score; });
+  std::stable_sort(ranked.begin(), ranked.end(), [](const RankedDocument& a, const RankedDocument& b) {
+    return pipeline::higher_score(a.score, b.score);
+  });
   if (options.top_k && *options.top_k < ranked.size()) ranked.resize(*options.top_k);
   return ranked;
 }

@@ -146,7 +146,10 @@ std::vector<std::vector<FillMaskCandidate>> FillMask::finish(const Prepared& tex
     const size_t k = std::min(options.top_k, candidates.size());
     // Highest logit first; ties by lower id (as torch.topk gives on CPU for equal values).
     std::partial_sort(candidates.begin(), candidates.begin() + static_cast<ptrdiff_t>(k), candidates.end(),
-                      [&](int32_t a, int32_t b) { return logits[a] != logits[b] ? logits[a] > logits[b] : a < b; });
+                      [&](int32_t a, int32_t b) {
+                        return pipeline::higher_score(logits[a], logits[b]) ||
+                               (!pipeline::higher_score(logits[b], logits[a]) && a < b);
+                      });
     std::vector<FillMaskCandidate> list;
     for (size_t i = 0; i < k; ++i) {
       FillMaskCandidate c;

@@ -18,6 +18,11 @@
 
 namespace roberta::pipeline {
 
+// Whether score a comes before b in descending order, a NaN before every number (as torch.topk
+// and numpy's argsort, reversed, order them): a strict weak ordering for the sorts, which `a > b`
+// is not where a score is NaN (a model whose outputs are NaN).
+inline bool higher_score(float a, float b) { return std::isnan(a) ? !std::isnan(b) : a > b; }
+
 // A model folder's model and tokenizer. Where the pool has more than one thread, the model loads
 // on a thread of its own (packing its weights on the pool) while the calling thread parses the
 // tokenizer: roberta-base's tokenizer.json takes ~0.1 s, about half as long as the model (Zen 4).

@@ -216,7 +216,8 @@ std::vector<QuestionAnswer> QuestionAnswerer::finish(const Prepared& prepared, c
     offset += T;
   }
   if (options.handle_impossible_answer) answers.push_back({min_null_score, 0, 0, "", ""});
-  std::stable_sort(answers.begin(), answers.end(), [](const Answer& a, const Answer& b) { return a.score > b.score; });
+  std::stable_sort(answers.begin(), answers.end(),
+                   [](const Answer& a, const Answer& b) { return pipeline::higher_score(a.score, b.score); });
   if (answers.size() > options.top_k) answers.resize(options.top_k);
   std::vector<QuestionAnswer> out;
   for (Answer& a : answers) {

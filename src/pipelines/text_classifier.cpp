@@ -97,7 +97,9 @@ std::vector<std::vector<LabelScore>> TextClassifier::finish(const Prepared& prep
     for (size_t j = 0; j < L; ++j) list.push_back({config_.id2label[j], scores[j]});
     if (!options.return_all_scores) {
       // Python's sort(reverse=True) is stable: equal scores keep label order.
-      std::stable_sort(list.begin(), list.end(), [](const LabelScore& a, const LabelScore& b) { return a.score > b.score; });
+      std::stable_sort(list.begin(), list.end(), [](const LabelScore& a, const LabelScore& b) {
+        return pipeline::higher_score(a.score, b.score);
+      });
       if (options.top_k && *options.top_k < list.size()) list.resize(*options.top_k);
     }
     results.push_back(std::move(list));

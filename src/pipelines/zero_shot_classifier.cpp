@@ -182,7 +182,8 @@ std::vector<ZeroShotResult> ZeroShotClassifier::finish(const Prepared& prepared,
     // scores come out in reverse label order.
     std::vector<size_t> order(n);
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] < scores[b]; });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return pipeline::higher_score(scores[b], scores[a]); });
     std::reverse(order.begin(), order.end());
     ZeroShotResult r;
     r.sequence = prepared.sequences[s];

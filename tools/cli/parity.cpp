@@ -290,11 +290,13 @@ int run_compare(const Args& args) {
               << "\n";
   } else {
     print_table(tensors);
-    const auto first_nan =
-        std::find_if(tensors.begin(), tensors.end(), [](const TensorDiff& t) { return t.non_finite_in_both > 0; });
-    if (first_nan != tensors.end())
-      std::cout << "NaN or inf in both the engine and the reference from " << first_nan->name
-                << " on (counted as agreeing): the reference is not finite there either\n";
+    std::string both;
+    for (const TensorDiff& t : tensors)
+      if (t.non_finite_in_both) both += (both.empty() ? "" : ", ") + t.name;
+    if (!both.empty())
+      std::cout << "NaN or inf in both the engine and the reference (counted as agreeing: the reference is not "
+                   "finite there either) in "
+                << both << "\n";
     if (all_ok)
       std::cout << "all " << tensors.size() << " tensors within atol " << atol << ", rtol " << rtol << "\n";
     else

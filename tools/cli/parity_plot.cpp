@@ -158,7 +158,9 @@ std::string compare_plot_svg(const std::vector<TensorDiff>& tensors, const PlotL
   s += "<polyline class=\"mean-line\" points=\"" + mean_path + "\" fill=\"none\" stroke=\"" + kMeanColor + "\" stroke-width=\"1.5\"/>\n";
   for (size_t i = 0; i < tensors.size(); ++i) {
     const TensorDiff& t = tensors[i];
-    const std::string status = t.ok ? "ok" : "FAIL (" + std::to_string(t.failing) + " of " + std::to_string(t.elements) + " elements)";
+    const std::string status =
+        (t.ok ? "ok" : "FAIL (" + std::to_string(t.failing) + " of " + std::to_string(t.elements) + " elements)") +
+        (t.non_finite_in_both ? ", " + std::to_string(t.non_finite_in_both) + " NaN or inf in both" : "");
     s += marker_mean(x(i), a.y(t.mean_abs_diff), "point mean-point", t.name + ": mean abs diff " + sci(t.mean_abs_diff));
     s += marker_max(x(i), a.y(t.max_abs_diff), t.ok ? "point max-point" : "point max-point failing",
                     t.ok ? kMaxColor : kFailColor, t.name + ": max abs diff " + sci(t.max_abs_diff) + ", " + status);
