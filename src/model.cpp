@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <cstring>
 #include <map>
 #include <numeric>
 #include <span>
 
 #include "activation_names.h"
+#include "kernels/activations.h"
 #include "kernels/isa.h"
 #include "kernels/layer_norm.h"
 #include "model/parts.h"
@@ -192,19 +192,13 @@ void check_batch(const Batch& batch, const ModelConfig& c) {
   }
 }
 
-// Index of the first NaN or infinite value of v, or v.size(): a flag per block of 1024 values on
-// their exponent bits (a vectorised pass), the index found only in a block that has one.
+// Index of the first NaN or infinite value of v, or v.size(): kernels::any_non_finite per block of
+// 1024 values, the index found only in a block that has one.
 size_t first_non_finite(std::span<const float> v) {
   constexpr size_t kBlock = 1024;
   for (size_t i0 = 0; i0 < v.size(); i0 += kBlock) {
     const size_t i1 = std::min(v.size(), i0 + kBlock);
-    uint32_t bad = 0;
-    for (size_t i = i0; i < i1; ++i) {
-      uint32_t b;
-      std::memcpy(&b, &v[i], 4);
-      bad |= (b & 0x7F800000u) == 0x7F800000u;
-    }
-    if (bad)
+    if (kernels::any_non_finite(v.data() + i0, i1 - i0))
       for (size_t i = i0; i < i1; ++i)
         if (!std::isfinite(v[i])) return i;
   }

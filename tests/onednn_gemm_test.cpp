@@ -152,7 +152,9 @@ TEST_P(OneDnnGemm, NonFiniteValuesGiveNonFiniteOutputsWhereFloat64Does) {
         const float got = y[m * ldy + n];
         not_finite += !std::isfinite(want);
         ASSERT_EQ(std::isfinite(got), std::isfinite(want)) << name(p) << " " << m << "," << n << ": " << got;
-        if (p == Precision::kInt8 && !std::isfinite(want)) ASSERT_TRUE(std::isnan(got)) << m << "," << n;
+        if (p == Precision::kInt8 && !std::isfinite(want)) {
+          ASSERT_TRUE(std::isnan(got)) << m << "," << n;
+        }
       }
     EXPECT_EQ(not_finite, 3 * N + 2 * (M - 3)) << "dense=" << dense;
   }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "intrinsics.h"
@@ -126,6 +128,16 @@ void activation_rows(float* x, size_t ldx, size_t rows, size_t cols, Activation 
   dispatch(a, [&](auto tag) {
     for (size_t r = 0; r < rows; ++r) row_activation<tag()>(x + r * ldx, nullptr, cols);
   });
+}
+
+ROBERTA_VECTOR_CLONES bool any_non_finite(const float* v, size_t n) {
+  uint32_t bad = 0;
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t b;
+    std::memcpy(&b, v + i, 4);
+    bad |= (b & 0x7F800000u) == 0x7F800000u;
+  }
+  return bad != 0;
 }
 
 }  // namespace roberta::kernels

@@ -57,7 +57,9 @@ struct RowScale {
   float scale, inv;
   bool finite;
 };
-RowScale row_scale(uint32_t top) {
+// (Inlined into each caller, so it is compiled for the caller's instruction set: called out of line
+// from the AVX-512 quantizers, its SSE code made int8 forward passes 6% slower, Xeon with AMX.)
+__attribute__((always_inline)) inline RowScale row_scale(uint32_t top) {
   if (top >= kInfinityBits) return {std::numeric_limits<float>::quiet_NaN(), 0.0f, false};
   const float amax = std::bit_cast<float>(top);
   if (amax == 0) return {1.0f, 0.0f, true};
@@ -71,8 +73,9 @@ int8_t round_to_int8(float v) {
   return std::isnan(r) ? 0 : static_cast<int8_t>(std::clamp(r, -127.0f, 127.0f));
 }
 
-// q[i] = round(w[i] / scale) for i from i0 to k (the scalar loop, and the vector loop's tail).
-void round_weight_row(const float* w, size_t i0, size_t k, float scale, int8_t* q) {
+// q[i] = round(w[i] / scale) for i from i0 to k (the scalar loop, and the vector loop's tail; inlined
+// as row_scale).
+__attribute__((always_inline)) inline void round_weight_row(const float* w, size_t i0, size_t k, float scale, int8_t* q) {
   for (size_t i = i0; i < k; ++i) q[i] = round_to_int8(w[i] / scale);
 }
 
