@@ -1,5 +1,7 @@
 #include "model/weight_scope.h"
 
+#include <algorithm>
+
 #include "roberta/error.h"
 
 namespace roberta {
@@ -14,14 +16,12 @@ std::string shape_string(const std::vector<int64_t>& s) {
 
 // "[i, j, ...]": flat index `flat` of a row-major tensor of `shape`.
 std::string index_in(size_t flat, const std::vector<int64_t>& shape) {
-  std::vector<size_t> at(shape.size());
+  std::vector<int64_t> at(shape.size());
   for (size_t d = shape.size(); d-- > 0;) {
     const auto extent = static_cast<size_t>(std::max<int64_t>(shape[d], 1));
-    at[d] = flat % extent, flat /= extent;
+    at[d] = static_cast<int64_t>(flat % extent), flat /= extent;
   }
-  std::string s = "[";
-  for (size_t d = 0; d < at.size(); ++d) s += (d ? ", " : "") + std::to_string(at[d]);
-  return s + "]";
+  return shape_string(at);
 }
 
 }  // namespace
