@@ -33,24 +33,9 @@ torch_low=int8
 grep -q -w -E 'avx512_bf16|amx_bf16' <<< "$features" && torch_low=bf16,int8
 echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; features: $features"
 uptime
-"$py" -c "import onnx" 2> /dev/null || { apt-get update -qq && apt-get install -y -qq python3-onnx > /dev/null; }
 [ -f "$model/config.json" ] || "$py" tools/make_test_model.py --out "$model" --preset base --seed 0 --no-lm-head > /dev/null
-# the ONNX exports of this model folder (by its path), made again when its files are newer
-onnx=$scratch/onnx-$(realpath "$model" | md5sum | cut -c1-12)
-mkdir -p "$onnx"
-# (find -L: a Hugging Face cache snapshot's files are links; each export written whole, then renamed)
-[ -f "$onnx/plain.onnx" ] && [ -z "$(find -L "$model" -maxdepth 1 -type f -newer "$onnx/plain.onnx")" ] || {
-  rm -f "$onnx/plain-int8.onnx"
-  "$py" "$shared/export_plain_onnx.py" --model "$model" --out "$onnx/partial.onnx" > /dev/null
-  mv "$onnx/partial.onnx" "$onnx/plain.onnx"
-}
-[ -f "$onnx/plain-int8.onnx" ] || {
-  "$py" "$shared/quantize_int8.py" "$onnx/plain.onnx" "$onnx/partial-int8.onnx" --per-channel > /dev/null
-  mv "$onnx/partial-int8.onnx" "$onnx/plain-int8.onnx"
-}
-[ -d "$scratch/ort/node_modules/onnxruntime-node" ] ||
-  npm install --prefix "$scratch/ort" --ignore-scripts --no-audit --no-fund onnxruntime-node > /dev/null 2>&1
-export NODE_PATH="$scratch/ort/node_modules"
+# shellcheck source=tools/ort_setup.sh
+source tools/ort_setup.sh
 declare -A spec=([W1]="--batch 1 --seq 16" [W2]="--batch 1 --seq 128" [W3]="--batch 8 --seq 128"
                  [W4]="--batch 1 --seq 512" [W5]="--batch 32 --lengths uniform:8:128 --seed 0"
                  [L2K]="--batch 1 --seq 2048" [L8K]="--batch 1 --seq 8192")

@@ -85,6 +85,24 @@ class Weights:
 
 
 @torch.no_grad()
+def mlm_logits(cfg, w, x):
+    """The masked-LM head (lm_head.*, the decoder tied to the word embeddings where it is missing) on
+    a last hidden state x [..., H]."""
+    H, eps = cfg["hidden_size"], cfg.get("layer_norm_eps", 1e-12)
+    t = F.gelu(F.linear(x, w.get("lm_head.dense.weight"), w.get("lm_head.dense.bias")))
+    t = F.layer_norm(t, (H,), w.get("lm_head.layer_norm.weight"), w.get("lm_head.layer_norm.bias"), eps)
+    dec = w.get("lm_head.decoder.weight", required=False)
+    if dec is None:
+        dec = w.body("embeddings.word_embeddings.weight")
+    bias = w.get("lm_head.decoder.bias", required=False)
+    if bias is None:
+        bias = w.get("lm_head.bias", required=False)
+    if bias is None:
+        bias = torch.zeros(dec.shape[0])
+    return F.linear(t, dec, bias)
+
+
+@torch.no_grad()
 def forward(cfg, w, ids, mask, heads=True, token_type_ids=None):
     """cfg: config.json's dict; w: Weights; ids, mask (and token_type_ids, zeros when None): int64
     [B, L]. Returns {"hidden": [B, L, H] x (layers + 1) as transformers' output_hidden_states,
@@ -147,17 +165,7 @@ def forward(cfg, w, ids, mask, heads=True, token_type_ids=None):
     if not heads:
         return out
     if w.get("lm_head.dense.weight", required=False) is not None:
-        t = F.gelu(F.linear(x, w.get("lm_head.dense.weight"), w.get("lm_head.dense.bias")))
-        t = F.layer_norm(t, (H,), w.get("lm_head.layer_norm.weight"), w.get("lm_head.layer_norm.bias"), eps)
-        dec = w.get("lm_head.decoder.weight", required=False)
-        if dec is None:
-            dec = w.body("embeddings.word_embeddings.weight")
-        bias = w.get("lm_head.decoder.bias", required=False)
-        if bias is None:
-            bias = w.get("lm_head.bias", required=False)
-        if bias is None:
-            bias = torch.zeros(dec.shape[0])
-        out["logits"] = F.linear(t, dec, bias)
+        out["logits"] = mlm_logits(cfg, w, x)
     if w.body("pooler.dense.weight", required=False) is not None:
         out["pooler"] = torch.tanh(lin(x[:, 0], "pooler.dense"))
     top = lambda t, name: F.linear(t, w.get(name + ".weight"), w.get(name + ".bias"))
