@@ -57,64 +57,67 @@ def main():
     if w.get("lm_head.dense.weight", required=False) is None:
         sys.exit(f"{model_dir}: the checkpoint has no masked-LM head (lm_head.*)")
 
-    def run(fn):
-        """fn(i, ids [1, L]) -> line i's last hidden state [L, H] (any float dtype); returns (hidden,
-        logits) per line."""
-        out = []
+    masked = sum(len(r["positions"]) for r in records)
+    positions = [torch.tensor(r["positions"], dtype=torch.long) for r in records]
+
+    def hidden_states(fn):
+        """fn(i, ids [1, L]) -> line i's last hidden state (any float dtype); yields them as [L, H] fp32."""
         with torch.inference_mode():
             for i, r in enumerate(records):
                 ids = torch.tensor([r["ids"]], dtype=torch.long)
-                h = torch.as_tensor(fn(i, ids)).float().reshape(len(r["ids"]), H)
-                out.append((h, mlm_logits(cfg, w, h)))
-        return out
+                yield torch.as_tensor(fn(i, ids)).float().reshape(len(r["ids"]), H)
 
     ones = lambda ids: torch.ones_like(ids)
-    reference = run(lambda i, ids: forward(cfg, w, ids, ones(ids), heads=False)["last_hidden_state"][0])
-    engines = {}
-    import roberta_cpp
-    for dtype, label in (("float32", "fp32"), ("bfloat16", "bf16"), ("int8", "int8")):
-        model = roberta_cpp.Model.from_pretrained(model_dir, dtype=dtype, threads=threads)
-        engines[f"roberta.cpp {label}"] = run(
-            lambda i, ids: model.forward(ids.numpy(), heads=[])["last_hidden_state"][0])
-    for name, path in extra:
-        flat = np.fromfile(path, dtype="<f4")
-        expected = sum(len(r["ids"]) for r in records) * H
-        if flat.size != expected:
-            sys.exit(f"{path}: {flat.size} float32 values, {expected} expected for {masks_path}'s sequences")
-        offsets = np.cumsum([0] + [len(r["ids"]) * H for r in records])
-        engines[name] = run(lambda i, ids: flat[offsets[i]:offsets[i + 1]].copy())
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__))))
-    from bench_torch import plain_module
-    bf16 = plain_module(model_dir, cfg).to(torch.bfloat16)
-    engines["PyTorch bf16"] = run(lambda i, ids: bf16(ids, ones(ids))[0])
-    module = plain_module(model_dir, cfg)
-    for name, spec in (("per tensor", {torch.nn.Linear}),
-                       ("per channel", {torch.nn.Linear: torch.ao.quantization.per_channel_dynamic_qconfig})):
-        int8 = torch.ao.quantization.quantize_dynamic(module, spec, dtype=torch.qint8)
-        engines[f"PyTorch int8 ({name})"] = run(lambda i, ids: int8(ids, ones(ids))[0])
-
-    masked = sum(len(r["positions"]) for r in records)
+    # the reference's hidden states and top-1 at the masks (logits only where masked: the memory of
+    # every position's logits of a few thousand lines would not fit)
+    reference = [(h, mlm_logits(cfg, w, h[pos]).argmax(-1)) for h, pos in
+                 zip(hidden_states(lambda i, ids: forward(cfg, w, ids, ones(ids), heads=False)["last_hidden_state"][0]),
+                     positions)]
     print(f"{len(records)} sequences, {masked} masks of {masks_path}; against PyTorch fp32 (the same fp32 "
           "masked-LM head on every engine's last hidden state)")
-    print("| engine | top-1 = PyTorch fp32's | its top-1 in the top 5 | last hidden cosine mean / min | "
-          "mean-pooled cosine min | top-1 accuracy |")
+    print("| engine | top-1 = PyTorch fp32's (masks that differ) | its top-1 in the top 5 | "
+          "last hidden cosine mean / min | mean-pooled cosine min | top-1 accuracy |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
-    for name, out in [("PyTorch fp32", reference)] + list(engines.items()):
+
+    def score(name, fn):
         same = in5 = correct = 0
         token_cos, pooled_cos = [], []
-        for r, (h_ref, l_ref), (h, logits) in zip(records, reference, out):
-            pos = torch.tensor(r["positions"], dtype=torch.long)
-            top_ref = l_ref[pos].argmax(-1)
-            top5 = logits[pos].topk(5, dim=-1).indices
+        for r, pos, (h_ref, top_ref), h in zip(records, positions, reference, hidden_states(fn)):
+            top5 = mlm_logits(cfg, w, h[pos]).topk(5, dim=-1).indices
             same += int((top5[:, 0] == top_ref).sum())
             in5 += int((top5 == top_ref[:, None]).any(-1).sum())
             correct += int((top5[:, 0] == torch.tensor(r["labels"])).sum())
             token_cos.append(F.cosine_similarity(h.double(), h_ref.double(), dim=-1))
             pooled_cos.append(float(F.cosine_similarity(h.double().mean(0), h_ref.double().mean(0), dim=0)))
         cos = torch.cat(token_cos)
-        acc = 100 * correct / masked
-        print(f"| {name} | {100 * same / masked:.2f}% | {100 * in5 / masked:.2f}% | {float(cos.mean()):.6f} / "
-              f"{float(cos.min()):.4f} | {min(pooled_cos):.6f} | {acc:.2f}% |")
+        print(f"| {name} | {100 * same / masked:.2f}% ({masked - same}) | {100 * in5 / masked:.2f}% | "
+              f"{float(cos.mean()):.6f} / {float(cos.min()):.4f} | {min(pooled_cos):.6f} | "
+              f"{100 * correct / masked:.2f}% |", flush=True)
+
+    score("PyTorch fp32", lambda i, ids: reference[i][0])
+    try:
+        import roberta_cpp
+    except ImportError as e:
+        sys.exit(f"accuracy_compare.py: {e}: put the build's python folder on PYTHONPATH (BUILD/python)")
+    for dtype, label in (("float32", "fp32"), ("bfloat16", "bf16"), ("int8", "int8")):
+        model = roberta_cpp.Model.from_pretrained(model_dir, dtype=dtype, threads=threads)
+        score(f"roberta.cpp {label}", lambda i, ids: model.forward(ids.numpy(), heads=[])["last_hidden_state"][0])
+    offsets = np.cumsum([0] + [len(r["ids"]) * H for r in records])
+    for name, path in extra:
+        flat = np.memmap(path, dtype="<f4", mode="r")
+        if flat.size != offsets[-1]:
+            sys.exit(f"{path}: {flat.size} float32 values, {offsets[-1]} expected for {masks_path}'s sequences")
+        score(name, lambda i, ids: np.array(flat[offsets[i]:offsets[i + 1]]))
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__))))
+    from bench_torch import plain_module
+    bf16 = plain_module(model_dir, cfg).to(torch.bfloat16)
+    score("PyTorch bf16", lambda i, ids: bf16(ids, ones(ids))[0])
+    del bf16
+    module = plain_module(model_dir, cfg)
+    for name, spec in (("per tensor", {torch.nn.Linear}),
+                       ("per channel", {torch.nn.Linear: torch.ao.quantization.per_channel_dynamic_qconfig})):
+        int8 = torch.ao.quantization.quantize_dynamic(module, spec, dtype=torch.qint8)
+        score(f"PyTorch int8 ({name})", lambda i, ids: int8(ids, ones(ids))[0])
 
 
 if __name__ == "__main__":
