@@ -4,14 +4,15 @@ inputs, for tools/accuracy_compare.sh (which makes the ONNX Runtime hidden state
 
 Usage: PYTHONPATH=BUILD/python /usr/bin/python3 tools/accuracy_compare.py MODEL_DIR MASKS.jsonl THREADS \
            [NAME=HIDDEN.f32 ...]
+       /usr/bin/python3 tools/accuracy_compare.py --check MODEL_DIR   (exits 0 where it has what this needs)
 MASKS.jsonl: tools/train_demo.py eval --masks-out's lines, {"ids", "positions", "labels"}; each
 NAME=HIDDEN.f32 another engine's last hidden states of those lines (each sequence's length x hidden
 float32 values, one after the other, as tools/ort_hidden.js writes them).
 
 The reference is roberta_ref.reference's forward (PyTorch fp32, Hugging Face's semantics). Every
 engine's masked-LM logits come from its own last hidden state through the same fp32 head
-(roberta_ref.reference.mlm_logits), as roberta.cpp keeps its heads in fp32 at every precision: what
-is compared is the encoder's precision. Engines: roberta.cpp fp32 / bf16 / int8 (the Python
+(roberta_ref.reference.mlm_logits; roberta.cpp's int8 models keep their heads in fp32 too, its
+bf16 models round them to bf16 as their encoders): what is compared is the encoder's precision. Engines: roberta.cpp fp32 / bf16 / int8 (the Python
 package), the NAME=HIDDEN.f32 ones, PyTorch bf16 (../shared/bench's plain torch.nn module cast
 with .to(torch.bfloat16)) and PyTorch int8 (that module's nn.Linear layers through
 quantize_dynamic, per tensor as its default, and per output channel). Per engine: top-1 the same
@@ -31,7 +32,20 @@ from roberta_ref.reference import Weights, forward, mlm_logits
 from roberta_ref.safetensors_io import load_hf_state_dict
 
 
+def load_model(model_dir):
+    """config.json and the weights; exits with a message where there is no masked-LM head."""
+    if not os.path.isfile(os.path.join(model_dir, "config.json")):
+        sys.exit(f"accuracy_compare.py: {model_dir}: no config.json")
+    w = Weights(load_hf_state_dict(model_dir))
+    if w.get("lm_head.dense.weight", required=False) is None:
+        sys.exit(f"accuracy_compare.py: {model_dir}: the checkpoint has no masked-LM head (lm_head.*)")
+    return json.load(open(os.path.join(model_dir, "config.json"))), w
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--check":
+        load_model(sys.argv[2])
+        return
     if len(sys.argv) < 4:
         sys.exit(__doc__)
     model_dir, masks_path, threads = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -44,7 +58,7 @@ def main():
             sys.exit(f"accuracy_compare.py: {path}: no such file")
         extra.append((name, path))
     torch.set_num_threads(threads)
-    cfg = json.load(open(os.path.join(model_dir, "config.json")))
+    cfg, w = load_model(model_dir)
     H = cfg["hidden_size"]
     records = []
     for n, line in enumerate(open(masks_path), 1):
@@ -53,9 +67,6 @@ def main():
             if not r.get("ids") or len(r.get("positions", ())) != len(r.get("labels", ())):
                 sys.exit(f"{masks_path}:{n}: needs non-empty \"ids\" and as many \"positions\" as \"labels\"")
             records.append(r)
-    w = Weights(load_hf_state_dict(model_dir))
-    if w.get("lm_head.dense.weight", required=False) is None:
-        sys.exit(f"{model_dir}: the checkpoint has no masked-LM head (lm_head.*)")
 
     masked = sum(len(r["positions"]) for r in records)
     positions = [torch.tensor(r["positions"], dtype=torch.long) for r in records]
@@ -75,7 +86,7 @@ def main():
                      positions)]
     print(f"{len(records)} sequences, {masked} masks of {masks_path}; against PyTorch fp32 (the same fp32 "
           "masked-LM head on every engine's last hidden state)")
-    print("| engine | top-1 = PyTorch fp32's (masks that differ) | its top-1 in the top 5 | "
+    print("| engine | top-1 = PyTorch fp32's (masks that differ) | PyTorch fp32's top-1 in its top 5 | "
           "last hidden cosine mean / min | mean-pooled cosine min | top-1 accuracy |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
 

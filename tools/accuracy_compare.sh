@@ -16,15 +16,20 @@ sequences=${2:-1000000}
 threads=${3:-2}
 py=/usr/bin/python3
 scratch=${TMPDIR:-/tmp}/roberta-bench
-shared=${ROBERTA_SHARED_DIR:-../shared}/bench
-[ -d build/python/roberta_cpp ] || { echo "accuracy_compare.sh: build/python/roberta_cpp is missing: build first" >&2; exit 2; }
+# (absolute: the Python step below runs in tools/)
+ROBERTA_SHARED_DIR=$(realpath "${ROBERTA_SHARED_DIR:-../shared}")
+export ROBERTA_SHARED_DIR
+shared=$ROBERTA_SHARED_DIR/bench
+[ -d build/python/roberta_cpp ] ||
+  { echo "accuracy_compare.sh: build/python/roberta_cpp is missing: build first" >&2; exit 2; }
+(cd tools && "$py" accuracy_compare.py --check "$model")  # a config.json and a masked-LM head
 mkdir -p "$scratch"
 echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores"
 # shellcheck source=tools/ort_setup.sh
 source tools/ort_setup.sh
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"$py" tools/train_demo.py eval --model "$model" --corpus "${ROBERTA_SHARED_DIR:-../shared}/assets/corpus" \
+"$py" tools/train_demo.py eval --model "$model" --corpus "$ROBERTA_SHARED_DIR/assets/corpus" \
   --masks-out "$work/masks.jsonl" --max-sequences "$sequences" > /dev/null
 node tools/ort_hidden.js "$onnx/plain.onnx" "$threads" "$work/masks.jsonl" "$work/ort-fp32.f32"
 node tools/ort_hidden.js "$onnx/plain-int8.onnx" "$threads" "$work/masks.jsonl" "$work/ort-int8.f32"

@@ -57,12 +57,15 @@ for round in $(seq "$rounds"); do
     ort8=$(node tools/bench_ort.js "$onnx/plain-int8.onnx" "$threads" "$runs" "$lengths")
     # each PyTorch precision in the environment it runs fastest in (Intel Xeon with AMX, W3): fp32's
     # products in OpenBLAS's threads, kept from spinning against them (PASSIVE: 0.6x the time of
-    # ACTIVE with OpenBLAS single-threaded); bf16's and int8's in oneDNN's OpenMP threads
-    # (Debian's quantized engine is oneDNN), spinning, OpenBLAS (the fp32 attention products of int8) on one thread (~0.93x / ~0.8x
-    # the time of fp32's settings)
-    torch=$(OMP_WAIT_POLICY=PASSIVE OPENBLAS_NUM_THREADS=$threads "$py" tools/bench_torch.py "$model" "$threads" "$runs" "$lengths")
-    low=$(OMP_WAIT_POLICY=ACTIVE OPENBLAS_NUM_THREADS=1 "$py" tools/bench_torch.py "$model" "$threads" "$runs" "$lengths" "$torch_low")
-    echo "{\"workload\":\"$w\",\"round\":$round,\"ours\":$ours,\"bf16\":$bf16,\"int8\":$int8,\"ort\":$ort,\"ort8\":$ort8,\"torch\":$torch,\"torch_low\":$low}" >> "$results"
+    # ACTIVE with OpenBLAS single-threaded); bf16's and int8's in oneDNN's OpenMP threads (Debian's
+    # quantized engine is oneDNN), spinning, with OpenBLAS (int8's fp32 attention products) on one
+    # thread: bf16 ~0.93x and int8 ~0.8x the time they take with fp32's settings
+    torch=$(OMP_WAIT_POLICY=PASSIVE OPENBLAS_NUM_THREADS=$threads \
+            "$py" tools/bench_torch.py "$model" "$threads" "$runs" "$lengths")
+    low=$(OMP_WAIT_POLICY=ACTIVE OPENBLAS_NUM_THREADS=1 \
+          "$py" tools/bench_torch.py "$model" "$threads" "$runs" "$lengths" "$torch_low")
+    echo "{\"workload\":\"$w\",\"round\":$round,\"ours\":$ours,\"bf16\":$bf16,\"int8\":$int8,\"ort\":$ort," \
+         "\"ort8\":$ort8,\"torch\":$torch,\"torch_low\":$low}" >> "$results"
   done
 done
 "$py" - "$results" "$threads" <<'PY'
@@ -76,12 +79,14 @@ pairs = (("ours", "ort"), ("bf16", "ort"), ("int8", "ort8"))  # each of ours and
 print(f"threads {sys.argv[2]}; medians over rounds of per-round medians (ms); tokens counted without padding")
 has16 = rows[0]["torch16"] is not None
 torch_keys = ("torch", "torch16", "torch8") if has16 else ("torch", "torch8")
-torch_heads = " | ".join(("PyTorch fp32", "PyTorch bf16", "PyTorch int8") if has16 else ("PyTorch fp32", "PyTorch int8"))
-print(f"| workload | tokens | ORT fp32 | ORT int8 | {torch_heads} | ours fp32 | ours bf16 | ours int8 | fp32 vs ORT fp32 | "
-      "bf16 vs ORT fp32 | int8 vs ORT int8 |")
+torch_heads = " | ".join(("PyTorch fp32", "PyTorch bf16", "PyTorch int8") if has16 else
+                         ("PyTorch fp32", "PyTorch int8"))
+print(f"| workload | tokens | ORT fp32 | ORT int8 | {torch_heads} | ours fp32 | ours bf16 | ours int8 | "
+      "fp32 vs ORT fp32 | bf16 vs ORT fp32 | int8 vs ORT int8 |")
 print("| --- | ---: | ---: | ---: |" + " ---: |" * len(torch_keys) + " ---: | ---: | ---: | ---: | ---: | ---: |")
 for w, r in by_workload.items():
-    m = {k: statistics.median(x[k]["median_ms"] for x in r) for k in ("ort", "ort8", "ours", "bf16", "int8") + torch_keys}
+    m = {k: statistics.median(x[k]["median_ms"] for x in r)
+         for k in ("ort", "ort8", "ours", "bf16", "int8") + torch_keys}
     ratios = " | ".join(f"{m[base] / m[ours]:.2f}x" for ours, base in pairs)
     print(f"| {w} | {r[0]['ours']['tokens']} | {m['ort']:.1f} | {m['ort8']:.1f} | "
           + " | ".join(f"{m[k]:.1f}" for k in torch_keys)
@@ -113,6 +118,7 @@ print("against PyTorch at the same precision: ratios within each round, median o
 names = ("fp32", "bf16", "int8") if has16 else ("fp32", "int8")
 within_rounds([f"{o} vs PyTorch {o}" for o in names],
               [({"fp32": "ours"}.get(o, o), {"fp32": "torch", "bf16": "torch16", "int8": "torch8"}[o]) for o in names])
+print()
 for w, r in by_workload.items():
     print(f"peak memory of roberta bench on {w}: " + ", ".join(
         f"{max(x[k]['peak_rss_mb'] for x in r):.0f} MB {k}" for k in ("ours", "bf16", "int8")).replace("ours", "fp32"))

@@ -6,8 +6,8 @@ Pads to the longest sequence, warms up once, times RUNS forward passes. Without 
 printed as one object {"median_ms", "min_ms", "max_ms", "all_ms"}. DTYPES, a comma-separated list
 of fp32, bf16 and int8: one such object per precision, keyed by its name, each timed after the one
 before it. What a PyTorch user would run at each precision:
-- fp32: roberta_ref.reference's forward (torch.nn.functional; 7-10% faster here than the plain
-  torch.nn module of ../shared/bench, so the stronger of the two baselines);
+- fp32: roberta_ref.reference's forward (torch.nn.functional; 7-10% faster on the Intel Xeon with
+  AMX than the plain torch.nn module of ../shared/bench, so the stronger of the two baselines);
 - bf16: that plain module (nn.Linear, nn.LayerNorm, F.gelu, matmul/softmax attention: how
   transformers' RobertaModel is built) cast with `.to(torch.bfloat16)`, the attention mask in bf16
   too; its products go through oneDNN (AMX or AVX512-BF16 where the CPU has them);
@@ -32,7 +32,13 @@ from roberta_ref.safetensors_io import load_hf_state_dict
 def plain_module(model_dir, cfg):
     """../shared/bench/export_plain_onnx.py's Encoder, loaded from the folder (fp32)."""
     shared = os.environ.get("ROBERTA_SHARED_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
-    sys.path.insert(0, os.path.join(shared, "bench"))
+    bench = os.path.join(shared, "bench")
+    if not os.path.isfile(os.path.join(bench, "export_plain_onnx.py")):
+        sys.exit(f"bench_torch.py: {bench}/export_plain_onnx.py is missing "
+                 "(set ROBERTA_SHARED_DIR to the shared folder)")
+    if cfg.get("hidden_act", "gelu") != "gelu" or cfg.get("position_embedding_type", "absolute") != "absolute":
+        sys.exit(f"bench_torch.py: {model_dir}: the plain module has GELU and absolute positions only")
+    sys.path.insert(0, bench)
     from export_plain_onnx import Encoder, read_safetensors
 
     class AnyDtypeEncoder(Encoder):
@@ -60,8 +66,10 @@ def timed(run, runs):
 
 
 def main():
+    if len(sys.argv) not in (5, 6):
+        sys.exit(__doc__)
     model_dir, threads, runs, lengths = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), json.loads(sys.argv[4])
-    dtypes = sys.argv[5].split(",") if len(sys.argv) > 5 else None
+    dtypes = list(dict.fromkeys(sys.argv[5].split(","))) if len(sys.argv) > 5 else None
     unknown = set(dtypes or []) - {"fp32", "bf16", "int8"}
     if unknown:
         sys.exit(f"bench_torch.py: unknown precision {sorted(unknown)[0]!r} in DTYPES (fp32, bf16, int8)")

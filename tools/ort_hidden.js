@@ -17,7 +17,8 @@ const ort = require('onnxruntime-node');
   const lines = fs.readFileSync(inputsPath, 'utf8').split('\n').filter((l) => l.trim());
   for (const [n, line] of lines.entries()) {
     const ids = JSON.parse(line).ids;
-    if (!Array.isArray(ids) || ids.length === 0) throw new Error(`${inputsPath}:${n + 1}: "ids" is not a non-empty list`);
+    if (!Array.isArray(ids) || ids.length === 0)
+      throw new Error(`${inputsPath}:${n + 1}: "ids" is not a non-empty list`);
     const L = ids.length;
     const feeds = {
       input_ids: new ort.Tensor('int64', BigInt64Array.from(ids, BigInt), [1, L]),
