@@ -59,6 +59,8 @@ PRESETS = {
                           embed_std=0.2),
     "small-vocab": dict(vocab=300, hidden=32, layers=2, heads=4, inter=64, positions=66, std=0.4, tokenizer=False),
     "base": dict(vocab=50265, hidden=768, layers=12, heads=12, inter=3072, positions=514, std=0.02, tokenizer=True),
+    # roberta-large's shapes (24 layers of 1024 x 4096, 16 heads), for its speed figures
+    "large": dict(vocab=50265, hidden=1024, layers=24, heads=16, inter=4096, positions=514, std=0.02, tokenizer=True),
     # roberta-base's layer shapes with 2 layers: a model whose matrices are as large as base's, for
     # the server's load test (batching pays as it does on base) at a sixth of base's cost
     "base-2-layers": dict(vocab=50265, hidden=768, layers=2, heads=12, inter=3072, positions=514, std=0.02,
