@@ -1,5 +1,5 @@
-// roberta-kernel-bench: Google Benchmark of the engine's kernels on roberta-base's shapes, next to
-// OpenBLAS's sgemm and the machine's memory read bandwidth. Usage:
+// roberta-kernel-bench: Google Benchmark of the engine's kernels on roberta-base's (and roberta-large's)
+// shapes, next to OpenBLAS's sgemm and the machine's memory read bandwidth. Usage:
 //   build/roberta-kernel-bench [--benchmark_filter=Linear] [--threads=2]
 // GFLOP/s and GB/s are reported as counters ("FLOPS", "bytes_per_second").
 #include <benchmark/benchmark.h>
@@ -28,11 +28,11 @@ std::vector<float> random_vector(size_t n, float scale = 1.0f) {
 }
 
 // The four products of an encoder layer: Q/K/V joined, attention output, FFN in, FFN out
-// (roberta-base's, then roberta-large's at 1024 rows: hidden 1024, FFN 4096).
+// (roberta-base's at 16, 128 and 1024 rows, then roberta-large's at 1024 rows: hidden 1024, FFN 4096).
 const std::vector<std::vector<int64_t>> kShapes = {
     {16, 2304, 768},   {16, 768, 768},    {16, 3072, 768},   {16, 768, 3072},    //
     {128, 2304, 768},  {128, 768, 768},   {128, 3072, 768},  {128, 768, 3072},   //
-    {1024, 2304, 768}, {1024, 3072, 768}, {1024, 768, 3072},                     //
+    {1024, 2304, 768}, {1024, 768, 768},  {1024, 3072, 768}, {1024, 768, 3072},  //
     {1024, 3072, 1024}, {1024, 1024, 1024}, {1024, 4096, 1024}, {1024, 1024, 4096}};
 
 void set_flops(benchmark::State& state, double flops_per_iteration) {
