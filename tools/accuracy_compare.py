@@ -12,10 +12,11 @@ float32 values, one after the other, as tools/ort_hidden.js writes them).
 The reference is roberta_ref.reference's forward (PyTorch fp32, Hugging Face's semantics). Every
 engine's masked-LM logits come from its own last hidden state through the same fp32 head
 (roberta_ref.reference.mlm_logits; roberta.cpp's int8 models keep their heads in fp32 too, its
-bf16 models round them to bf16 as their encoders): what is compared is the encoder's precision. Engines: roberta.cpp fp32 / bf16 / int8 (the Python
-package), the NAME=HIDDEN.f32 ones, PyTorch bf16 (../shared/bench's plain torch.nn module cast
-with .to(torch.bfloat16)) and PyTorch int8 (that module's nn.Linear layers through
-quantize_dynamic, per tensor as its default, and per output channel). Per engine: top-1 the same
+bf16 models round them to bf16 as their encoders): what is compared is the encoder's precision.
+Engines: roberta.cpp fp32 / bf16 / int8 (the Python package), the NAME=HIDDEN.f32 ones, PyTorch
+bf16 (../shared/bench's plain torch.nn module cast with .to(torch.bfloat16)) and PyTorch int8
+(that module's nn.Linear layers through quantize_dynamic, per tensor as its default, and per
+output channel). Per engine: top-1 the same
 as the reference's at the masked positions, the reference's top-1 among the engine's top 5, the
 last hidden state's cosine to the reference's per token (mean, min), the mean-pooled cosine per
 sequence (min), and top-1 accuracy against the labels. Prints a Markdown table.
