@@ -1102,6 +1102,26 @@ TEST(CliTasks, NerReadsLongTextsWholeInSmallWindows) {
 // roberta::recommended_weight_type() names for this CPU: the same output as that --dtype, and with
 // ROBERTA_ISA below AVX512-BF16 the same as fp32. Where the CPU has AVX512-BF16 the test also sees
 // that bf16 and fp32 outputs differ, so the comparison can tell them apart.
+// ROBERTA_PREFETCH picks how the fp32 and bf16 kernels prefetch their weights (the results are the
+// same; CTest's kernels_prefetch_* run the GEMM tests with each): info names the one in use, and a
+// value it does not know is an error naming the variable and the accepted values, not a default.
+TEST(Cli, RobertaPrefetchIsNamedByInfoAndAnUnknownValueIsAnError) {
+  const Result plain = run({"info", "--model", kTiny});
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  if (plain.out.find(", prefetch ") == std::string::npos) GTEST_SKIP() << "the portable kernel runs here: no prefetch";
+  for (const std::string p : {"ahead", "next"}) {
+    const Result r = run_as_given({"info", "--model", kTiny}, "", "ROBERTA_PREFETCH=" + p);
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("prefetch " + p + ")"), std::string::npos) << r.out;
+  }
+  const Result bad =
+      run({"fill-mask", "--model", kTiny, "The <mask> opened the door."}, "", "ROBERTA_PREFETCH=sideways");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_EQ(bad.out, "");
+  for (const char* word : {"ROBERTA_PREFETCH=\"sideways\"", "next", "ahead"})
+    EXPECT_NE(bad.err.find(word), std::string::npos) << bad.err;
+}
+
 TEST(Cli, DtypeAutoIsTheRecommendedPrecision) {
   const std::string text = "The <mask> opened the door.";
   const bool bf16 = roberta::recommended_weight_type() == roberta::WeightType::kBF16;

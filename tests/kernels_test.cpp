@@ -559,6 +559,11 @@ TEST(Isa, KernelsUseTheLevelRobertaIsaAllows) {
   if (rows_env && *rows_env) rows = std::stoul(rows_env);
   if (want < Isa::kAvx512) rows = want >= Isa::kAvx2 ? 6 : 8;  // AVX2: 6 (x 16, two passes); portable: 8
   EXPECT_EQ(roberta::kernels::packed_gemm_block_rows(), rows);
+  // Panel prefetch: the next k slice, on AMD's CPUs a fixed distance ahead, unless ROBERTA_PREFETCH says
+  const char* prefetch_env = std::getenv("ROBERTA_PREFETCH");
+  std::string prefetch = prefetch_env && *prefetch_env ? prefetch_env : amd ? "ahead" : "next";
+  if (want < Isa::kAvx2) prefetch = "none";
+  EXPECT_STREQ(roberta::kernels::packed_gemm_prefetch(), prefetch.c_str());
   EXPECT_EQ(roberta::kernels::has_bf16_instructions(), want >= Isa::kAvx512Bf16);
   // Without bf16 instructions the fp32 kernel runs bf16 on widened values.
   EXPECT_EQ(roberta::kernels::bf16_kernel_name(), want >= Isa::kAmx         ? std::string("AMX-BF16")

@@ -6,7 +6,7 @@
 # ~10% apart on int8 W3, and a median over rounds can compare A's fast rounds with B's slow ones).
 # For checking that a change is not slower.
 # Usage: bash tools/bench_ab.sh BIN_A BIN_B MODEL [ROUNDS=3] [THREADS=2]
-#   W1 batch 1 x 16, W3 batch 8 x 128, W4 1 x 512, W5 batch 32 with lengths uniform 8..128 (seed 0);
+#   W1 batch 1 x 16, W2 1 x 128, W3 batch 8 x 128, W4 1 x 512, W5 batch 32 with lengths uniform 8..128 (seed 0);
 #   long sequences (a model with max_position_embeddings above them): L2K 1 x 2048, L8K 1 x 8192
 # Environment: DTYPE (--dtype of both, default fp32); WORKLOADS (default "W1 W3 W5"); A_ENV, B_ENV:
 #   variables for one side, e.g.
@@ -15,12 +15,13 @@ set -euo pipefail
 a=$1 b=$2 model=$3 rounds=${4:-3} threads=${5:-2}
 dtype=${DTYPE:-fp32}
 read -r -a workloads <<< "${WORKLOADS:-W1 W3 W5}"
-declare -A args=([W1]="--batch 1 --seq 16 --runs 20" [W3]="--batch 8 --seq 128 --runs 5"
+declare -A args=([W1]="--batch 1 --seq 16 --runs 20" [W2]="--batch 1 --seq 128 --runs 10"
+                 [W3]="--batch 8 --seq 128 --runs 5"
                  [W4]="--batch 1 --seq 512 --runs 5" [W5]="--batch 32 --lengths uniform:8:128 --seed 0 --runs 5"
                  [L2K]="--batch 1 --seq 2048 --runs 3" [L8K]="--batch 1 --seq 8192 --runs 2")
 for w in "${workloads[@]}"; do
   [ -n "${args[$w]:-}" ] ||
-    { echo "bench_ab.sh: unknown workload '$w' in WORKLOADS (W1, W3, W4, W5, L2K, L8K)" >&2; exit 2; }
+    { echo "bench_ab.sh: unknown workload '$w' in WORKLOADS (W1 .. W5, L2K, L8K)" >&2; exit 2; }
 done
 lscpu | sed -n 's/^Model name: *//p'
 uptime

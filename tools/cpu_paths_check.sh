@@ -59,5 +59,14 @@ DTYPE=fp32 A_ENV=ROBERTA_GEMM=own B_ENV=ROBERTA_GEMM=onednn bash tools/bench_ab.
 echo "-- fp32: our AVX-512 kernel's 8 x 32 register blocks (A) vs 12 x 32 (B)"
 DTYPE=fp32 A_ENV=ROBERTA_FP32_ROWS=8 B_ENV=ROBERTA_FP32_ROWS=12 \
   bash tools/bench_ab.sh "$roberta" "$roberta" "$model" 3 2 | tail -4
+# The panel prefetch (src/kernels/packed_gemm.cpp, PanelPrefetch): next on Intel CPUs (measured on the
+# Xeon), ahead on AMD's (the Zen 4's measured choice before next existed; next untested there).
+# W1 is where it shows: a product of 16 rows is bound by reading the weights.
+echo "-- fp32: the panel prefetch ahead (A) vs next (B)"
+DTYPE=fp32 WORKLOADS="W1 W3 W4" A_ENV=ROBERTA_PREFETCH=ahead B_ENV=ROBERTA_PREFETCH=next \
+  bash tools/bench_ab.sh "$roberta" "$roberta" "$model" 3 2 | tail -4
+echo "-- bf16 on our kernels (ROBERTA_GEMM=own): the panel prefetch ahead (A) vs next (B)"
+DTYPE=bf16 WORKLOADS="W1 W3 W4" A_ENV="ROBERTA_GEMM=own ROBERTA_PREFETCH=ahead" \
+  B_ENV="ROBERTA_GEMM=own ROBERTA_PREFETCH=next" bash tools/bench_ab.sh "$roberta" "$roberta" "$model" 3 2 | tail -4
 section "against ONNX Runtime and PyTorch"
 bash tools/bench_compare.sh "$model" 2 5 3

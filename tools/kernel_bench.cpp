@@ -6,6 +6,9 @@
 #include <cblas.h>
 
 #include <cstring>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <random>
 #include <string>
 #include <vector>
@@ -120,6 +123,54 @@ void BM_SelfAttentionBf16(benchmark::State& state) {
   self_attention_bench(state, roberta::kernels::AttentionPrecision::kBf16);
 }
 
+// The sum of p[0, n): with AVX-512 or AVX2 loads where the CPU has them. (This loop written for
+// the compiler, which vectorised it for SSE2 only, read 16-17 GB/s on the Xeon with AMX where
+// 64-byte loads read 22-23, less than the engine's own products then read.)
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx512f"))) float sum_avx512(const float* p, size_t n) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    a0 = _mm512_add_ps(a0, _mm512_loadu_ps(p + i));
+    a1 = _mm512_add_ps(a1, _mm512_loadu_ps(p + i + 16));
+  }
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, _mm512_add_ps(a0, a1));
+  float s = 0;
+  for (float v : lanes) s += v;
+  for (; i < n; ++i) s += p[i];
+  return s;
+}
+__attribute__((target("avx2"))) float sum_avx2(const float* p, size_t n) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    a0 = _mm256_add_ps(a0, _mm256_loadu_ps(p + i));
+    a1 = _mm256_add_ps(a1, _mm256_loadu_ps(p + i + 8));
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, _mm256_add_ps(a0, a1));
+  float s = 0;
+  for (float v : lanes) s += v;
+  for (; i < n; ++i) s += p[i];
+  return s;
+}
+#endif
+float sum_floats(const float* p, size_t n) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx512f")) return sum_avx512(p, n);
+  if (__builtin_cpu_supports("avx2")) return sum_avx2(p, n);
+#endif
+  float acc[16] = {};
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int k = 0; k < 16; ++k) acc[k] += p[i + k];
+  float s = 0;
+  for (float a : acc) s += a;
+  for (; i < n; ++i) s += p[i];
+  return s;
+}
+
 // Read bandwidth over 512 MB split across the pool: the ceiling for small-batch inference,
 // which streams every weight once per forward pass.
 void BM_ReadBandwidth(benchmark::State& state) {
@@ -131,12 +182,8 @@ void BM_ReadBandwidth(benchmark::State& state) {
   std::vector<float> sums(parts);
   for (auto _ : state) {
     pool.parallel_for(parts, [&](size_t p) {
-      float acc[16] = {};
-      for (size_t i = n * p / parts; i + 16 <= n * (p + 1) / parts; i += 16)
-        for (int k = 0; k < 16; ++k) acc[k] += data[i + k];
-      float s = 0;
-      for (float a : acc) s += a;
-      sums[p] = s;
+      const size_t begin = n * p / parts, end = n * (p + 1) / parts;
+      sums[p] = sum_floats(data.data() + begin, end - begin);
     });
     benchmark::DoNotOptimize(sums.data());
   }

@@ -11,6 +11,8 @@
 namespace roberta::kernels {
 
 constexpr size_t kPanelColumns = 32;
+// for_each_block's row chunks: this many register blocks of rows.
+constexpr size_t kChunkBlocks = 16;
 
 // How for_each_block splits a product over the pool: `groups` groups of panels, each the same
 // number of panels, times `bands` bands of row blocks whose sizes differ by at most one block.
@@ -63,7 +65,7 @@ inline void rows_done_after(size_t M, size_t N, const RowsDone& rows_done) {
 // Runs block(r, rows, p, k0, k1) over every (row chunk, panel, k slice) of y (M, N), split over the
 // thread pool as tasks of (a group of consecutive panels) x (a band of row blocks) (split_blocks),
 // then finish(m0, m1, col0, col1) on each finished tile (a chunk of rows times a panel, in L1).
-// Rows go in chunks of 16 blocks of block_rows; `block` gets a whole chunk (rows <= 16 blocks, a
+// Rows go in chunks of kChunkBlocks blocks of block_rows; `block` gets a whole chunk (rows <= 16 blocks, a
 // multiple of block_rows except at the end of M) and walks its register blocks itself. Within a
 // chunk each panel is walked from start to end, so a thread streams its weights in one sequential
 // pass while the chunk of x stays in cache, and each k slice of the panel is reused by all the
@@ -75,13 +77,13 @@ template <typename Block, typename Finish>
 void for_each_block(size_t M, size_t N, size_t depth, size_t slice, size_t block_rows, const Block& block,
                     const Finish& finish, size_t panel_columns = kPanelColumns, const RowsDone* rows_done = nullptr) {
   const size_t P = (N + panel_columns - 1) / panel_columns;
-  const size_t blocks = (M + block_rows - 1) / block_rows, chunk = block_rows * 16;
+  const size_t blocks = (M + block_rows - 1) / block_rows, chunk = block_rows * kChunkBlocks;
   const std::shared_ptr<ThreadPool> pool_ref = ThreadPool::global();
   ThreadPool& pool = *pool_ref;
   BlockSplit split{0, 0};
-  if (rows_done) split = split_whole_rows(blocks, 16, pool.num_threads());
+  if (rows_done) split = split_whole_rows(blocks, kChunkBlocks, pool.num_threads());
   const bool rows_in_tasks = split.groups != 0;
-  if (!rows_in_tasks) split = split_blocks(P, blocks, 16, pool.num_threads());
+  if (!rows_in_tasks) split = split_blocks(P, blocks, kChunkBlocks, pool.num_threads());
   const size_t groups = split.groups, bands = split.bands;
   pool.parallel_for(groups * bands, [&](size_t t) {
     const size_t g = t % groups, b = t / groups;

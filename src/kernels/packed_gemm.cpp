@@ -141,18 +141,59 @@ void block_portable(const float* x, size_t ldx, size_t rows, const W* panel, siz
 
 #if defined(__x86_64__)
 // How far ahead (in k steps of one 128-byte panel row) the kernel asks for panel rows: into L1
-// for the next few, into L2 for the far ones, so that a thread streaming weights from memory
-// keeps enough requests in flight (M = 16: 1.5x faster than the hardware prefetcher alone).
+// for the next few, into L2 for the far ones (kAhead), so that a thread streaming weights from
+// memory keeps enough requests in flight (M = 16: 1.5x faster than the hardware prefetcher alone).
 constexpr size_t kPrefetchL1 = 48, kPrefetchL2 = 384;
 
-// The prefetches for the panel row `row` (fp32: 32 floats; bf16: 32 pairs), both cache lines.
-__attribute__((always_inline)) inline void prefetch_panel_rows(const void* row) {
-  const char* p = static_cast<const char*>(row);
-  _mm_prefetch(p + kPrefetchL1 * 128, _MM_HINT_T0);
-  _mm_prefetch(p + kPrefetchL1 * 128 + 64, _MM_HINT_T0);
-  _mm_prefetch(p + kPrefetchL2 * 128, _MM_HINT_T1);
-  _mm_prefetch(p + kPrefetchL2 * 128 + 64, _MM_HINT_T1);
-}
+// The panel prefetches of register block `block` of a chunk's `blocks`, one step per 128-byte
+// panel row it multiplies by (fp32: 32 floats; bf16: 32 pairs), rows k0 to k1: each step asks for
+// the row kPrefetchL1 ahead into L1, and for more into L2:
+// - kAhead: the row kPrefetchL2 ahead. Only the first block of a chunk reads the panel from
+//   memory; the others find it in L2, and their prefetches ask for rows that are mostly there too,
+//   so memory sat idle while they ran: a product's time was about its read time plus its compute
+//   time (2304 x 768, 2 threads, Xeon with AMX: 1 row 310-330 us, 16 rows 460-480, 32 rows 660).
+// - kNextSlice: the rows after k1 in memory (the panel's next k slice, or the next panel, which
+//   follows it), k1 - k0 rows, spread evenly over all the chunk's blocks, one cache line at a time
+//   (asking for each line once: repeated requests made 32 and 128 rows 4-7% slower), so that the
+//   weights stream from memory while every block computes. It needs blocks >= 2; the walkers use
+//   kAhead for one block (with the whole next slice on one block 6-8 rows ran at 0.78-0.89x), and
+//   the Kernel for products of more than one row chunk (level to 1% slower there). Xeon with AMX,
+//   2 threads, against kAhead: `roberta-kernel-bench` on roberta-base's four shapes, 16 rows
+//   1.10-1.16x, 128 rows 1.10-1.18x; forward passes of 1 x 16 tokens 1.23x (fp32), 1.26-1.35x
+//   (AVX2, bf16 on vdpbf16ps, bf16 widened), 1 x 128 tokens 1.13x (fp32) (README, *Measured*).
+enum class Prefetch { kAhead, kNextSlice };
+
+template <Prefetch P>
+class PanelPrefetch {
+ public:
+  __attribute__((always_inline)) PanelPrefetch(const void* panel, size_t k0, size_t k1, size_t block, size_t blocks)
+      : next_(static_cast<const char*>(panel) + k1 * 128 + 2 * block * (k1 - k0) / blocks * 64),
+        rest_(2 * block * (k1 - k0) % blocks),
+        blocks_(blocks) {}
+
+  // The prefetches that go with panel row `row`.
+  __attribute__((always_inline)) void step(const void* row) {
+    const char* p = static_cast<const char*>(row);
+    _mm_prefetch(p + kPrefetchL1 * 128, _MM_HINT_T0);
+    _mm_prefetch(p + kPrefetchL1 * 128 + 64, _MM_HINT_T0);
+    if constexpr (P == Prefetch::kNextSlice) {
+      // two lines of the next slice per step of all the blocks together (at most one a step: blocks_ >= 2)
+      rest_ += 2;
+      if (rest_ >= blocks_) {
+        _mm_prefetch(next_, _MM_HINT_T1);
+        next_ += 64;
+        rest_ -= blocks_;
+      }
+    } else {
+      _mm_prefetch(p + kPrefetchL2 * 128, _MM_HINT_T1);
+      _mm_prefetch(p + kPrefetchL2 * 128 + 64, _MM_HINT_T1);
+    }
+  }
+
+ private:
+  const char* next_;
+  size_t rest_, blocks_;
+};
 
 __attribute__((target("avx512f"))) inline __mmask16 low_mask(size_t cols) {
   return cols >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << cols) - 1);
@@ -196,21 +237,22 @@ __attribute__((target("avx512f"), always_inline)) inline void store_block(const 
 }
 
 // MR x 32 block in 2 * MR zmm accumulators; exactly MR rows (blocks_avx512 passes the last rows of
-// a chunk to the block of their count). The panel streams through once, prefetched ahead.
-// Gelu: GELU applied by the store (pass it with the last k slice only).
+// a chunk to the block of their count); register block `block` of the chunk's `blocks`, for its
+// PanelPrefetch. Gelu: GELU applied by the store (pass it with the last k slice only).
 // W = uint16_t: a bf16 panel (block_portable), a pair of k a step: its 32 pairs are two registers
 // of 16, whose even k is the pair's low half shifted up and whose odd k is the high half.
-template <size_t MR, bool Gelu = false, typename W = float>
-__attribute__((target("avx512f"))) void block_avx512(const float* x, size_t ldx, size_t, const W* panel, size_t k0,
-                                                     size_t k1, const float* bias, bool first, float* y, size_t ldy,
-                                                     size_t cols) {
+template <size_t MR, bool Gelu, typename W, Prefetch P>
+__attribute__((target("avx512f"))) void block_avx512(const float* x, size_t ldx, const W* panel, size_t k0, size_t k1,
+                                                     const float* bias, bool first, float* y, size_t ldy, size_t cols,
+                                                     size_t block, size_t blocks) {
   __m512 c0[MR], c1[MR];
   load_block<MR>(c0, c1, MR, first, y, ldy, cols);
+  PanelPrefetch<P> prefetch(panel, k0, k1, block, blocks);
   if constexpr (std::is_same_v<W, float>) {
     const float* a = x + k0;
     for (size_t k = k0; k < k1; ++k, ++a) {
       const float* b = panel + k * 32;
-      prefetch_panel_rows(b);
+      prefetch.step(b);
       const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
 #pragma GCC unroll 16
       for (size_t r = 0; r < MR; ++r) {
@@ -224,7 +266,7 @@ __attribute__((target("avx512f"))) void block_avx512(const float* x, size_t ldx,
     const float* a = x + 2 * k0;
     for (size_t q = k0; q < k1; ++q, a += 2) {
       const uint16_t* b = panel + q * 64;
-      prefetch_panel_rows(b);
+      prefetch.step(b);
       const __m512i w0 = _mm512_load_si512(b), w1 = _mm512_load_si512(b + 32);
       const __m512 e0 = _mm512_castsi512_ps(_mm512_slli_epi32(w0, 16)),
                    e1 = _mm512_castsi512_ps(_mm512_slli_epi32(w1, 16)),
@@ -246,29 +288,36 @@ __attribute__((target("avx512f"))) void block_avx512(const float* x, size_t ldx,
 // Any number of rows (a row chunk): full MR-row blocks inlined into the loop (flatten), the last
 // rows through the block of their exact count (with a loop over a run-time row count for those,
 // 12 x 32 blocks ran 128 rows, 10 blocks and 8 rows, 4-9% slower than 8 x 32 blocks did).
-template <size_t MR, bool Gelu = false, typename W = float>
+template <size_t MR, bool Gelu, typename W, Prefetch P>
 __attribute__((target("avx512f"), flatten)) void blocks_avx512(const float* x, size_t ldx, size_t rows,
                                                               const W* panel, size_t k0, size_t k1,
                                                               const float* bias, bool first, float* y, size_t ldy,
                                                               size_t cols) {
-  static constexpr BlockFn<float, W> kByRows[] = {
+  using Fn = void (*)(const float* x, size_t ldx, const W* panel, size_t k0, size_t k1, const float* bias, bool first,
+                      float* y, size_t ldy, size_t cols, size_t block, size_t blocks);
+  static constexpr Fn kByRows[] = {
       nullptr,
-      block_avx512<1, Gelu, W>,
-      block_avx512<2, Gelu, W>,
-      block_avx512<3, Gelu, W>,
-      block_avx512<4, Gelu, W>,
-      block_avx512<5, Gelu, W>,
-      block_avx512<6, Gelu, W>,
-      block_avx512<7, Gelu, W>,
-      block_avx512<8, Gelu, W>,
-      block_avx512<9, Gelu, W>,
-      block_avx512<10, Gelu, W>,
-      block_avx512<11, Gelu, W>};
+      block_avx512<1, Gelu, W, P>,
+      block_avx512<2, Gelu, W, P>,
+      block_avx512<3, Gelu, W, P>,
+      block_avx512<4, Gelu, W, P>,
+      block_avx512<5, Gelu, W, P>,
+      block_avx512<6, Gelu, W, P>,
+      block_avx512<7, Gelu, W, P>,
+      block_avx512<8, Gelu, W, P>,
+      block_avx512<9, Gelu, W, P>,
+      block_avx512<10, Gelu, W, P>,
+      block_avx512<11, Gelu, W, P>};
   static_assert(MR <= std::size(kByRows));
+  if constexpr (P == Prefetch::kNextSlice)
+    if (rows <= MR)  // one block: the next slice measured slower there (up to 20% at 8 rows)
+      return blocks_avx512<MR, Gelu, W, Prefetch::kAhead>(x, ldx, rows, panel, k0, k1, bias, first, y, ldy, cols);
+  const size_t blocks = (rows + MR - 1) / MR;
   size_t r = 0;
   for (; r + MR <= rows; r += MR)
-    block_avx512<MR, Gelu, W>(x + r * ldx, ldx, MR, panel, k0, k1, bias, first, y + r * ldy, ldy, cols);
-  if (r < rows) kByRows[rows - r](x + r * ldx, ldx, rows - r, panel, k0, k1, bias, first, y + r * ldy, ldy, cols);
+    block_avx512<MR, Gelu, W, P>(x + r * ldx, ldx, panel, k0, k1, bias, first, y + r * ldy, ldy, cols, r / MR, blocks);
+  if (r < rows)
+    kByRows[rows - r](x + r * ldx, ldx, panel, k0, k1, bias, first, y + r * ldy, ldy, cols, r / MR, blocks);
 }
 
 // AVX2: an MR x 32 block as two passes of MR rows x 16 columns (for 6 rows 12 accumulators, with
@@ -278,12 +327,16 @@ __attribute__((target("avx512f"), flatten)) void blocks_avx512(const float* x, s
 // W = uint16_t: a bf16 panel (block_portable); a pass's 16 columns of a k pair are two registers
 // of 8 pairs, the even k's widened and multiplied first, then the odd k's, so that the 12
 // accumulators stay in registers (GCC 12 reads the weights again from L1 for the odd k's, and
-// the mask from the stack: one load each per k pair).
-template <size_t MR, typename W = float>
-__attribute__((target("avx2,fma"))) void block_avx2(const float* x, size_t ldx, size_t, const W* panel, size_t k0,
-                                                    size_t k1, const float* bias, bool first, float* y, size_t ldy,
-                                                    size_t) {
+// the mask from the stack: one load each per k pair). Register block `block` of the chunk's
+// `blocks`, for its PanelPrefetch: with kAhead the first pass prefetches, with kNextSlice both do,
+// each as a block of its own.
+template <size_t MR, typename W, Prefetch P>
+__attribute__((target("avx2,fma"))) void block_avx2(const float* x, size_t ldx, const W* panel, size_t k0, size_t k1,
+                                                    const float* bias, bool first, float* y, size_t ldy, size_t block,
+                                                    size_t blocks) {
   for (size_t h = 0; h < PackedWeight::kPanel; h += 16) {
+    const bool prefetching = P == Prefetch::kNextSlice || h == 0;
+    PanelPrefetch<P> prefetch(panel, k0, k1, 2 * block + h / 16, 2 * blocks);
     __m256 c0[MR], c1[MR];
 #pragma GCC unroll 8
     for (size_t r = 0; r < MR; ++r) {
@@ -294,7 +347,7 @@ __attribute__((target("avx2,fma"))) void block_avx2(const float* x, size_t ldx, 
       const float* a = x + k0;
       for (size_t k = k0; k < k1; ++k, ++a) {
         const float* b = panel + k * PackedWeight::kPanel;
-        if (h == 0) prefetch_panel_rows(b);
+        if (prefetching) prefetch.step(b);
         const __m256 b0 = _mm256_load_ps(b + h), b1 = _mm256_load_ps(b + h + 8);
 #pragma GCC unroll 8
         for (size_t r = 0; r < MR; ++r) {
@@ -308,7 +361,7 @@ __attribute__((target("avx2,fma"))) void block_avx2(const float* x, size_t ldx, 
       const float* a = x + 2 * k0;
       for (size_t q = k0; q < k1; ++q, a += 2) {
         const uint16_t* b = panel + q * 64;
-        if (h == 0) prefetch_panel_rows(b);
+        if (prefetching) prefetch.step(b);
         const __m256i w0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b + 2 * h)),
                       w1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b + 2 * h + 16));
         const __m256 e0 = _mm256_castsi256_ps(_mm256_slli_epi32(w0, 16)),
@@ -341,7 +394,7 @@ __attribute__((target("avx2,fma"))) void block_avx2(const float* x, size_t ldx, 
 
 // Any number of rows: 6-row blocks, the last rows through the block of their exact count; a ragged
 // last panel (fewer than 32 columns) through the portable loop.
-template <typename W = float>
+template <typename W, Prefetch P>
 __attribute__((target("avx2,fma"), flatten)) void blocks_avx2(const float* x, size_t ldx, size_t rows,
                                                              const W* panel, size_t k0, size_t k1, const float* bias,
                                                              bool first, float* y, size_t ldy, size_t cols) {
@@ -351,12 +404,15 @@ __attribute__((target("avx2,fma"), flatten)) void blocks_avx2(const float* x, si
                         cols);
     return;
   }
-  static constexpr BlockFn<float, W> kByRows[] = {nullptr,          block_avx2<1, W>, block_avx2<2, W>,
-                                                  block_avx2<3, W>, block_avx2<4, W>, block_avx2<5, W>};
+  using Fn = void (*)(const float* x, size_t ldx, const W* panel, size_t k0, size_t k1, const float* bias, bool first,
+                      float* y, size_t ldy, size_t block, size_t blocks);
+  static constexpr Fn kByRows[] = {nullptr,             block_avx2<1, W, P>, block_avx2<2, W, P>,
+                                   block_avx2<3, W, P>, block_avx2<4, W, P>, block_avx2<5, W, P>};
+  const size_t blocks = (rows + 5) / 6;
   size_t r = 0;
   for (; r + 6 <= rows; r += 6)
-    block_avx2<6, W>(x + r * ldx, ldx, 6, panel, k0, k1, bias, first, y + r * ldy, ldy, cols);
-  if (r < rows) kByRows[rows - r](x + r * ldx, ldx, rows - r, panel, k0, k1, bias, first, y + r * ldy, ldy, cols);
+    block_avx2<6, W, P>(x + r * ldx, ldx, panel, k0, k1, bias, first, y + r * ldy, ldy, r / 6, blocks);
+  if (r < rows) kByRows[rows - r](x + r * ldx, ldx, panel, k0, k1, bias, first, y + r * ldy, ldy, r / 6, blocks);
 }
 #endif
 
@@ -372,6 +428,9 @@ struct Kernel {
   // fn and small_fn applying GELU as they store (for the last k slice), or null: GELU after the
   // product, on each finished tile.
   BlockFn<float, W> gelu_fn = nullptr, small_gelu_fn = nullptr;
+  // fn and gelu_fn for products of more than one row chunk (more than kChunkBlocks blocks): the
+  // same blocks with the panel prefetched ahead (PanelPrefetch) where fn prefetches the next slice.
+  BlockFn<float, W> many_fn = fn, many_gelu_fn = gelu_fn;
 };
 
 // The best kernel that the CPU and ROBERTA_ISA (kernels/isa.h) allow.
@@ -381,6 +440,44 @@ struct Kernel {
 // roberta-base shapes 3-8% faster than 8 x 32; with 16-32 rows 8 x 32 stays (two blocks of 8 beat
 // 12 + 4). AMD's Zen 4 keeps 8 x 32, measured there (its 512-bit FMAs take two passes of 256 bits, so
 // half the rate to feed); 12 x 32 is untested on it. ROBERTA_FP32_ROWS=8|12 overrides (packed_gemm.h).
+// The panel prefetch: pick_prefetch().
+#if defined(__x86_64__)
+// The kernel whose blocks prefetch by P, in products of one row chunk; by kAhead in larger ones
+// (the next slice measured level to 1% slower there: 8 x 128 tokens, fp32, Xeon with AMX).
+template <typename W, Prefetch P>
+Kernel<W> pick_kernel_with(Isa isa, bool rows8) {
+  constexpr Prefetch A = Prefetch::kAhead;
+  if (isa < Isa::kAvx512)
+    return {blocks_avx2<W, P>, 6, "avx2", blocks_avx2<W, P>, 6, 0, nullptr, nullptr, blocks_avx2<W, A>, nullptr};
+  if (rows8)
+    return {blocks_avx512<8, false, W, P>, 8, "avx512", blocks_avx512<8, false, W, P>, 8, 0,
+            blocks_avx512<8, true, W, P>, blocks_avx512<8, true, W, P>, blocks_avx512<8, false, W, A>,
+            blocks_avx512<8, true, W, A>};
+  return {blocks_avx512<12, false, W, P>, 12, "avx512", blocks_avx512<8, false, W, P>, 8, 32,
+          blocks_avx512<12, true, W, P>, blocks_avx512<8, true, W, P>, blocks_avx512<12, false, W, A>,
+          blocks_avx512<12, true, W, A>};
+}
+
+// The panel prefetch of the fp32 and bf16 register blocks (PanelPrefetch): kNextSlice, measured
+// on the Xeon with AMX; AMD's Zen 4 keeps kAhead, its choice measured there before kNextSlice
+// existed (kNextSlice is untested on it). ROBERTA_PREFETCH=next|ahead overrides (packed_gemm.h).
+Prefetch pick_prefetch() {
+  const char* env = std::getenv("ROBERTA_PREFETCH");
+  const std::string name = env ? env : "";
+  if (name == "next") return Prefetch::kNextSlice;
+  if (name == "ahead") return Prefetch::kAhead;
+  if (!name.empty())
+    throw Error("ROBERTA_PREFETCH=\"" + name + "\" is not one of next, ahead (unset: next, ahead on AMD's CPUs)");
+  __builtin_cpu_init();
+  return __builtin_cpu_is("amd") ? Prefetch::kAhead : Prefetch::kNextSlice;
+}
+
+Prefetch prefetch() {
+  static const Prefetch p = pick_prefetch();
+  return p;
+}
+#endif
+
 template <typename W>
 Kernel<W> pick_kernel() {
   const Isa isa = usable_isa();
@@ -390,15 +487,12 @@ Kernel<W> pick_kernel() {
     throw Error("ROBERTA_FP32_ROWS=\"" + rows +
                 "\" is not one of 8, 12 (unset: 12 on Intel CPUs with AVX-512, 8 on AMD's)");
 #if defined(__x86_64__)
-  if (isa >= Isa::kAvx512) {
+  if (isa >= Isa::kAvx2) {
     __builtin_cpu_init();
-    if (rows == "8" || (rows.empty() && __builtin_cpu_is("amd")))
-      return {blocks_avx512<8, false, W>, 8, "avx512", blocks_avx512<8, false, W>, 8, 0, blocks_avx512<8, true, W>,
-              blocks_avx512<8, true, W>};
-    return {blocks_avx512<12, false, W>, 12, "avx512", blocks_avx512<8, false, W>, 8, 32, blocks_avx512<12, true, W>,
-            blocks_avx512<8, true, W>};
+    const bool rows8 = rows == "8" || (rows.empty() && __builtin_cpu_is("amd"));
+    return prefetch() == Prefetch::kNextSlice ? pick_kernel_with<W, Prefetch::kNextSlice>(isa, rows8)
+                                              : pick_kernel_with<W, Prefetch::kAhead>(isa, rows8);
   }
-  if (isa >= Isa::kAvx2) return {blocks_avx2<W>, 6, "avx2", blocks_avx2<W>, 6, 0};
 #endif
   (void)isa;
   const auto fn = over_blocks<float, W, block_portable<W>, 8>;
@@ -419,9 +513,10 @@ void packed_linear_steps(const Kernel<W>& kern, float* y, size_t ldy, const floa
                          const RowsDone* rows_done, const TilesDone* tiles_done) {
   const size_t N = w.n();
   if (M == 0 || N == 0) return;
-  const bool small = M <= kern.small_max_rows;
-  const BlockFn<float, W> fn = small ? kern.small_fn : kern.fn;
-  const BlockFn<float, W> gelu_fn = act == Activation::kGelu ? (small ? kern.small_gelu_fn : kern.gelu_fn) : nullptr;
+  const bool small = M <= kern.small_max_rows, many = !small && M > kChunkBlocks * kern.rows;
+  const BlockFn<float, W> fn = small ? kern.small_fn : many ? kern.many_fn : kern.fn;
+  const BlockFn<float, W> gelu_fn =
+      act == Activation::kGelu ? (small ? kern.small_gelu_fn : many ? kern.many_gelu_fn : kern.gelu_fn) : nullptr;
   for_each_block(
       M, N, steps, depth_slice(steps, max_depth), small ? kern.small_rows : kern.rows,
       [&](size_t r, size_t rows, size_t p, size_t k0, size_t k1) {
@@ -440,6 +535,13 @@ void packed_linear_steps(const Kernel<W>& kern, float* y, size_t ldy, const floa
 }  // namespace
 
 const char* packed_gemm_isa() { return kernel().isa; }
+
+const char* packed_gemm_prefetch() {
+#if defined(__x86_64__)
+  if (usable_isa() >= Isa::kAvx2) return prefetch() == Prefetch::kNextSlice ? "next" : "ahead";
+#endif
+  return "none";
+}
 
 size_t packed_gemm_block_rows() { return kernel().rows; }
 
@@ -597,18 +699,21 @@ void to_bf16_pairs_by_rows(const float* x, size_t ldx, size_t rows, size_t k, ui
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 10
 #define ROBERTA_HAVE_BF16_KERNEL 1
-template <size_t MR>
+// Register block `block` of the chunk's `blocks`, for its PanelPrefetch.
+template <size_t MR, Prefetch P>
 __attribute__((target("avx512f,avx512bf16"))) void bf16_block_avx512(const uint32_t* xb, size_t ldx_pairs, size_t rows,
                                                                      const uint16_t* panel, size_t q0, size_t q1,
                                                                      const float* bias, bool first, float* y,
-                                                                     size_t ldy, size_t cols) {
+                                                                     size_t ldy, size_t cols, size_t block,
+                                                                     size_t blocks) {
   __m512 c0[MR], c1[MR];
   load_block<MR>(c0, c1, rows, first, y, ldy, cols);
+  PanelPrefetch<P> prefetch(panel, q0, q1, block, blocks);
   if (rows == MR) {
     const uint32_t* a = xb + q0;
     for (size_t q = q0; q < q1; ++q, ++a) {
       const uint16_t* b = panel + q * 64;
-      prefetch_panel_rows(b);
+      prefetch.step(b);
       const __m512bh b0 = (__m512bh)_mm512_load_si512(b), b1 = (__m512bh)_mm512_load_si512(b + 32);
 #pragma GCC unroll 16
       for (size_t r = 0; r < MR; ++r) {
@@ -619,6 +724,7 @@ __attribute__((target("avx512f,avx512bf16"))) void bf16_block_avx512(const uint3
     }
   } else {
     for (size_t q = q0; q < q1; ++q) {
+      prefetch.step(panel + q * 64);
       const __m512bh b0 = (__m512bh)_mm512_load_si512(panel + q * 64);
       const __m512bh b1 = (__m512bh)_mm512_load_si512(panel + q * 64 + 32);
       for (size_t r = 0; r < rows; ++r) {
@@ -631,14 +737,19 @@ __attribute__((target("avx512f,avx512bf16"))) void bf16_block_avx512(const uint3
   store_block<MR>(c0, c1, rows, bias, y, ldy, cols);
 }
 
-template <size_t MR>
+template <size_t MR, Prefetch P>
 __attribute__((target("avx512f,avx512bf16"), flatten)) void bf16_blocks_avx512(const uint32_t* xb, size_t ldx_pairs,
                                                                               size_t rows, const uint16_t* panel,
                                                                               size_t q0, size_t q1, const float* bias,
                                                                               bool first, float* y, size_t ldy,
                                                                               size_t cols) {
-  over_blocks<uint32_t, uint16_t, bf16_block_avx512<MR>, MR>(xb, ldx_pairs, rows, panel, q0, q1, bias, first, y, ldy,
-                                                              cols);
+  if constexpr (P == Prefetch::kNextSlice)
+    if (rows <= MR)  // one block: as blocks_avx512
+      return bf16_blocks_avx512<MR, Prefetch::kAhead>(xb, ldx_pairs, rows, panel, q0, q1, bias, first, y, ldy, cols);
+  const size_t blocks = (rows + MR - 1) / MR;
+  for (size_t r = 0; r < rows; r += MR)
+    bf16_block_avx512<MR, P>(xb + r * ldx_pairs, ldx_pairs, std::min(MR, rows - r), panel, q0, q1, bias, first,
+                             y + r * ldy, ldy, cols, r / MR, blocks);
 }
 
 // vcvtneps2bf16 rounds to nearest even as to_bf16 does (NaN stays NaN; denormals become zero).
@@ -665,13 +776,17 @@ struct Bf16Kernel {
   // product widens (kernel<uint16_t>() has its own)
   size_t block_rows;
   const char* name;
+  BlockFn<uint32_t, uint16_t> many_fn = nullptr;  // fn for products of more than one row chunk (Kernel::many_fn)
 };
 
 Bf16Kernel pick_bf16_kernel() {
 #if defined(ROBERTA_HAVE_BF16_KERNEL)
-  if (usable_isa() >= Isa::kAmx) return {nullptr, bf16_block_amx, to_bf16_pairs_avx512, kAmxBlockRows, "AMX-BF16"};
+  if (usable_isa() >= Isa::kAmx)
+    return {nullptr, bf16_block_amx, to_bf16_pairs_avx512, kAmxBlockRows, "AMX-BF16"};
   if (usable_isa() >= Isa::kAvx512Bf16)
-    return {bf16_blocks_avx512<kMaxRows>, nullptr, to_bf16_pairs_avx512, kMaxRows, "AVX512-BF16"};
+    return {prefetch() == Prefetch::kNextSlice ? bf16_blocks_avx512<kMaxRows, Prefetch::kNextSlice>
+                                               : bf16_blocks_avx512<kMaxRows, Prefetch::kAhead>,
+            nullptr, to_bf16_pairs_avx512, kMaxRows, "AVX512-BF16", bf16_blocks_avx512<kMaxRows, Prefetch::kAhead>};
 #endif
   static const std::string name = std::string("widened to fp32, ") + kernel<uint16_t>().isa;
   return {nullptr, nullptr, to_bf16_pairs_by_rows, 0, name.c_str()};
@@ -749,7 +864,8 @@ void packed_linear_with(const Bf16Kernel& kern, float* y, size_t ldy, const uint
           kern.amx(xp + r * Q, Q, rows, w.panel(p), q0, q1, b, q0 == 0, y + r * ldy + col, ldy, cols,
                    fused_gelu && q1 == Q, nullptr, p + 1 < w.panels() ? w.panel(p + 1) : nullptr);
         else
-          kern.fn(xp + r * Q, Q, rows, w.panel(p), q0, q1, b, q0 == 0, y + r * ldy + col, ldy, cols);
+          (kern.many_fn && M > kChunkBlocks * kern.block_rows ? kern.many_fn : kern.fn)(
+              xp + r * Q, Q, rows, w.panel(p), q0, q1, b, q0 == 0, y + r * ldy + col, ldy, cols);
       },
       [&](size_t m0, size_t m1, size_t c0, size_t c1) {
         if (act != Activation::kLinear && !fused_gelu) activation_rows(y + m0 * ldy + c0, ldy, m1 - m0, c1 - c0, act);

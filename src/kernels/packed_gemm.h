@@ -140,5 +140,12 @@ const char* packed_gemm_isa();
 // overrides it for AVX-512 (any other value: roberta::Error the first time a kernel asks), e.g. to
 // test or time the other choice on one machine.
 size_t packed_gemm_block_rows();
+// How the fp32 and bf16 register blocks prefetch their panels from memory (AVX-512 and AVX2): "next"
+// (each chunk's blocks together ask for the panel's next k slice while they compute, spread evenly
+// over them: the default), "ahead" (each block asks for the rows a fixed distance ahead: the
+// default on AMD's CPUs, measured there before "next" existed); "none" for the portable loop.
+// ROBERTA_PREFETCH=next|ahead overrides it (any other value: roberta::Error the first time a
+// kernel asks).
+const char* packed_gemm_prefetch();
 
 }  // namespace roberta::kernels

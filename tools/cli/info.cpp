@@ -11,8 +11,9 @@
 namespace roberta::cli {
 namespace {
 
-// "fp32: own (avx512); bf16: oneDNN (avx512_core_bf16); int8: own (AVX512-VNNI)": which code runs the
-// matrix products of each precision here (kernels::use_onednn, ROBERTA_GEMM, ROBERTA_ISA).
+// "fp32: own (avx512, 12 x 32 blocks, prefetch next); bf16: oneDNN (avx512_core_bf16); int8: own (AVX512-VNNI)":
+// which code runs the matrix products of each precision here (kernels::use_onednn, ROBERTA_GEMM,
+// ROBERTA_ISA, ROBERTA_FP32_ROWS, ROBERTA_PREFETCH).
 std::string gemm_paths() {
   using kernels::Precision;
   std::string out;
@@ -24,7 +25,11 @@ std::string gemm_paths() {
     else if (p == Precision::kF32)
       path = std::string("own (") + kernels::packed_gemm_isa() + ", " +
              std::to_string(kernels::packed_gemm_block_rows()) +
-             (std::string_view(kernels::packed_gemm_isa()) == "avx2" ? " x 16" : " x 32") + " blocks)";
+             (std::string_view(kernels::packed_gemm_isa()) == "avx2" ? " x 16" : " x 32") + " blocks" +
+             (std::string_view(kernels::packed_gemm_prefetch()) == "none"
+                  ? ""
+                  : std::string(", prefetch ") + kernels::packed_gemm_prefetch()) +
+             ")";
     else if (p == Precision::kBF16)
       path = std::string("own (") + kernels::bf16_kernel_name() +
              (std::string_view(kernels::packed_gemm_isa()) == "portable" ? ", slow)" : ")");
