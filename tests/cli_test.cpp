@@ -37,12 +37,15 @@ std::string shell_quote(const std::string& s) {
   return q + "'";
 }
 
-// Runs the binary with `args` exactly, feeding `input` on stdin; `env` ("NAME=value") is added to its
-// environment.
+// Runs the binary with `args` exactly, feeding `input` on stdin; `env` ("NAME=value", several
+// separated by spaces; values without spaces) is added to its environment.
 Result run_as_given(const std::vector<std::string>& args, const std::string& input = "", const std::string& env = "") {
   roberta::test::TempDir dir;
   roberta::test::write_text(dir / "stdin", input);
-  std::string cmd = (env.empty() ? "" : "env " + shell_quote(env) + " ") + shell_quote(kBinary);
+  std::string cmd = "env";
+  std::istringstream vars(env);
+  for (std::string var; vars >> var;) cmd += " " + shell_quote(var);
+  cmd += " " + shell_quote(kBinary);
   for (const auto& a : args) cmd += " " + shell_quote(a);
   cmd += " < " + shell_quote((dir / "stdin").string()) + " > " + shell_quote((dir / "stdout").string()) + " 2> " +
          shell_quote((dir / "stderr").string());
@@ -1102,9 +1105,10 @@ TEST(CliTasks, NerReadsLongTextsWholeInSmallWindows) {
 // roberta::recommended_weight_type() names for this CPU: the same output as that --dtype, and with
 // ROBERTA_ISA below AVX512-BF16 the same as fp32. Where the CPU has AVX512-BF16 the test also sees
 // that bf16 and fp32 outputs differ, so the comparison can tell them apart.
-// ROBERTA_PREFETCH picks how the fp32 and bf16 kernels prefetch their weights (the results are the
-// same; CTest's kernels_prefetch_* run the GEMM tests with each): info names the one in use, and a
-// value it does not know is an error naming the variable and the accepted values, not a default.
+// ROBERTA_PREFETCH picks how the fp32, bf16 and int8 kernels prefetch their weights (the results are
+// the same; CTest's kernels_prefetch_* run the GEMM tests with each): info names the one in use (for
+// int8 below AMX: whether it asks for the next k slice), and a value it does not know is an error
+// naming the variable and the accepted values, not a default.
 TEST(Cli, RobertaPrefetchIsNamedByInfoAndAnUnknownValueIsAnError) {
   const Result plain = run({"info", "--model", kTiny});
   ASSERT_EQ(plain.status, 0) << plain.err;
@@ -1113,6 +1117,14 @@ TEST(Cli, RobertaPrefetchIsNamedByInfoAndAnUnknownValueIsAnError) {
     const Result r = run_as_given({"info", "--model", kTiny}, "", "ROBERTA_PREFETCH=" + p);
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_NE(r.out.find("prefetch " + p + ")"), std::string::npos) << r.out;
+    // int8 held to AVX512-VNNI (AVX2 where the CPU has no AVX-512): "prefetch next" only with next
+    const Result int8 =
+        run_as_given({"info", "--model", kTiny}, "", "ROBERTA_PREFETCH=" + p + " ROBERTA_ISA=avx512vnni");
+    ASSERT_EQ(int8.status, 0) << int8.err;
+    const size_t at = int8.out.find("int8: own (");
+    ASSERT_NE(at, std::string::npos) << int8.out;
+    const std::string line = int8.out.substr(at, int8.out.find('\n', at) - at);
+    EXPECT_EQ(line.find(", prefetch next)") != std::string::npos, p == "next") << line;
   }
   const Result bad =
       run({"fill-mask", "--model", kTiny, "The <mask> opened the door."}, "", "ROBERTA_PREFETCH=sideways");

@@ -597,6 +597,11 @@ TEST(Isa, KernelsUseTheLevelRobertaIsaAllows) {
     EXPECT_STREQ(roberta::kernels::int8_kernel_name(), "AVX-VNNI");
   else
     EXPECT_STREQ(roberta::kernels::int8_kernel_name(), want >= Isa::kAvx2 ? "AVX2" : "portable");
+  // The int8 kernels below AMX prefetch the next k slice as the fp32 kernel does; AMX and the
+  // portable loop do not.
+  const std::string int8_name = roberta::kernels::int8_kernel_name();
+  EXPECT_EQ(roberta::kernels::int8_kernel_prefetches(),
+            prefetch == "next" && int8_name != "AMX-INT8" && int8_name != "portable");
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ lscpu | sed -n 's/^Model name: *//p'
 uptime
 # The AVX-VNNI column where this binary runs its AVX-VNNI kernel here (the CPU has it, the build too).
 info=$(ROBERTA_ISA=avxvnni "$bin" info --model "$model")
-vnni=$(grep -q 'int8: own (AVX-VNNI)' <<< "$info" && echo 1 || echo 0)
+vnni=$(grep -q 'int8: own (AVX-VNNI' <<< "$info" && echo 1 || echo 0)
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 for round in $(seq "$rounds"); do

@@ -68,5 +68,13 @@ DTYPE=fp32 WORKLOADS="W1 W3 W4" A_ENV=ROBERTA_PREFETCH=ahead B_ENV=ROBERTA_PREFE
 echo "-- bf16 on our kernels (ROBERTA_GEMM=own): the panel prefetch ahead (A) vs next (B)"
 DTYPE=bf16 WORKLOADS="W1 W3 W4" A_ENV="ROBERTA_GEMM=own ROBERTA_PREFETCH=ahead" \
   B_ENV="ROBERTA_GEMM=own ROBERTA_PREFETCH=next" bash tools/bench_ab.sh "$roberta" "$roberta" "$model" 3 2 | tail -4
+# The int8 kernels below AMX (src/kernels/panel_prefetch.h): the next slice on Intel CPUs (measured on
+# the Xeon held to them), none of their own on AMD's ("ahead": the hardware prefetcher, the Zen 4's
+# measured choice before the next slice existed; untested there). An AMX CPU is held to AVX512-VNNI.
+int8_isa=
+grep -q -w amx_tile /proc/cpuinfo && int8_isa=ROBERTA_ISA=avx512vnni
+echo "-- int8 below AMX${int8_isa:+ ($int8_isa)}: the panel prefetch ahead, i.e. none (A) vs next (B)"
+DTYPE=int8 WORKLOADS="W1 W2 W3 W5" A_ENV="$int8_isa ROBERTA_PREFETCH=ahead" B_ENV="$int8_isa ROBERTA_PREFETCH=next" \
+  bash tools/bench_ab.sh "$roberta" "$roberta" "$model" 3 2 | tail -5
 section "against ONNX Runtime and PyTorch"
 bash tools/bench_compare.sh "$model" 2 5 3

@@ -20,6 +20,7 @@
 #include "avx512_math.h"
 #include "block_loop.h"
 #include "isa.h"
+#include "panel_prefetch.h"
 #include "util/scratch.h"
 
 namespace roberta::kernels {
@@ -152,24 +153,18 @@ constexpr size_t kPrefetchL1 = 48, kPrefetchL2 = 384;
 //   memory; the others find it in L2, and their prefetches ask for rows that are mostly there too,
 //   so memory sat idle while they ran: a product's time was about its read time plus its compute
 //   time (2304 x 768, 2 threads, Xeon with AMX: 1 row 310-330 us, 16 rows 460-480, 32 rows 660).
-// - kNextSlice: the rows after k1 in memory (the panel's next k slice, or the next panel, which
-//   follows it), k1 - k0 rows, spread evenly over all the chunk's blocks, one cache line at a time
-//   (asking for each line once: repeated requests made 32 and 128 rows 4-7% slower), so that the
-//   weights stream from memory while every block computes. It needs blocks >= 2; the walkers use
-//   kAhead for one block (with the whole next slice on one block 6-8 rows ran at 0.78-0.89x), and
-//   the Kernel for products of more than one row chunk (level to 1% slower there). Xeon with AMX,
-//   2 threads, against kAhead: `roberta-kernel-bench` on roberta-base's four shapes, 16 rows
-//   1.10-1.16x, 128 rows 1.10-1.18x; forward passes of 1 x 16 tokens 1.23x (fp32), 1.26-1.35x
-//   (AVX2, bf16 on vdpbf16ps, bf16 widened), 1 x 128 tokens 1.13x (fp32) (README, *Measured*).
-enum class Prefetch { kAhead, kNextSlice };
-
+// - kNextSlice: the block's share of the panel's next k slice (NextSlicePrefetch). It needs
+//   blocks >= 2; the walkers use kAhead for one block (with the whole next slice on one block 6-8
+//   rows ran at 0.78-0.89x), and the Kernel for products of more than one row chunk (level to 1%
+//   slower there). Xeon with AMX, 2 threads, against kAhead: `roberta-kernel-bench` on
+//   roberta-base's four shapes, 16 rows 1.10-1.16x, 128 rows 1.10-1.18x; forward passes of 1 x 16
+//   tokens 1.23x (fp32), 1.26-1.35x (AVX2, bf16 on vdpbf16ps, bf16 widened), 1 x 128 tokens 1.13x
+//   (fp32) (README, *Measured*).
 template <Prefetch P>
 class PanelPrefetch {
  public:
   __attribute__((always_inline)) PanelPrefetch(const void* panel, size_t k0, size_t k1, size_t block, size_t blocks)
-      : next_(static_cast<const char*>(panel) + k1 * 128 + 2 * block * (k1 - k0) / blocks * 64),
-        rest_(2 * block * (k1 - k0) % blocks),
-        blocks_(blocks) {}
+      : next_(panel, k0, k1, block, blocks) {}
 
   // The prefetches that go with panel row `row`.
   __attribute__((always_inline)) void step(const void* row) {
@@ -177,13 +172,7 @@ class PanelPrefetch {
     _mm_prefetch(p + kPrefetchL1 * 128, _MM_HINT_T0);
     _mm_prefetch(p + kPrefetchL1 * 128 + 64, _MM_HINT_T0);
     if constexpr (P == Prefetch::kNextSlice) {
-      // two lines of the next slice per step of all the blocks together (at most one a step: blocks_ >= 2)
-      rest_ += 2;
-      if (rest_ >= blocks_) {
-        _mm_prefetch(next_, _MM_HINT_T1);
-        next_ += 64;
-        rest_ -= blocks_;
-      }
+      next_.step();
     } else {
       _mm_prefetch(p + kPrefetchL2 * 128, _MM_HINT_T1);
       _mm_prefetch(p + kPrefetchL2 * 128 + 64, _MM_HINT_T1);
@@ -191,8 +180,7 @@ class PanelPrefetch {
   }
 
  private:
-  const char* next_;
-  size_t rest_, blocks_;
+  NextSlicePrefetch<2> next_;  // (unused with kAhead)
 };
 
 __attribute__((target("avx512f"))) inline __mmask16 low_mask(size_t cols) {
@@ -440,7 +428,7 @@ struct Kernel {
 // roberta-base shapes 3-8% faster than 8 x 32; with 16-32 rows 8 x 32 stays (two blocks of 8 beat
 // 12 + 4). AMD's Zen 4 keeps 8 x 32, measured there (its 512-bit FMAs take two passes of 256 bits, so
 // half the rate to feed); 12 x 32 is untested on it. ROBERTA_FP32_ROWS=8|12 overrides (packed_gemm.h).
-// The panel prefetch: pick_prefetch().
+// The panel prefetch: panel_prefetch() (panel_prefetch.h).
 #if defined(__x86_64__)
 // The kernel whose blocks prefetch by P, in products of one row chunk; by kAhead in larger ones
 // (the next slice measured level to 1% slower there: 8 x 128 tokens, fp32, Xeon with AMX).
@@ -457,25 +445,6 @@ Kernel<W> pick_kernel_with(Isa isa, bool rows8) {
           blocks_avx512<12, true, W, P>, blocks_avx512<8, true, W, P>, blocks_avx512<12, false, W, A>,
           blocks_avx512<12, true, W, A>};
 }
-
-// The panel prefetch of the fp32 and bf16 register blocks (PanelPrefetch): kNextSlice, measured
-// on the Xeon with AMX; AMD's Zen 4 keeps kAhead, its choice measured there before kNextSlice
-// existed (kNextSlice is untested on it). ROBERTA_PREFETCH=next|ahead overrides (packed_gemm.h).
-Prefetch pick_prefetch() {
-  const char* env = std::getenv("ROBERTA_PREFETCH");
-  const std::string name = env ? env : "";
-  if (name == "next") return Prefetch::kNextSlice;
-  if (name == "ahead") return Prefetch::kAhead;
-  if (!name.empty())
-    throw Error("ROBERTA_PREFETCH=\"" + name + "\" is not one of next, ahead (unset: next, ahead on AMD's CPUs)");
-  __builtin_cpu_init();
-  return __builtin_cpu_is("amd") ? Prefetch::kAhead : Prefetch::kNextSlice;
-}
-
-Prefetch prefetch() {
-  static const Prefetch p = pick_prefetch();
-  return p;
-}
 #endif
 
 template <typename W>
@@ -490,8 +459,8 @@ Kernel<W> pick_kernel() {
   if (isa >= Isa::kAvx2) {
     __builtin_cpu_init();
     const bool rows8 = rows == "8" || (rows.empty() && __builtin_cpu_is("amd"));
-    return prefetch() == Prefetch::kNextSlice ? pick_kernel_with<W, Prefetch::kNextSlice>(isa, rows8)
-                                              : pick_kernel_with<W, Prefetch::kAhead>(isa, rows8);
+    return panel_prefetch() == Prefetch::kNextSlice ? pick_kernel_with<W, Prefetch::kNextSlice>(isa, rows8)
+                                                    : pick_kernel_with<W, Prefetch::kAhead>(isa, rows8);
   }
 #endif
   (void)isa;
@@ -536,9 +505,27 @@ void packed_linear_steps(const Kernel<W>& kern, float* y, size_t ldy, const floa
 
 const char* packed_gemm_isa() { return kernel().isa; }
 
+#if defined(__x86_64__)
+// kNextSlice, measured on the Xeon with AMX; AMD's Zen 4 keeps kAhead, its choice measured there
+// before kNextSlice existed (kNextSlice is untested on it).
+Prefetch panel_prefetch() {
+  static const Prefetch p = [] {
+    const char* env = std::getenv("ROBERTA_PREFETCH");
+    const std::string name = env ? env : "";
+    if (name == "next") return Prefetch::kNextSlice;
+    if (name == "ahead") return Prefetch::kAhead;
+    if (!name.empty())
+      throw Error("ROBERTA_PREFETCH=\"" + name + "\" is not one of next, ahead (unset: next, ahead on AMD's CPUs)");
+    __builtin_cpu_init();
+    return __builtin_cpu_is("amd") ? Prefetch::kAhead : Prefetch::kNextSlice;
+  }();
+  return p;
+}
+#endif
+
 const char* packed_gemm_prefetch() {
 #if defined(__x86_64__)
-  if (usable_isa() >= Isa::kAvx2) return prefetch() == Prefetch::kNextSlice ? "next" : "ahead";
+  if (usable_isa() >= Isa::kAvx2) return panel_prefetch() == Prefetch::kNextSlice ? "next" : "ahead";
 #endif
   return "none";
 }
@@ -784,8 +771,8 @@ Bf16Kernel pick_bf16_kernel() {
   if (usable_isa() >= Isa::kAmx)
     return {nullptr, bf16_block_amx, to_bf16_pairs_avx512, kAmxBlockRows, "AMX-BF16"};
   if (usable_isa() >= Isa::kAvx512Bf16)
-    return {prefetch() == Prefetch::kNextSlice ? bf16_blocks_avx512<kMaxRows, Prefetch::kNextSlice>
-                                               : bf16_blocks_avx512<kMaxRows, Prefetch::kAhead>,
+    return {panel_prefetch() == Prefetch::kNextSlice ? bf16_blocks_avx512<kMaxRows, Prefetch::kNextSlice>
+                                                     : bf16_blocks_avx512<kMaxRows, Prefetch::kAhead>,
             nullptr, to_bf16_pairs_avx512, kMaxRows, "AVX512-BF16", bf16_blocks_avx512<kMaxRows, Prefetch::kAhead>};
 #endif
   static const std::string name = std::string("widened to fp32, ") + kernel<uint16_t>().isa;

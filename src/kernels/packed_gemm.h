@@ -145,7 +145,8 @@ size_t packed_gemm_block_rows();
 // over them: the default), "ahead" (each block asks for the rows a fixed distance ahead: the
 // default on AMD's CPUs, measured there before "next" existed); "none" for the portable loop.
 // ROBERTA_PREFETCH=next|ahead overrides it (any other value: roberta::Error the first time a
-// kernel asks).
+// kernel asks). The same choice decides whether the int8 kernels below AMX ask for their panels'
+// next k slice (int8_kernel_prefetches(), packed_gemm_int8.h; panel_prefetch.h).
 const char* packed_gemm_prefetch();
 
 }  // namespace roberta::kernels

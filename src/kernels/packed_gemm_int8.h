@@ -118,5 +118,9 @@ bool avx_vnni_kernel_built();
 // with AVX-VNNI: where ROBERTA_ISA is avxvnni, the CPU has no AVX-512, or the build lacks the
 // GCC-only AVX-512 kernels), "AVX2" (vpmaddubsw) or "portable".
 const char* int8_kernel_name();
+// Whether that kernel asks for its weights' next k slice while it computes (panel_prefetch.h): the
+// kernels below AMX where packed_gemm_prefetch() is "next"; with "ahead" they leave it to the
+// hardware prefetcher (AMX prefetches in its own way, the portable loop not at all).
+bool int8_kernel_prefetches();
 
 }  // namespace roberta::kernels

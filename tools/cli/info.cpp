@@ -11,7 +11,8 @@
 namespace roberta::cli {
 namespace {
 
-// "fp32: own (avx512, 12 x 32 blocks, prefetch next); bf16: oneDNN (avx512_core_bf16); int8: own (AVX512-VNNI)":
+// "fp32: own (avx512, 12 x 32 blocks, prefetch next); bf16: oneDNN (avx512_core_bf16); int8: own (AVX512-VNNI,
+// prefetch next)":
 // which code runs the matrix products of each precision here (kernels::use_onednn, ROBERTA_GEMM,
 // ROBERTA_ISA, ROBERTA_FP32_ROWS, ROBERTA_PREFETCH).
 std::string gemm_paths() {
@@ -34,7 +35,8 @@ std::string gemm_paths() {
       path = std::string("own (") + kernels::bf16_kernel_name() +
              (std::string_view(kernels::packed_gemm_isa()) == "portable" ? ", slow)" : ")");
     else
-      path = std::string("own (") + kernels::int8_kernel_name() + ")";
+      path = std::string("own (") + kernels::int8_kernel_name() +
+             (kernels::int8_kernel_prefetches() ? ", prefetch next)" : ")");
     out += (out.empty() ? "" : "; ") + std::string(name) + ": " + path;
   }
   return out;
