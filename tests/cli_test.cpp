@@ -37,14 +37,16 @@ std::string shell_quote(const std::string& s) {
   return q + "'";
 }
 
-// Runs the binary with `args` exactly, feeding `input` on stdin; `env` ("NAME=value", several
-// separated by spaces; values without spaces) is added to its environment.
+// Runs the binary with `args` exactly, feeding `input` on stdin; `env` ("NAME=value", or several
+// separated by a space: a new one starts at each space followed by NAME=, so a value may hold
+// spaces, e.g. a path) is added to its environment.
 Result run_as_given(const std::vector<std::string>& args, const std::string& input = "", const std::string& env = "") {
   roberta::test::TempDir dir;
   roberta::test::write_text(dir / "stdin", input);
   std::string cmd = "env";
-  std::istringstream vars(env);
-  for (std::string var; vars >> var;) cmd += " " + shell_quote(var);
+  static const std::regex kNext(" (?=[A-Za-z_][A-Za-z0-9_]*=)");
+  for (std::sregex_token_iterator it(env.begin(), env.end(), kNext, -1), end; it != end; ++it)
+    if (it->length() > 0) cmd += " " + shell_quote(it->str());
   cmd += " " + shell_quote(kBinary);
   for (const auto& a : args) cmd += " " + shell_quote(a);
   cmd += " < " + shell_quote((dir / "stdin").string()) + " > " + shell_quote((dir / "stdout").string()) + " 2> " +

@@ -362,18 +362,20 @@ __attribute__((target("avx2,fma"), flatten)) void int8_block_avx2(
 // off in the epilogue. MR rows x 16 columns a pass (2 · MR accumulators, two weight vectors and
 // the broadcast: 15 of 16 registers at MR = 6), four passes over the 64-column panel; a ragged
 // last panel's columns past `cols` neither read (scales, bias, offsets, y) nor written. Next: each
-// pass asks for its share of the panel's next k slice as a part of its own (as the AVX2 kernel's).
+// pass that runs (fewer than four in a ragged panel) asks for its share of the panel's next k slice
+// as a part of its own (as the AVX2 kernel's).
 template <size_t MR, bool Next>
 __attribute__((target("avx2,fma,avxvnni"))) void int8_block_avx_vnni_rows(
     const uint32_t* xq, size_t ldq, const int8_t* panel, size_t q0, size_t q1, const int32_t* offset,
     const float* x_scale, const float* w_scale, const float* bias, bool first, float* y, size_t ldy, size_t cols,
     size_t block, size_t blocks) {
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const size_t passes = (std::min(kCols, cols) + 15) / 16;
   for (size_t c0 = 0; c0 < std::min(kCols, cols); c0 += 16) {
     __m256i acc0[MR], acc1[MR];
 #pragma GCC unroll 8
     for (size_t r = 0; r < MR; ++r) acc0[r] = acc1[r] = _mm256_setzero_si256();
-    NextSlicePrefetch<4> prefetch(panel, q0, q1, 4 * block + c0 / 16, 4 * blocks);
+    NextSlicePrefetch<4> prefetch(panel, q0, q1, passes * block + c0 / 16, passes * blocks);
     const uint32_t* a = xq + q0;
     for (size_t q = q0; q < q1; ++q, ++a) {
       if constexpr (Next) prefetch.step();
@@ -667,31 +669,33 @@ struct Int8Kernel {
 
 // The kernels below AMX prefetch the panel's next k slice where panel_prefetch() says kNextSlice,
 // in products of any size: in those of more than one row chunk (8 x 128 and 32 x 8..128 tokens)
-// leaving it out measured level to 5% slower (Xeon with AMX held to AVX-VNNI and to AVX2).
+// leaving it out measured level to 5% slower in forward passes (Xeon with AMX held to AVX-VNNI and
+// to AVX2). (Asked only where it applies, as the fp32 kernel asks: a bad ROBERTA_PREFETCH is then
+// an error where it would decide something, not on AMX or the portable loop.)
 Int8Kernel pick_int8_kernel() {
 #if defined(__x86_64__)
-  [[maybe_unused]] const bool next = panel_prefetch() == Prefetch::kNextSlice;
+  [[maybe_unused]] const auto next = [] { return panel_prefetch() == Prefetch::kNextSlice; };
 #endif
 #if defined(ROBERTA_HAVE_VNNI_KERNEL)
   if (usable_isa() >= Isa::kAmx) return {nullptr, int8_block_amx, quantize_rows_avx512, kAmxBlockRows, "AMX-INT8"};
   if (usable_isa() >= Isa::kAvx512Vnni)
-    return {next ? int8_block_vnni<true> : int8_block_vnni<false>, nullptr, quantize_rows_avx512, kMaxRows,
-            "AVX512-VNNI", next};
+    return {next() ? int8_block_vnni<true> : int8_block_vnni<false>, nullptr, quantize_rows_avx512, kMaxRows,
+            "AVX512-VNNI", next()};
   // (No CPU has AVX-512 without AVX512-VNNI but with AVX-VNNI: ROBERTA_ISA=avx512 stands for Skylake-SP.
   // A build without these GCC-only kernels takes AVX-VNNI below, where the CPU has it, even there.)
   if (usable_isa() >= Isa::kAvx512)
-    return {next ? int8_block_avx512bw<true> : int8_block_avx512bw<false>, nullptr, quantize_rows_avx512,
-            kAvx512BwRows, "AVX512BW", next};
+    return {next() ? int8_block_avx512bw<true> : int8_block_avx512bw<false>, nullptr, quantize_rows_avx512,
+            kAvx512BwRows, "AVX512BW", next()};
 #endif
 #if defined(ROBERTA_HAVE_AVX_VNNI_KERNEL)
   if (avx_vnni_usable())
-    return {next ? int8_block_avx_vnni<true> : int8_block_avx_vnni<false>, nullptr, quantize_rows_avx2, kMaxRows,
-            "AVX-VNNI", next};
+    return {next() ? int8_block_avx_vnni<true> : int8_block_avx_vnni<false>, nullptr, quantize_rows_avx2, kMaxRows,
+            "AVX-VNNI", next()};
 #endif
 #if defined(ROBERTA_HAVE_AVX2_INT8_KERNEL)
   if (usable_isa() >= Isa::kAvx2)
-    return {next ? int8_block_avx2<true> : int8_block_avx2<false>, nullptr, quantize_rows_avx2, kAvx2Rows, "AVX2",
-            next};
+    return {next() ? int8_block_avx2<true> : int8_block_avx2<false>, nullptr, quantize_rows_avx2, kAvx2Rows, "AVX2",
+            next()};
 #endif
   return {int8_block_portable, nullptr, quantize_rows_portable, kMaxRows, "portable"};
 }

@@ -3,6 +3,7 @@
 // shared by the fp32 / bf16 kernels (packed_gemm.cpp) and the int8 ones below AMX
 // (packed_gemm_int8.cpp). Internal to the kernels; x86 only.
 #if defined(__x86_64__)
+#include <cassert>
 #include <cstddef>
 
 #include "intrinsics.h"
@@ -31,12 +32,16 @@ class NextSlicePrefetch {
   __attribute__((always_inline)) NextSlicePrefetch(const void* panel, size_t k0, size_t k1, size_t part, size_t parts)
       : next_(static_cast<const char*>(panel) + k1 * Lines * 64 + Lines * part * (k1 - k0) / parts * 64),
         rest_(Lines * part * (k1 - k0) % parts),
-        parts_(parts) {}
+        parts_(parts) {
+    assert(Lines > 2 || parts >= Lines);
+  }
 
   // Called once per panel row the part multiplies by: Lines lines of all the parts' steps together.
+  // With Lines <= 2 at most one line a step, which keeps up only where parts >= Lines (the fp32 and
+  // bf16 walkers give one register block the fixed distance instead; AVX2's two passes are two parts).
   __attribute__((always_inline)) void step() {
     rest_ += Lines;
-    if constexpr (Lines <= 2) {  // (at most one a step where parts >= Lines: the fp32 walkers' case)
+    if constexpr (Lines <= 2) {
       if (rest_ >= parts_) ask();
     } else {
       while (rest_ >= parts_) ask();
