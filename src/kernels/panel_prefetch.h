@@ -32,14 +32,15 @@ class NextSlicePrefetch {
   __attribute__((always_inline)) NextSlicePrefetch(const void* panel, size_t k0, size_t k1, size_t part, size_t parts)
       : next_(static_cast<const char*>(panel) + k1 * Lines * 64 + Lines * part * (k1 - k0) / parts * 64),
         rest_(Lines * part * (k1 - k0) % parts),
-        parts_(parts) {
-    assert(Lines > 2 || parts >= Lines);
-  }
+        parts_(parts) {}
 
   // Called once per panel row the part multiplies by: Lines lines of all the parts' steps together.
   // With Lines <= 2 at most one line a step, which keeps up only where parts >= Lines (the fp32 and
   // bf16 walkers give one register block the fixed distance instead; AVX2's two passes are two parts).
+  // (Checked here, not on construction: PanelPrefetch builds one for a single block with kAhead too,
+  // and never steps it.)
   __attribute__((always_inline)) void step() {
+    assert(Lines > 2 || parts_ >= Lines);
     rest_ += Lines;
     if constexpr (Lines <= 2) {
       if (rest_ >= parts_) ask();
