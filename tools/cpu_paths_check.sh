@@ -3,7 +3,8 @@
 # the kernels it picks (oneDNN's products, attention, the GEMMs), the held-out accuracy of bf16 and
 # int8 on the paths chosen here, then interleaved A/B runs of each choice against its alternative and
 # the comparison with ONNX Runtime. Meant for the first session on a new kind of CPU (first run in
-# full on an Intel Xeon with AMX on 2026-11-25: README "Measured"). Not part of CI; ~30-40 minutes.
+# full on an Intel Xeon with AMX on 2026-11-25, on an AMD EPYC Zen 4 on 2026-11-28: README "Measured").
+# Not part of CI; ~30-40 minutes.
 # Usage: bash tools/cpu_paths_check.sh [BUILD_DIR=build] [MODEL_DIR=/tmp/roberta-bench/base]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,12 +56,12 @@ done
 # 85-91% of the Xeon's full-width FMA peak (../shared/NOTES.md), so measure it there too.
 echo "-- fp32: own kernels (A) vs oneDNN (B)"
 DTYPE=fp32 A_ENV=ROBERTA_GEMM=own B_ENV=ROBERTA_GEMM=onednn bash tools/bench_ab.sh "$roberta" "$roberta" "$model" 3 2 | tail -4
-# 12 x 32 blocks were measured faster on the Xeon (README); the Zen 4 keeps 8 x 32 untested against them.
+# 12 x 32 blocks were measured faster on the Xeon, 8 x 32 on the Zen 4 (README).
 echo "-- fp32: our AVX-512 kernel's 8 x 32 register blocks (A) vs 12 x 32 (B)"
 DTYPE=fp32 A_ENV=ROBERTA_FP32_ROWS=8 B_ENV=ROBERTA_FP32_ROWS=12 \
   bash tools/bench_ab.sh "$roberta" "$roberta" "$model" 3 2 | tail -4
 # The panel prefetch (src/kernels/packed_gemm.cpp, PanelPrefetch): next on Intel CPUs (measured on the
-# Xeon), ahead on AMD's (the Zen 4's measured choice before next existed; next untested there).
+# Xeon), ahead on AMD's (the Zen 4's measured choice, before next existed and against it).
 # W1 is where it shows: a product of 16 rows is bound by reading the weights.
 echo "-- fp32: the panel prefetch ahead (A) vs next (B)"
 DTYPE=fp32 WORKLOADS="W1 W3 W4" A_ENV=ROBERTA_PREFETCH=ahead B_ENV=ROBERTA_PREFETCH=next \
@@ -70,7 +71,7 @@ DTYPE=bf16 WORKLOADS="W1 W3 W4" A_ENV="ROBERTA_GEMM=own ROBERTA_PREFETCH=ahead" 
   B_ENV="ROBERTA_GEMM=own ROBERTA_PREFETCH=next" bash tools/bench_ab.sh "$roberta" "$roberta" "$model" 3 2 | tail -4
 # The int8 kernels below AMX (src/kernels/panel_prefetch.h): the next slice on Intel CPUs (measured on
 # the Xeon held to them), none of their own on AMD's ("ahead": the hardware prefetcher, the Zen 4's
-# measured choice before the next slice existed; untested there). An AMX CPU is held to AVX512-VNNI.
+# measured choice, before the next slice existed and against it). An AMX CPU is held to AVX512-VNNI.
 int8_isa=
 grep -q -w amx_tile /proc/cpuinfo && int8_isa=ROBERTA_ISA=avx512vnni
 echo "-- int8 below AMX${int8_isa:+ ($int8_isa)}: the panel prefetch ahead, i.e. none (A) vs next (B)"

@@ -457,8 +457,9 @@ __attribute__((target("avx512f,avx512bw"), always_inline)) inline void int8_epil
 // those in registers, while the larger array it left on the stack, storing it every k step (the
 // kernel then ran at 40% of vpdpbusd's rate). Next: the block's share of the panel's next k slice
 // (NextSlicePrefetch). Without it (Prefetch::kAhead) no software prefetch, the Zen 4's measured
-// choice (rows a fixed distance ahead cost 2-3% there, even at M = 16); only the first block of a
-// chunk then reads the panel from memory. With the next slice (Xeon with AMX held to AVX512-VNNI,
+// choice (rows a fixed distance ahead cost 2-3% there, even at M = 16; the next slice, 2026-11-28:
+// 1 x 16 tokens 1.01-1.06x, 8 x 128 0.975-0.99x, 32 x 8..128 0.97-1.01x); only the first block of
+// a chunk then reads the panel from memory. With the next slice (Xeon with AMX held to AVX512-VNNI,
 // 2 threads, roberta-kernel-bench) 16 rows ran 1.67-2.00x, 128 rows 1.20-1.37x, 1024 rows
 // 1.04-1.11x (README, *Measured*).
 template <size_t MR, bool Next>
