@@ -427,7 +427,8 @@ struct Kernel {
 // On the Xeon with AMX (roberta-kernel-bench, 2 threads, 1024 rows) 12 x 32 ran the three
 // roberta-base shapes 3-8% faster than 8 x 32; with 16-32 rows 8 x 32 stays (two blocks of 8 beat
 // 12 + 4). AMD's Zen 4 keeps 8 x 32, measured there (its 512-bit FMAs take two passes of 256 bits, so
-// half the rate to feed; 12 x 32 measured there on 2026-11-28: 8 x 128 tokens 0.95x, 32 x 8..128 0.92x).
+// half the rate to feed; 12 x 32 measured there on 2026-11-28: 8 x 128 tokens 0.96x / 0.95x, 32 x 8..128
+// 0.94x / 0.92x, medians / paired).
 // ROBERTA_FP32_ROWS=8|12 overrides (packed_gemm.h).
 // The panel prefetch: panel_prefetch() (panel_prefetch.h).
 #if defined(__x86_64__)
