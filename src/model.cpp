@@ -98,7 +98,7 @@ Model Model::load(const std::filesystem::path& dir, const LoadOptions& options) 
   if (c.model_type == "roberta-prelayernorm") m.final_norm = encoder.layer_norm("LayerNorm", static_cast<size_t>(c.hidden_size));
   m.pooler = load_pooler(encoder, c);
   const WeightScope root = m.weights.root();
-  m.lm_head = load_lm_head(root, m.embeddings, c);
+  m.lm_head = load_lm_head(root, encoder, m.embeddings, c);
   m.sequence_classifier = load_sequence_classifier(root, c);
   m.token_classifier = load_token_linear(root, "classifier", static_cast<size_t>(c.num_labels()), c);
   m.qa_outputs = load_token_linear(root, "qa_outputs", 2, c);
@@ -152,7 +152,7 @@ size_t Model::weight_bytes() const {
   for (const EncoderLayer& l : m.layers)
     n += l.qkv.bytes() + l.attn_out.bytes() + l.intermediate.bytes() + l.output.bytes();
   if (m.pooler) n += m.pooler->dense.bytes();
-  if (m.lm_head) n += m.lm_head->dense.bytes();
+  if (m.lm_head) n += m.lm_head->dense.bytes() + m.lm_head->decoder.bytes();
   if (m.sequence_classifier) n += m.sequence_classifier->dense.bytes() + m.sequence_classifier->out_proj.bytes();
   if (m.token_classifier) n += m.token_classifier->linear.bytes();
   if (m.qa_outputs) n += m.qa_outputs->linear.bytes();

@@ -197,8 +197,17 @@ void roberta_shapes(benchmark::internal::Benchmark* b) {
   for (const auto& s : kShapes) b->Args(s);
 }
 
+// The MLM decoder's product (roberta-base's vocabulary): fill-mask's few mask rows, a batch's,
+// every token of 8 x 128.
+void vocabulary_shapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"M", "N", "K"});
+  for (int64_t M : {1, 8, 64, 1024}) b->Args({M, 50265, 768});
+}
+
 }  // namespace
 
+BENCHMARK(BM_PackedLinear)->Name("BM_VocabularyPacked")->Apply(vocabulary_shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_OpenBlasSgemm)->Name("BM_VocabularyOpenBlas")->Apply(vocabulary_shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_PackedLinear)->Apply(roberta_shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_PackedLinearBf16)->Apply(roberta_shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_PackedLinearInt8)->Apply(roberta_shapes)->Unit(benchmark::kMicrosecond)->UseRealTime();

@@ -117,7 +117,8 @@ class Model {
   // lacks `head`; `purpose` says what needed it ("so it cannot classify texts").
   void require_head(Head head, const std::string& purpose) const;
   size_t parameter_count() const;
-  // Bytes of weights the model holds in memory (mapped file data used in place included).
+  // Bytes of weights the model holds in memory (mapped file data used in place included; the MLM
+  // decoder's packed copy from the first forward pass that computes logits on).
   size_t weight_bytes() const;
   std::vector<std::string> files() const;
   // "F32", "F16", ... : the dtypes stored in the checkpoint, with tensor counts.

@@ -1,28 +1,28 @@
 #include <cstring>
 
-#include "kernels/gemm.h"
+#include "kernels/packed_gemm.h"
 #include "kernels/layer_norm.h"
 #include "model/parts.h"
 
 namespace roberta {
 
-std::optional<LmHead> load_lm_head(const WeightScope& root, const Embeddings& e, const ModelConfig& c) {
+std::optional<LmHead> load_lm_head(const WeightScope& root, const WeightScope& encoder, const Embeddings& e,
+                                   const ModelConfig& c) {
   const WeightScope s = root.sub("lm_head");
   if (!s.has("dense.weight")) return std::nullopt;
   const auto H = static_cast<size_t>(c.hidden_size), V = static_cast<size_t>(c.vocab_size);
   LmHead head;
   head.dense = s.packed("dense", H, H, s.head_type());
   head.norm = s.layer_norm("layer_norm", H);
-  head.decoder = s.has("decoder.weight") ? s.tensor("decoder.weight", {c.vocab_size, c.hidden_size})
-                                         : e.word;  // tied to the word embeddings
+  if (s.has("decoder.weight"))
+    head.decoder = LazyPackedWeight(s.tensor("decoder.weight", {c.vocab_size, c.hidden_size}), V, H,
+                                    s.page_release("decoder.weight"));
+  else  // tied to the word embeddings
+    head.decoder = LazyPackedWeight(e.word, V, H, encoder.page_release("embeddings.word_embeddings.weight"));
   if (s.has("decoder.bias"))
     head.decoder_bias = s.tensor("decoder.bias", {c.vocab_size});
   else if (s.has("bias"))
     head.decoder_bias = s.tensor("bias", {c.vocab_size});
-  else {
-    head.zero_bias.assign(V, 0.0f);
-    head.decoder_bias = head.zero_bias.data();
-  }
   return head;
 }
 
@@ -33,7 +33,7 @@ Matrix lm_head_forward(const LmHead& head, const Matrix& x, const std::vector<si
   head.dense.apply(h.data.data(), H, gathered.data.data(), R, kernels::Activation::kGelu);
   kernels::layer_norm(h.data.data(), h.data.data(), nullptr, head.norm.gamma, head.norm.beta, R, H, c.layer_norm_eps);
   Matrix logits(R, V);
-  kernels::linear(logits.data.data(), V, h.data.data(), head.decoder, head.decoder_bias, R, V, H);
+  kernels::packed_linear(logits.data.data(), V, h.data.data(), head.decoder.get(), head.decoder_bias, R);
   return logits;
 }
 

@@ -10,6 +10,7 @@
 
 #include "kernels/activation.h"
 #include "kernels/attention.h"
+#include "model/lazy_packed_weight.h"
 #include "model/packed_linear.h"
 #include "model/weight_scope.h"
 #include "roberta/config.h"
@@ -97,11 +98,14 @@ bool encoder_layer_forward(Matrix& x, const EncoderLayer& L, const Batch& batch,
 struct LmHead {
   PackedLinear dense;        // (H, H)
   LayerNormWeights norm;     // (H)
-  const float* decoder = nullptr;  // (V, H), unpacked: one OpenBLAS product
-  const float* decoder_bias = nullptr;  // (V)
-  std::vector<float> zero_bias;         // when the checkpoint has no decoder bias
+  // (V, H), always fp32 and on our own GEMM, whose rows do not depend on the other rows of the
+  // product (a fill-mask row is the same however the texts are batched); packed at the first
+  // call that needs logits.
+  LazyPackedWeight decoder;
+  const float* decoder_bias = nullptr;  // (V), or null when the checkpoint has none
 };
-std::optional<LmHead> load_lm_head(const WeightScope& root, const Embeddings& e, const ModelConfig& c);
+std::optional<LmHead> load_lm_head(const WeightScope& root, const WeightScope& encoder, const Embeddings& e,
+                                   const ModelConfig& c);
 // logits (rows.size(), V) at the packed token rows `rows` of x (T, H).
 Matrix lm_head_forward(const LmHead& head, const Matrix& x, const std::vector<size_t>& rows, const ModelConfig& c);
 

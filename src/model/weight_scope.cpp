@@ -98,6 +98,14 @@ const float* WeightScope::tensor(const std::string& name, const std::vector<int6
   return loader_->tensor(prefix_ + name, shape);
 }
 
+std::function<void()> WeightScope::page_release(const std::string& name) const {
+  const WeightStore* store = &loader_->store_;
+  const TensorInfo* t = store->find(prefix_ + name);
+  return [store, t] {
+    if (t) store->release_pages(*t);
+  };
+}
+
 LinearWeights WeightScope::linear(const std::string& name, size_t out, size_t in) const {
   LinearWeights l;
   l.out = out, l.in = in;

@@ -12,6 +12,7 @@
 // its packed copy exists.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <list>
 #include <optional>
 #include <set>
@@ -72,7 +73,11 @@ class WeightScope {
 
   // The tensor `name` as fp32; Error (kInvalidModel) naming it when missing or of another shape.
   const float* tensor(const std::string& name, const std::vector<int64_t>& shape) const;
-  // name.weight (out, in) and name.bias (out), unpacked (e.g. the MLM decoder, kept for OpenBLAS).
+  // A callback that drops the mapped checkpoint's pages of tensor `name` (nothing for a tensor
+  // converted to fp32, or a missing one): for a weight packed later (LazyPackedWeight). It stays
+  // valid while the loader does.
+  std::function<void()> page_release(const std::string& name) const;
+  // name.weight (out, in) and name.bias (out), unpacked.
   LinearWeights linear(const std::string& name, size_t out, size_t in) const;
   // The same packed for the GEMM, in the loader's weight type unless `type` says otherwise; the
   // originals are released.
