@@ -14,6 +14,7 @@
 
 #include "kernels/attention.h"
 #include "kernels/isa.h"
+#include "runtime/cpu.h"
 #include "kernels/layer_norm.h"
 #include "kernels/packed_gemm.h"
 #include "kernels/packed_gemm_int8.h"
@@ -483,21 +484,15 @@ TEST(Attention, NonFiniteInputsGiveNaNWhereFloat64Does) {
 
 // Which attention the bf16 and int8 encoders ask for: ROBERTA_ATTENTION when set (a typo is an
 // error), else bf16 only where the CPU has AMX tiles (usable: not capped by ROBERTA_ISA) or has
-// AVX512-BF16 and is an AMD one (vdpbf16ps twice the fp32 FMA rate there, half of it on Intel's
-// Xeons, whose AMX tiles measured faster than fp32 attention).
+// AVX512-BF16 and its CPU model's row says bf16 (runtime/cpu.h).
 TEST(Attention, Bf16OnlyWhereItPaysOrWhereForced) {
   const char* old = std::getenv("ROBERTA_ATTENTION");
   const std::string saved = old ? old : "";
   const bool has_bf16 = roberta::kernels::usable_isa() >= Isa::kAvx512Bf16;
   ::unsetenv("ROBERTA_ATTENTION");
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  const bool amd = __builtin_cpu_is("amd");
-#else
-  const bool amd = false;
-#endif
+  const bool model_says = roberta::runtime::this_cpu().choices->bf16_attention;
   const bool amx = roberta::kernels::usable_isa() >= Isa::kAmx;
-  EXPECT_EQ(roberta::kernels::bf16_attention_pays(), has_bf16 && (amd || amx));
+  EXPECT_EQ(roberta::kernels::bf16_attention_pays(), has_bf16 && (model_says || amx));
   if (amx) {
     EXPECT_NE(roberta::kernels::attention_path().find("AMX"), std::string::npos);
   }
@@ -551,17 +546,15 @@ TEST(Isa, KernelsUseTheLevelRobertaIsaAllows) {
   const char* fp32 = want >= Isa::kAvx512 ? "avx512" : want >= Isa::kAvx2 ? "avx2" : "portable";
   EXPECT_STREQ(roberta::kernels::packed_gemm_isa(), fp32);
   const char* rows_env = std::getenv("ROBERTA_FP32_ROWS");
-  const bool amd = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_is("amd") != 0;
-  }();
-  size_t rows = amd ? 8 : 12;  // AVX-512 blocks: 12 rows on Intel, 8 on AMD, unless ROBERTA_FP32_ROWS says
+  // AVX-512 blocks: the CPU model's rows (runtime/cpu.h), unless ROBERTA_FP32_ROWS says
+  const roberta::runtime::CpuChoices& model = *roberta::runtime::this_cpu().choices;
+  size_t rows = model.fp32_block_rows;
   if (rows_env && *rows_env) rows = std::stoul(rows_env);
   if (want < Isa::kAvx512) rows = want >= Isa::kAvx2 ? 6 : 8;  // AVX2: 6 (x 16, two passes); portable: 8
   EXPECT_EQ(roberta::kernels::packed_gemm_block_rows(), rows);
-  // Panel prefetch: the next k slice, on AMD's CPUs a fixed distance ahead, unless ROBERTA_PREFETCH says
+  // Panel prefetch: the CPU model's, unless ROBERTA_PREFETCH says
   const char* prefetch_env = std::getenv("ROBERTA_PREFETCH");
-  std::string prefetch = prefetch_env && *prefetch_env ? prefetch_env : amd ? "ahead" : "next";
+  std::string prefetch = prefetch_env && *prefetch_env ? prefetch_env : model.prefetch_next_slice ? "next" : "ahead";
   if (want < Isa::kAvx2) prefetch = "none";
   EXPECT_STREQ(roberta::kernels::packed_gemm_prefetch(), prefetch.c_str());
   EXPECT_EQ(roberta::kernels::has_bf16_instructions(), want >= Isa::kAvx512Bf16);

@@ -16,6 +16,7 @@
 
 #include "kernels/activations.h"
 #include "kernels/isa.h"
+#include "runtime/cpu.h"
 #include "kernels/onednn_gemm.h"
 #include "kernels/packed_gemm.h"
 #include "kernels/packed_gemm_int8.h"
@@ -315,7 +316,8 @@ TEST(OneDnnGemmChoice, APrecisionOneDnnCannotDoStaysOnOurKernels) {
 
 // The default, from measurements (onednn_gemm.cpp's use_onednn): fp32 and int8 never go to oneDNN,
 // and nothing does on a CPU whose AMX tiles our kernels use (faster than oneDNN's on a Xeon); bf16
-// does only where oneDNN multiplies it natively without AMX (AVX512-BF16, as on the Zen 4).
+// does only where the CPU model's row says so and oneDNN multiplies it natively without AMX
+// (AVX512-BF16, as on the Zen 4 and 5).
 TEST(OneDnnGemmChoice, DefaultIsOursExceptBf16WithoutAmx) {
   const char* before = std::getenv("ROBERTA_GEMM");
   const std::string saved = before ? before : "";
@@ -327,7 +329,8 @@ TEST(OneDnnGemmChoice, DefaultIsOursExceptBf16WithoutAmx) {
     EXPECT_FALSE(roberta::kernels::use_onednn(Precision::kBF16)) << "our AMX products are the faster ones";
   } else if (roberta::kernels::onednn_built() &&
              roberta::kernels::usable_isa() == roberta::kernels::detected_isa()) {
-    EXPECT_EQ(roberta::kernels::use_onednn(Precision::kBF16), roberta::kernels::onednn_isa() == "avx512_core_bf16");
+    EXPECT_EQ(roberta::kernels::use_onednn(Precision::kBF16),
+              roberta::runtime::this_cpu().choices->bf16_onednn && roberta::kernels::onednn_isa() == "avx512_core_bf16");
   }
   std::printf("  bf16 here: %s\n", roberta::kernels::use_onednn(Precision::kBF16) ? "oneDNN" : "ours");
   if (before) ::setenv("ROBERTA_GEMM", saved.c_str(), 1);

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every per-CPU choice of the engine checked on this machine in one run: what runs here, the tests of
+# Every per-CPU choice of the engine (the table in src/runtime/cpu.h; docs/performance.md has the
+# measurements behind each row) checked on this machine in one run: what runs here, the tests of
 # the kernels it picks (oneDNN's products, attention, the GEMMs), the held-out accuracy of bf16 and
 # int8 on the paths chosen here, then interleaved A/B runs of each choice against its alternative and
 # the comparison with ONNX Runtime. Meant for the first session on a new kind of CPU (first run in
@@ -21,7 +22,7 @@ echo
 uptime
 [ -f "$model/config.json" ] || /usr/bin/python3 tools/make_test_model.py --out "$model" --preset base --seed 0 --no-lm-head > /dev/null
 section "what runs here (roberta info)"
-"$roberta" info --model "$model" | grep -E 'default dtype|matrix products|attention'
+"$roberta" info --model "$model" | grep -E 'cpu|default dtype|matrix products|attention'
 section "kernel tests on this CPU (oneDNN products, attention, GEMMs incl. our AMX ones, fixture parity)"
 "$build/tests/engine_tests" --gtest_brief=1 \
   --gtest_filter='OneDnnGemm*:Precisions/OneDnnGemm.*:Attention.*:PackedGemm*:BlockSplit.*:FixtureParity.*'
@@ -57,12 +58,11 @@ done
 # 85-91% of the Xeon's full-width FMA peak (../shared/NOTES.md), so measure it there too.
 echo "-- fp32: own kernels (A) vs oneDNN (B)"
 DTYPE=fp32 A_ENV=ROBERTA_GEMM=own B_ENV=ROBERTA_GEMM=onednn bash tools/bench_ab.sh "$roberta" "$roberta" "$model" 3 2 | tail -4
-# 12 x 32 blocks were measured faster on the Xeon, 8 x 32 on the Zen 4 (README).
+# The register blocks' rows: a column of the table (src/runtime/cpu.h).
 echo "-- fp32: our AVX-512 kernel's 8 x 32 register blocks (A) vs 12 x 32 (B)"
 DTYPE=fp32 A_ENV=ROBERTA_FP32_ROWS=8 B_ENV=ROBERTA_FP32_ROWS=12 \
   bash tools/bench_ab.sh "$roberta" "$roberta" "$model" 3 2 | tail -4
-# The panel prefetch (src/kernels/packed_gemm.cpp, PanelPrefetch): next on Intel CPUs (measured on the
-# Xeon), ahead on AMD's (the Zen 4's measured choice, before next existed and against it).
+# The panel prefetch (src/kernels/packed_gemm.cpp, PanelPrefetch), a column of the table.
 # W1 is where it shows: a product of 16 rows is bound by reading the weights.
 echo "-- fp32: the panel prefetch ahead (A) vs next (B)"
 DTYPE=fp32 WORKLOADS="W1 W3 W4" A_ENV=ROBERTA_PREFETCH=ahead B_ENV=ROBERTA_PREFETCH=next \
@@ -70,9 +70,8 @@ DTYPE=fp32 WORKLOADS="W1 W3 W4" A_ENV=ROBERTA_PREFETCH=ahead B_ENV=ROBERTA_PREFE
 echo "-- bf16 on our kernels (ROBERTA_GEMM=own): the panel prefetch ahead (A) vs next (B)"
 DTYPE=bf16 WORKLOADS="W1 W3 W4" A_ENV="ROBERTA_GEMM=own ROBERTA_PREFETCH=ahead" \
   B_ENV="ROBERTA_GEMM=own ROBERTA_PREFETCH=next" bash tools/bench_ab.sh "$roberta" "$roberta" "$model" 3 2 | tail -4
-# The int8 kernels below AMX (src/kernels/panel_prefetch.h): the next slice on Intel CPUs (measured on
-# the Xeon held to them), none of their own on AMD's ("ahead": the hardware prefetcher, the Zen 4's
-# measured choice, before the next slice existed and against it). An AMX CPU is held to AVX512-VNNI.
+# The int8 kernels below AMX (src/kernels/panel_prefetch.h) follow the same column: the next slice,
+# or none of their own ("ahead": the hardware prefetcher). An AMX CPU is held to AVX512-VNNI.
 int8_isa=
 grep -q -w amx_tile /proc/cpuinfo && int8_isa=ROBERTA_ISA=avx512vnni
 echo "-- int8 below AMX${int8_isa:+ ($int8_isa)}: the panel prefetch ahead, i.e. none (A) vs next (B)"

@@ -20,6 +20,7 @@
 #include "avx512_math.h"
 #include "isa.h"
 
+#include "runtime/cpu.h"
 #include "roberta/error.h"
 #include "util/scratch.h"
 #include "util/thread_pool.h"
@@ -937,29 +938,21 @@ std::string attention_env() {
   return v;
 }
 
-bool bf16_dot_beats_fma() {
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  return __builtin_cpu_is("amd");
-#else
-  return false;
-#endif
-}
 }  // namespace
 
 bool bf16_attention_pays() {
   const std::string env = attention_env();
   if (usable_isa() < Isa::kAvx512Bf16) return false;
-  return env.empty() ? usable_isa() >= Isa::kAmx || bf16_dot_beats_fma() : env == "bf16";
+  return env.empty() ? usable_isa() >= Isa::kAmx || runtime::this_cpu().choices->bf16_attention : env == "bf16";
 }
 
 std::string attention_path() {
   const std::string env = attention_env();
   if (bf16_attention_pays())
     return std::string(usable_isa() >= Isa::kAmx ? "bf16 (AMX tiles" : "bf16 (AVX512-BF16") +
-           (env.empty() ? ", faster than fp32 on this CPU)" : ", ROBERTA_ATTENTION)");
+           (env.empty() ? ", this CPU model's choice)" : ", ROBERTA_ATTENTION)");
   if (usable_isa() < Isa::kAvx512Bf16) return "fp32 (no AVX512-BF16 here, or ROBERTA_ISA below avx512bf16)";
-  return env.empty() ? "fp32 (this CPU's bf16 dot product is no faster than its fp32 FMAs)"
+  return env.empty() ? "fp32 (this CPU model's choice: its bf16 dot product is no faster than its fp32 FMAs)"
                      : "fp32 (ROBERTA_ATTENTION)";
 }
 

@@ -55,13 +55,10 @@ void self_attention_amx_emulated(uint32_t* ctx_pairs, const uint16_t* qkv16, con
 
 // Whether the bf16 and int8 encoders ask for kBf16 attention on this CPU. ROBERTA_ATTENTION=bf16 or
 // fp32 decides when set (another value is a roberta::Error naming the accepted ones). Unset: bf16
-// where the CPU has AMX tiles (and ROBERTA_ISA allows them): on an Intel Xeon with AMX the tiles
-// made int8 8 x 128 tokens 13% faster than fp32 attention (125 -> 109 ms) and bf16 6% (200 -> 188;
-// 2026-11-25, README "Measured"); and where the CPU has AVX512-BF16 whose vdpbf16ps does more
-// products per cycle than fp32 FMAs: AMD's Zen 4 (twice the FMA rate; bf16 attention measured 2x
-// faster there). Not on Intel CPUs with AVX512-BF16 but no AMX: their vdpbf16ps runs at half the
-// fp32 FMA rate (240 against 479 GFLOP/s with 2 threads, ../shared/NOTES.md), so fp32 attention is
-// both faster and exact there.
+// where the CPU has AMX tiles (and ROBERTA_ISA allows them), and where it has AVX512-BF16 and its
+// CPU model's choice is bf16 (runtime/cpu.h: where vdpbf16ps does more products per cycle than
+// fp32 FMAs, as on AMD's Zen 4 and 5; on Intel's CPUs without AMX it runs at half the FMA rate, so
+// fp32 attention is both faster and exact there).
 bool bf16_attention_pays();
 // "bf16 (AVX512-BF16)", "bf16 (AMX tiles)" or "fp32 (...)" and why, for `roberta info`.
 std::string attention_path();

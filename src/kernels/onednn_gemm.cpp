@@ -11,6 +11,7 @@
 #include "packed_gemm.h"
 #include "packed_gemm_int8.h"
 #include "roberta/error.h"
+#include "runtime/cpu.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -78,17 +79,12 @@ bool use_onednn(Precision p) {
   // Where oneDNN cannot do a precision correctly, ours does it even when oneDNN is asked for.
   if (!onednn_supports(p)) return false;
   if (choice == GemmChoice::kOneDnn) return true;
-  // Measured on an AMD EPYC Zen 4 (README, "Speed"): oneDNN's bf16 products make a forward pass
-  // 3-14% faster than ours; its int8 ones are within the noise of ours (0.93-1.17x on 16 tokens,
-  // 1.02-1.12x on 8 x 128), and its fp32 ones no faster (0.84x on 16 tokens). On an Intel Xeon with
-  // AMX (2026-11-25, paired rounds, README "Measured"), against our AMX products (y prefetched,
-  // GELU in the epilogue): oneDNN's are slower in bf16 (0.90x on 16 tokens, 0.93x on 8 x 128,
-  // 0.89x on 32 x 8..128) and in int8 (0.91x, 0.81x, 0.73x), and its fp32 ones 0.86x on 16 tokens
-  // (1.05x on 8 x 128). So oneDNN only for bf16 where oneDNN multiplies it natively without AMX
-  // (AVX512-BF16; elsewhere it emulates it: held to AVX512_CORE_VNNI on the Xeon, 52-73 GFLOP/s in
-  // a forward pass, where ours on widened values runs at about fp32's rate, README).
+  // The default, per CPU model (runtime/cpu.h): bf16 through oneDNN where the table says so and
+  // oneDNN multiplies bf16 natively without AMX (AVX512-BF16; elsewhere it emulates bf16, slowly,
+  // and on AMX our tile kernels are the faster ones); fp32 and int8 on ours. Not under a
+  // ROBERTA_ISA cap, which exists to test our own lower paths.
   if (usable_isa() != detected_isa()) return false;
-  return p == Precision::kBF16 && onednn_isa() == "avx512_core_bf16";
+  return p == Precision::kBF16 && runtime::this_cpu().choices->bf16_onednn && onednn_isa() == "avx512_core_bf16";
 }
 
 #if !defined(ROBERTA_WITH_ONEDNN)

@@ -40,10 +40,10 @@ enum class Precision { kF32, kBF16, kInt8 };
 bool onednn_built();
 // Whether products of precision p go through oneDNN here: never with ROBERTA_GEMM=own, or where
 // oneDNN cannot do p correctly (onednn_supports); with ROBERTA_GEMM=onednn, always otherwise (an
-// error in a build without oneDNN); else the default, from measurements: in a build with oneDNN
-// and without a ROBERTA_ISA cap (the caps test our own lower paths), bf16 where oneDNN multiplies
-// it natively without AMX (AVX512-BF16: Zen 4), int8 and fp32 never (on a Xeon with AMX our AMX
-// products beat oneDNN's). Throws roberta::Error for another ROBERTA_GEMM value.
+// error in a build without oneDNN); else the default: in a build with oneDNN and without a
+// ROBERTA_ISA cap (the caps test our own lower paths), bf16 where the CPU model's row says so
+// (runtime/cpu.h) and oneDNN multiplies it natively without AMX (AVX512-BF16), int8 and fp32 never.
+// Throws roberta::Error for another ROBERTA_GEMM value.
 bool use_onednn(Precision p);
 // Whether oneDNN computes products of precision p correctly on this CPU (always false in a build
 // without it): fp32 always; bf16 from AVX-512 up (it has no bf16 matmul below); int8 only with

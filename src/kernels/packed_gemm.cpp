@@ -21,6 +21,7 @@
 #include "block_loop.h"
 #include "isa.h"
 #include "panel_prefetch.h"
+#include "runtime/cpu.h"
 #include "util/scratch.h"
 
 namespace roberta::kernels {
@@ -422,18 +423,14 @@ struct Kernel {
 };
 
 // The best kernel that the CPU and ROBERTA_ISA (kernels/isa.h) allow.
-// AVX-512 blocks: 12 x 32 (24 accumulators) on CPUs with full-width 512-bit FMA units (Intel's):
-// the panel, re-read from L2 for every block, then feeds 24 FMAs per 128-byte row instead of 16.
-// On the Xeon with AMX (roberta-kernel-bench, 2 threads, 1024 rows) 12 x 32 ran the three
-// roberta-base shapes 3-8% faster than 8 x 32; with 16-32 rows 8 x 32 stays (two blocks of 8 beat
-// 12 + 4). AMD's Zen 4 keeps 8 x 32, measured there (its 512-bit FMAs take two passes of 256 bits, so
-// half the rate to feed; 12 x 32 measured there on 2026-11-28: 8 x 128 tokens 0.96x / 0.95x, 32 x 8..128
-// 0.94x / 0.92x, medians / paired).
-// ROBERTA_FP32_ROWS=8|12 overrides (packed_gemm.h).
+// AVX-512 blocks: 12 x 32 (24 accumulators) or 8 x 32, per CPU model (runtime/cpu.h): with 12 rows
+// the panel, re-read from L2 for every block, feeds 24 FMAs per 128-byte row instead of 16, which
+// pays where 512-bit FMAs run at full width; products of at most 32 rows keep 8 x 32 (two blocks
+// of 8 beat 12 + 4). ROBERTA_FP32_ROWS=8|12 overrides (packed_gemm.h).
 // The panel prefetch: panel_prefetch() (panel_prefetch.h).
 #if defined(__x86_64__)
 // The kernel whose blocks prefetch by P, in products of one row chunk; by kAhead in larger ones
-// (the next slice measured level to 1% slower there: 8 x 128 tokens, fp32, Xeon with AMX).
+// (where the next slice measured no faster: docs/performance.md).
 template <typename W, Prefetch P>
 Kernel<W> pick_kernel_with(Isa isa, bool rows8) {
   constexpr Prefetch A = Prefetch::kAhead;
@@ -456,11 +453,10 @@ Kernel<W> pick_kernel() {
   const std::string rows = env ? env : "";
   if (!rows.empty() && rows != "8" && rows != "12")
     throw Error("ROBERTA_FP32_ROWS=\"" + rows +
-                "\" is not one of 8, 12 (unset: 12 on Intel CPUs with AVX-512, 8 on AMD's)");
+                "\" is not one of 8, 12 (unset: this CPU model's choice, which `roberta info` shows)");
 #if defined(__x86_64__)
   if (isa >= Isa::kAvx2) {
-    __builtin_cpu_init();
-    const bool rows8 = rows == "8" || (rows.empty() && __builtin_cpu_is("amd"));
+    const bool rows8 = rows == "8" || (rows.empty() && runtime::this_cpu().choices->fp32_block_rows == 8);
     return panel_prefetch() == Prefetch::kNextSlice ? pick_kernel_with<W, Prefetch::kNextSlice>(isa, rows8)
                                                     : pick_kernel_with<W, Prefetch::kAhead>(isa, rows8);
   }
@@ -508,8 +504,6 @@ void packed_linear_steps(const Kernel<W>& kern, float* y, size_t ldy, const floa
 const char* packed_gemm_isa() { return kernel().isa; }
 
 #if defined(__x86_64__)
-// kNextSlice, measured on the Xeon with AMX; AMD's Zen 4 keeps kAhead, its choice measured there
-// before kNextSlice existed and again against kNextSlice (panel_prefetch.h).
 Prefetch panel_prefetch() {
   static const Prefetch p = [] {
     const char* env = std::getenv("ROBERTA_PREFETCH");
@@ -517,9 +511,9 @@ Prefetch panel_prefetch() {
     if (name == "next") return Prefetch::kNextSlice;
     if (name == "ahead") return Prefetch::kAhead;
     if (!name.empty())
-      throw Error("ROBERTA_PREFETCH=\"" + name + "\" is not one of next, ahead (unset: next, ahead on AMD's CPUs)");
-    __builtin_cpu_init();
-    return __builtin_cpu_is("amd") ? Prefetch::kAhead : Prefetch::kNextSlice;
+      throw Error("ROBERTA_PREFETCH=\"" + name +
+                  "\" is not one of next, ahead (unset: this CPU model's choice, which `roberta info` shows)");
+    return runtime::this_cpu().choices->prefetch_next_slice ? Prefetch::kNextSlice : Prefetch::kAhead;
   }();
   return p;
 }

@@ -2,8 +2,8 @@
 // A GEMM for the engine's one shape of product, y (M, N) = x (M, K) · Wᵀ + bias, with the weight
 // W (N, K) repacked once at load time into panels of 32 output columns:
 //   panel p holds W[p*32 + j][k] at [p][k][j], zero-padded past N.
-// The inner kernel keeps a block of y in registers (AVX-512: 12 x 32 for fp32 on Intel, 8 x 32 on
-// AMD and for products of at most 32 rows; 12 x 32 for bf16 with AVX512-BF16, and without it the
+// The inner kernel keeps a block of y in registers (AVX-512: 12 x 32 or 8 x 32 for fp32 by CPU
+// model, 8 x 32 for products of at most 32 rows; 12 x 32 for bf16 with AVX512-BF16, and without it the
 // fp32 kernel's blocks on the bf16 values widened; AVX2 and portable fallbacks picked at run time)
 // and reads the panel straight through, prefetching ahead, so neither operand is copied per call.
 // The bias is added after the products (as PyTorch's addmm rounds) and the activation once a tile
@@ -135,15 +135,15 @@ bool bf16_product_widens();
 
 // The instruction set the kernel runs with here: "avx512", "avx2" or "portable".
 const char* packed_gemm_isa();
-// The rows of its register blocks in products of more than 32 rows: 12 with AVX-512 on Intel
-// CPUs, 8 on AMD's, 6 with AVX2, 8 portable (the same for bf16 where it widens). ROBERTA_FP32_ROWS=8|12
+// The rows of its register blocks in products of more than 32 rows: 12 or 8 with AVX-512 by CPU
+// model (runtime/cpu.h), 6 with AVX2, 8 portable (the same for bf16 where it widens). ROBERTA_FP32_ROWS=8|12
 // overrides it for AVX-512 (any other value: roberta::Error the first time a kernel asks), e.g. to
 // test or time the other choice on one machine.
 size_t packed_gemm_block_rows();
 // How the fp32 and bf16 register blocks prefetch their panels from memory (AVX-512 and AVX2): "next"
 // (each chunk's blocks together ask for the panel's next k slice while they compute, spread evenly
-// over them: the default), "ahead" (each block asks for the rows a fixed distance ahead: the
-// default on AMD's CPUs, measured there before "next" existed); "none" for the portable loop.
+// over them), "ahead" (each block asks for the rows a fixed distance ahead); by CPU model
+// (runtime/cpu.h); "none" for the portable loop.
 // ROBERTA_PREFETCH=next|ahead overrides it (any other value: roberta::Error the first time a
 // kernel asks). The same choice decides whether the int8 kernels below AMX ask for their panels'
 // next k slice (int8_kernel_prefetches(), packed_gemm_int8.h; panel_prefetch.h).

@@ -456,12 +456,8 @@ __attribute__((target("avx512f,avx512bw"), always_inline)) inline void int8_epil
 // unrolled, and the accumulators are four small arrays rather than one (MR, 4) array: GCC keeps
 // those in registers, while the larger array it left on the stack, storing it every k step (the
 // kernel then ran at 40% of vpdpbusd's rate). Next: the block's share of the panel's next k slice
-// (NextSlicePrefetch). Without it (Prefetch::kAhead) no software prefetch, the Zen 4's measured
-// choice (rows a fixed distance ahead cost 2-3% there, even at M = 16; the next slice, 2026-11-28:
-// 1 x 16 tokens 1.01-1.06x, 8 x 128 0.975-0.99x, 32 x 8..128 0.97-1.01x); only the first block of
-// a chunk then reads the panel from memory. With the next slice (Xeon with AMX held to AVX512-VNNI,
-// 2 threads, roberta-kernel-bench) 16 rows ran 1.67-2.00x, 128 rows 1.20-1.37x, 1024 rows
-// 1.04-1.11x (README, *Measured*).
+// (NextSlicePrefetch); without it (Prefetch::kAhead, by CPU model: panel_prefetch()) no software
+// prefetch, and only the first block of a chunk reads the panel from memory.
 template <size_t MR, bool Next>
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void int8_block_vnni_rows(
     const uint32_t* xq, size_t ldq, const int8_t* panel, size_t q0, size_t q1, const int32_t* offset,
@@ -669,10 +665,9 @@ struct Int8Kernel {
 };
 
 // The kernels below AMX prefetch the panel's next k slice where panel_prefetch() says kNextSlice,
-// in products of any size: in those of more than one row chunk (8 x 128 and 32 x 8..128 tokens)
-// leaving it out measured level to 5% slower in forward passes (Xeon with AMX held to AVX-VNNI and
-// to AVX2). (Asked only where it applies, as the fp32 kernel asks: a bad ROBERTA_PREFETCH is then
-// an error where it would decide something, not on AMX or the portable loop.)
+// in products of any size (docs/performance.md). (Asked only where it applies, as the fp32 kernel
+// asks: a bad ROBERTA_PREFETCH is then an error where it would decide something, not on AMX or the
+// portable loop.)
 Int8Kernel pick_int8_kernel() {
 #if defined(__x86_64__)
   [[maybe_unused]] const auto next = [] { return panel_prefetch() == Prefetch::kNextSlice; };

@@ -11,15 +11,13 @@
 namespace roberta::kernels {
 
 // kNextSlice: the register blocks of a row chunk ask, together, for the panel's next k slice while
-// they compute (NextSlicePrefetch). kAhead: the older way, measured on AMD's Zen 4 before kNextSlice
-// existed: the fp32 and bf16 blocks each ask for the panel rows a fixed distance ahead, and the int8
-// kernels below AMX leave their weights to the hardware prefetcher.
+// they compute (NextSlicePrefetch). kAhead: the fp32 and bf16 blocks each ask for the panel rows a
+// fixed distance ahead, and the int8 kernels below AMX leave their weights to the hardware
+// prefetcher.
 enum class Prefetch { kAhead, kNextSlice };
 
-// The choice here: kNextSlice, kAhead on AMD's CPUs (on the Zen 4, 2026-11-28, kNextSlice did not
-// win clearly: fp32 1 x 16 / 8 x 128 tokens 0.98x / 1.03x; int8 1.01-1.06x, 0.975-0.99x, and 32 x
-// 8..128 0.97-1.01x; medians of one A/B run for fp32, two for int8);
-// ROBERTA_PREFETCH=next|ahead overrides it (any other value: roberta::Error). Read once.
+// The choice here: the CPU model's (runtime/cpu.h); ROBERTA_PREFETCH=next|ahead overrides it (any
+// other value: roberta::Error). Read once.
 Prefetch panel_prefetch();
 
 // The share of part `part` of a chunk's `parts` (register blocks, or the column passes of each) in

@@ -7,6 +7,7 @@
 #include "kernels/onednn_gemm.h"
 #include "kernels/packed_gemm.h"
 #include "kernels/packed_gemm_int8.h"
+#include "runtime/cpu.h"
 
 namespace roberta::cli {
 namespace {
@@ -82,6 +83,7 @@ int run_info(const Args& args) {
             << (recommended_weight_type() == WeightType::kBF16 ? "bf16 (this CPU multiplies bf16 natively)"
                                                                 : "fp32 (no native bf16 products here, or ROBERTA_ISA below avx512bf16)")
             << " for fill-mask, embed, the task commands and serve (--dtype auto)\n"
+            << "cpu               " << runtime::describe(runtime::detect_cpu(), runtime::this_cpu()) << "\n"
             << "matrix products   " << gemm_paths() << "\n"
             << "attention         " << kernels::attention_path() << " for bf16 and int8 weights; fp32 for fp32\n";
   for (const auto& f : model.files())

@@ -1,0 +1,58 @@
+#pragma once
+// The CPU this process runs on, as cpuid tells it (x86-64), and the kernel choices made for it:
+// one table, one row per CPU model measured (docs/performance.md, "Kernel choices per CPU", has
+// the measurement behind each entry). A CPU the table does not know gets the row of the closest
+// known one, and says so (`roberta info`).
+//
+//   const runtime::CpuMatch& m = runtime::this_cpu();
+//   m.choices->fp32_block_rows     // 12 on a Zen 5
+//   m.exact                        // false on, say, a Zen 3 (it takes the Zen 4's row)
+#include <cstddef>
+#include <span>
+#include <string>
+
+namespace roberta::runtime {
+
+struct CpuId {
+  std::string vendor;         // "AuthenticAMD", "GenuineIntel", ... ("" where there is no cpuid)
+  unsigned family = 0;        // as Linux reports it: base family, plus the extended one for 15
+  unsigned model = 0;         // with the extended model for families 6 and 15 and up
+  std::string brand;          // "AMD EPYC 9B45 ...": the processor's name string
+};
+
+// This process's CPU (read once).
+const CpuId& detect_cpu();
+
+// The choices the kernels make by CPU model. The instruction set itself is not one of them:
+// kernels::usable_isa() decides it from the CPU's features.
+struct CpuChoices {
+  const char* name;         // "AMD Zen 5 (family 26)"
+  size_t fp32_block_rows;   // rows of the AVX-512 fp32 register blocks in products of more than
+                            // 32 rows (and of bf16 widened to fp32): 8 or 12 (ROBERTA_FP32_ROWS)
+  bool prefetch_next_slice; // panels prefetched a k slice ahead by a row chunk's blocks together,
+                            // else each block a fixed distance ahead (ROBERTA_PREFETCH)
+  bool bf16_onednn;         // bf16 products through oneDNN where it multiplies bf16 natively
+                            // without AMX (ROBERTA_GEMM)
+  bool bf16_attention;      // attention in bf16 (vdpbf16ps) for the bf16 and int8 encoders, where
+                            // the CPU has AVX512-BF16; with AMX tiles it is bf16 anyway
+                            // (ROBERTA_ATTENTION)
+};
+
+// Every row of the table.
+std::span<const CpuChoices> cpu_choices_table();
+
+struct CpuMatch {
+  const CpuChoices* choices;
+  bool exact;  // the table has this CPU's model; else `choices` are the closest known model's
+};
+// The row for `cpu`: AMD by family (Zen 4 = 25, Zen 5 = 26; older families take the Zen 4's row,
+// newer ones the Zen 5's), Intel by model (Xeons with AMX: Sapphire, Emerald and Granite Rapids;
+// other models take their row), any other CPU the Intel row.
+CpuMatch choices_for(const CpuId& cpu);
+// This machine's (once).
+const CpuMatch& this_cpu();
+// "AMD EPYC 9B45 (AuthenticAMD family 26 model 2): AMD Zen 5 (family 26)", or "...: the closest
+// known, AMD Zen 4 (family 25)", for `roberta info`.
+std::string describe(const CpuId& cpu, const CpuMatch& match);
+
+}  // namespace roberta::runtime
