@@ -36,13 +36,6 @@ __attribute__((target("avx512f"))) inline __mmask16 columns_below(size_t cols, s
   return cols <= c0 ? 0 : cols >= c0 + 16 ? 0xFFFF : static_cast<__mmask16>((1u << (cols - c0)) - 1);
 }
 
-// 16 values rounded to bf16 as to_bf16_pairs rounds activations on CPUs with AVX512-BF16
-// (vcvtneps2bf16), stored where m is set.
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) inline void store_bf16(uint16_t* out, __mmask16 m,
-                                                                                       __m512 v) {
-  _mm256_mask_storeu_epi16(out, m, (__m256i)_mm512_cvtneps_pbh(v));
-}
-
 // y = the block's sums (+ y's earlier slices) (+ bias), as the AVX-512 kernels' epilogues: int8
 // (offset set) dequantizes them first, x_scale · w_scale · (sum - offset) as int8_epilogue in
 // packed_gemm_int8.cpp; bf16 (offset null) takes the fp32 sums as they are. With y16 set (one k

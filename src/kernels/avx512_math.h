@@ -56,5 +56,13 @@ __attribute__((target("avx512f"))) inline __m512 gelu_avx512(__m512 x) {
   return _mm512_fmadd_ps(half_x, erf, half_x);
 }
 
+// 16 values rounded to bf16 as to_bf16_pairs rounds activations on CPUs with AVX512-BF16
+// (vcvtneps2bf16: nearest even), stored where m is set: for products that write bf16 from their
+// epilogue. Call only where the CPU has AVX512-BF16.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) inline void store_bf16(uint16_t* out, __mmask16 m,
+                                                                                       __m512 v) {
+  _mm256_mask_storeu_epi16(out, m, (__m256i)_mm512_cvtneps_pbh(v));
+}
+
 }  // namespace roberta::kernels
 #endif

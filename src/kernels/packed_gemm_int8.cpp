@@ -11,11 +11,13 @@
 
 #include "activations.h"
 #include "amx_gemm.h"
+#include "avx512_math.h"
 #include "block_loop.h"
 #include "isa.h"
 #include "packed_gemm.h"
 #include "panel_prefetch.h"
 #include "roberta/error.h"
+#include "runtime/cpu.h"
 #include "util/scratch.h"
 #include "util/thread_pool.h"
 
@@ -503,6 +505,85 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"), flatten)) void int8_block_
                                                                   x_scale, w_scale, bias, first, y, ldy, cols);
 }
 
+// The VNNI kernel with the AMX kernel's epilogue (AmxInt8Fn), for CPUs with AVX512-BF16 whose CPU
+// model's row asks for it (runtime/cpu.h): GELU applied to the values in registers (`gelu`, with the
+// last k slice), and with y16 set the values rounded to bf16 there (row stride ldy) instead of y, so
+// that a product whose reader takes bf16 (act(intermediate) for the output product) writes half
+// the bytes and no pass converts them. The same values as int8_block_vnni's followed by the
+// activation's pass and to_bf16_pairs, bit for bit.
+template <size_t MR, bool Next>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16"))) void int8_block_vnni_fused_rows(
+    const uint32_t* xq, size_t ldq, const int8_t* panel, size_t q0, size_t q1, const int32_t* offset,
+    const float* x_scale, const float* w_scale, const float* bias, bool first, float* y, size_t ldy, size_t cols,
+    bool gelu, uint16_t* y16, size_t block, size_t blocks) {
+  __m512i c[4][MR];
+#pragma GCC unroll 8
+  for (size_t r = 0; r < MR; ++r) c[0][r] = c[1][r] = c[2][r] = c[3][r] = _mm512_setzero_si512();
+  NextSlicePrefetch<4> prefetch(panel, q0, q1, block, blocks);
+  const uint32_t* a = xq + q0;
+  for (size_t q = q0; q < q1; ++q, ++a) {
+    if constexpr (Next) prefetch.step();
+    const int8_t* b = panel + q * 256;
+    const __m512i b0 = _mm512_load_si512(b), b1 = _mm512_load_si512(b + 64), b2 = _mm512_load_si512(b + 128),
+                  b3 = _mm512_load_si512(b + 192);
+#pragma GCC unroll 8
+    for (size_t r = 0; r < MR; ++r) {
+      const __m512i av = _mm512_set1_epi32(static_cast<int>(a[r * ldq]));
+      c[0][r] = _mm512_dpbusd_epi32(c[0][r], av, b0);
+      c[1][r] = _mm512_dpbusd_epi32(c[1][r], av, b1);
+      c[2][r] = _mm512_dpbusd_epi32(c[2][r], av, b2);
+      c[3][r] = _mm512_dpbusd_epi32(c[3][r], av, b3);
+    }
+  }
+#pragma GCC unroll 4
+  for (size_t g = 0; g < 4; ++g) {
+    const size_t c0 = 16 * g;
+    const __mmask16 m = cols <= c0 ? 0 : cols >= c0 + 16 ? 0xFFFF : static_cast<__mmask16>((1u << (cols - c0)) - 1);
+    if (!m) break;
+    const __m512i o = _mm512_maskz_loadu_epi32(m, offset + c0);
+    const __m512 s = _mm512_maskz_loadu_ps(m, w_scale + c0);
+    const __m512 bv = bias ? _mm512_maskz_loadu_ps(m, bias + c0) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+    for (size_t r = 0; r < MR; ++r) {
+      __m512 v =
+          _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(c[g][r], o)), _mm512_mul_ps(_mm512_set1_ps(x_scale[r]), s));
+      if (y16) {
+        if (bias) v = _mm512_add_ps(v, bv);
+        if (gelu) v = gelu_avx512(v);
+        store_bf16(y16 + r * ldy + c0, m, v);
+        continue;
+      }
+      if (!first) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, y + r * ldy + c0));
+      if (bias) v = _mm512_add_ps(v, bv);
+      if (gelu) v = gelu_avx512(v);
+      _mm512_mask_storeu_ps(y + r * ldy + c0, m, v);
+    }
+  }
+}
+
+// Any number of rows (a row chunk), kMaxRows at a time, the last rows through the block of their
+// count. (next_panel: the next-slice prefetch already asks for it.)
+template <bool Next>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16"), flatten)) void int8_block_vnni_fused(
+    const uint32_t* xq, size_t ldq, size_t rows, const int8_t* panel, size_t q0, size_t q1, const int32_t* offset,
+    const float* x_scale, const float* w_scale, const float* bias, bool first, float* y, size_t ldy, size_t cols,
+    bool gelu, uint16_t* y16, const void* /*next_panel*/) {
+  using RowsFn = void (*)(const uint32_t*, size_t, const int8_t*, size_t, size_t, const int32_t*, const float*,
+                          const float*, const float*, bool, float*, size_t, size_t, bool, uint16_t*, size_t, size_t);
+  static constexpr RowsFn kByRows[kMaxRows] = {
+      nullptr, int8_block_vnni_fused_rows<1, Next>, int8_block_vnni_fused_rows<2, Next>,
+      int8_block_vnni_fused_rows<3, Next>, int8_block_vnni_fused_rows<4, Next>, int8_block_vnni_fused_rows<5, Next>};
+  const size_t blocks = (rows + kMaxRows - 1) / kMaxRows;
+  size_t r = 0;
+  for (; r + kMaxRows <= rows; r += kMaxRows)
+    int8_block_vnni_fused_rows<kMaxRows, Next>(xq + r * ldq, ldq, panel, q0, q1, offset, x_scale + r, w_scale, bias,
+                                               first, y ? y + r * ldy : nullptr, ldy, cols, gelu,
+                                               y16 ? y16 + r * ldy : nullptr, r / kMaxRows, blocks);
+  if (r < rows)
+    kByRows[rows - r](xq + r * ldq, ldq, panel, q0, q1, offset, x_scale + r, w_scale, bias, first,
+                      y ? y + r * ldy : nullptr, ldy, cols, gelu, y16 ? y16 + r * ldy : nullptr, r / kMaxRows, blocks);
+}
+
 // AVX-512 without VNNI (Skylake-SP): the AVX2 kernel's signed-byte products (x flipped back to its
 // signed q, its sign moved to the weight; vpmaddubsw, then vpmaddwd into 32 bits: no pair saturates,
 // no offset) on 64-byte registers, the whole 64-column panel a pass. AVX-512 has no vpsignb: the
@@ -656,8 +737,10 @@ __attribute__((target("avx512f,avx512bw"))) void quantize_bf16_rows_avx512(const
 #endif
 
 struct Int8Kernel {
-  Int8BlockFn fn;  // (null where amx is set)
-  AmxInt8Fn amx;   // our AMX product (null elsewhere): it applies GELU in its epilogue
+  Int8BlockFn fn;  // (null where fused is set)
+  // A product that applies GELU in its epilogue and can write bf16 (AmxInt8Fn): on AMX tiles, or
+  // AVX512-VNNI's with AVX512-BF16 where the CPU model's row asks for it; null elsewhere.
+  AmxInt8Fn fused;
   void (*quantize)(const float* x, size_t rows, size_t k, uint32_t* quads, float* scale);
   size_t block_rows;  // for_each_block's row blocks: the register block (VNNI), an A tile (AMX)
   const char* name;
@@ -674,6 +757,9 @@ Int8Kernel pick_int8_kernel() {
 #endif
 #if defined(ROBERTA_HAVE_VNNI_KERNEL)
   if (usable_isa() >= Isa::kAmx) return {nullptr, int8_block_amx, quantize_rows_avx512, kAmxBlockRows, "AMX-INT8"};
+  if (usable_isa() >= Isa::kAvx512Bf16 && runtime::this_cpu().choices->int8_fused_epilogue)
+    return {nullptr, next() ? int8_block_vnni_fused<true> : int8_block_vnni_fused<false>, quantize_rows_avx512,
+            kMaxRows, "AVX512-VNNI, GELU and bf16 output in the epilogue", next()};
   if (usable_isa() >= Isa::kAvx512Vnni)
     return {next() ? int8_block_vnni<true> : int8_block_vnni<false>, nullptr, quantize_rows_avx512, kMaxRows,
             "AVX512-VNNI", next()};
@@ -756,23 +842,23 @@ void packed_linear(float* y, size_t ldy, const float* x, const PackedWeightInt8&
 }
 
 namespace {
-// `fn` or `amx` (the other null): the AMX product applies GELU itself, on the last k slice.
-void packed_linear_with(const Int8BlockFn fn, const AmxInt8Fn amx, size_t block_rows, float* y, size_t ldy,
+// `fn` or `fused` (the other null): the fused product applies GELU itself, on the last k slice.
+void packed_linear_with(const Int8BlockFn fn, const AmxInt8Fn fused, size_t block_rows, float* y, size_t ldy,
                         const QuantizedRows& x, const PackedWeightInt8& w, const float* bias, size_t M,
                         Activation act, const RowsDone* rows_done, const TilesDone* tiles_done) {
   const size_t N = w.n(), Q = w.k_quads();
   if (M == 0 || N == 0) return;
   const uint32_t* xp = x.quads;
   const float* sp = x.scales;
-  const bool fused_gelu = amx && act == Activation::kGelu;
+  const bool fused_gelu = fused && act == Activation::kGelu;
   for_each_block(
       M, N, Q, PackedWeightInt8::kSliceQuads, block_rows,
       [&](size_t r, size_t rows, size_t p, size_t q0, size_t q1) {
         const size_t col = p * kCols;
         const int32_t* offsets = w.offsets(q0 / PackedWeightInt8::kSliceQuads, p);
         const float* b = bias && q1 == Q ? bias + col : nullptr;
-        if (amx)
-          amx(xp + r * Q, Q, rows, w.panel(p), q0, q1, offsets, sp + r, w.scales() + col, b, q0 == 0, y + r * ldy + col,
+        if (fused)
+          fused(xp + r * Q, Q, rows, w.panel(p), q0, q1, offsets, sp + r, w.scales() + col, b, q0 == 0, y + r * ldy + col,
               ldy, std::min(kCols, N - col), fused_gelu && q1 == Q, nullptr,
               p + 1 < w.panels() ? w.panel(p + 1) : nullptr);
         else
@@ -790,7 +876,7 @@ void packed_linear_with(const Int8BlockFn fn, const AmxInt8Fn amx, size_t block_
 void packed_linear(float* y, size_t ldy, const QuantizedRows& x, const PackedWeightInt8& w, const float* bias,
                    size_t M, Activation act, const RowsDone* rows_done, const TilesDone* tiles_done) {
   const Int8Kernel& kern = int8_kernel();
-  packed_linear_with(kern.fn, kern.amx, kern.block_rows, y, ldy, x, w, bias, M, act, rows_done, tiles_done);
+  packed_linear_with(kern.fn, kern.fused, kern.block_rows, y, ldy, x, w, bias, M, act, rows_done, tiles_done);
 }
 
 namespace {
@@ -799,16 +885,16 @@ bool bf16_output_shape(const PackedWeightInt8& w, Activation act) {
          (act == Activation::kLinear || act == Activation::kGelu);
 }
 
-void packed_linear_to_bf16_with(AmxInt8Fn amx, uint32_t* out, size_t ldp, const QuantizedRows& x,
-                                const PackedWeightInt8& w, const float* bias, size_t M, Activation act,
-                                const ColumnGroups& groups) {
+void packed_linear_to_bf16_with(AmxInt8Fn fused, size_t block_rows, uint32_t* out, size_t ldp,
+                                const QuantizedRows& x, const PackedWeightInt8& w, const float* bias, size_t M,
+                                Activation act, const ColumnGroups& groups) {
   const size_t N = w.n(), Q = w.k_quads();
   if (M == 0 || N == 0) return;
   for_each_block(
-      M, N, Q, Q, kAmxBlockRows,
+      M, N, Q, Q, block_rows,
       [&](size_t r, size_t rows, size_t p, size_t, size_t) {
         const size_t col = p * kCols;  // (a panel lies within a group)
-        amx(x.quads + r * Q, Q, rows, w.panel(p), 0, Q, w.offsets(0, p), x.scales + r, w.scales() + col,
+        fused(x.quads + r * Q, Q, rows, w.panel(p), 0, Q, w.offsets(0, p), x.scales + r, w.scales() + col,
             bias ? bias + col : nullptr, true, nullptr, 2 * ldp, std::min(kCols, N - col), act == Activation::kGelu,
             reinterpret_cast<uint16_t*>(out + group_offset(groups, ldp, r, col)),
             p + 1 < w.panels() ? w.panel(p + 1) : nullptr);
@@ -839,22 +925,23 @@ void check_bf16_output(const PackedWeightInt8& w, Activation act, const char* wh
 }  // namespace
 
 bool writes_bf16_output(const PackedWeightInt8& w, Activation act) {
-  return int8_kernel().amx && has_bf16_instructions() && bf16_output_shape(w, act);
+  return int8_kernel().fused && has_bf16_instructions() && bf16_output_shape(w, act);
 }
 
 void packed_linear_to_bf16(uint32_t* out, size_t ldp, const QuantizedRows& x, const PackedWeightInt8& w,
                            const float* bias, size_t M, Activation act, const ColumnGroups& groups) {
-  if (!int8_kernel().amx) throw Error("packed_linear_to_bf16: the int8 product is not on AMX tiles here");
+  const Int8Kernel& kern = int8_kernel();
+  if (!kern.fused) throw Error("packed_linear_to_bf16: the int8 product here does not write bf16 (writes_bf16_output)");
   check_bf16_output(w, act, "packed_linear_to_bf16");
   check_column_groups(groups, w.n(), "packed_linear_to_bf16");
-  packed_linear_to_bf16_with(int8_kernel().amx, out, ldp, x, w, bias, M, act, groups);
+  packed_linear_to_bf16_with(kern.fused, kern.block_rows, out, ldp, x, w, bias, M, act, groups);
 }
 
 void packed_linear_to_bf16_amx_emulated(uint32_t* out, size_t ldp, const QuantizedRows& x, const PackedWeightInt8& w,
                                         const float* bias, size_t M, Activation act, const ColumnGroups& groups) {
   check_bf16_output(w, act, "packed_linear_to_bf16_amx_emulated");
   check_column_groups(groups, w.n(), "packed_linear_to_bf16_amx_emulated");
-  packed_linear_to_bf16_with(int8_block_amx_emulated, out, ldp, x, w, bias, M, act, groups);
+  packed_linear_to_bf16_with(int8_block_amx_emulated, kAmxBlockRows, out, ldp, x, w, bias, M, act, groups);
 }
 
 void quantize_bf16_rows(const uint32_t* pairs, size_t ldp, size_t rows, size_t k, uint32_t* quads, float* scale) {

@@ -13,9 +13,9 @@ namespace {
 
 // The table. Each entry was measured on that CPU (docs/performance.md); change one only with a
 // measurement on its CPU.
-constexpr CpuChoices kZen4{"AMD Zen 4 (family 25)", 8, false, true, true};
-constexpr CpuChoices kZen5{"AMD Zen 5 (family 26)", 12, true, true, true};
-constexpr CpuChoices kXeonAmx{"Intel Xeon with AMX (Sapphire, Emerald, Granite Rapids)", 12, true, true, false};
+constexpr CpuChoices kZen4{"AMD Zen 4 (family 25)", 8, false, true, true, false};
+constexpr CpuChoices kZen5{"AMD Zen 5 (family 26)", 12, true, true, true, true};
+constexpr CpuChoices kXeonAmx{"Intel Xeon with AMX (Sapphire, Emerald, Granite Rapids)", 12, true, true, false, false};
 constexpr CpuChoices kTable[] = {kZen4, kZen5, kXeonAmx};
 
 }  // namespace

@@ -36,6 +36,10 @@ struct CpuChoices {
   bool bf16_attention;      // attention in bf16 (vdpbf16ps) for the bf16 and int8 encoders, where
                             // the CPU has AVX512-BF16; with AMX tiles it is bf16 anyway
                             // (ROBERTA_ATTENTION)
+  bool int8_fused_epilogue; // the AVX512-VNNI int8 product applies GELU in its epilogue and writes
+                            // act(intermediate) as bf16 for the output product, where the CPU has
+                            // AVX512-BF16 (AMX's product always does; ROBERTA_ISA=avx512vnni turns
+                            // it off)
 };
 
 // Every row of the table.
