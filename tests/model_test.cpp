@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -11,6 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "random_model.h"
+#include "roberta/dev/weights.h"
 #include "roberta/pipelines.h"
 #include "test_util.h"
 #include "util/scratch.h"
@@ -223,3 +226,48 @@ TEST(Model, MemoryReturnsToABoundAfterALargeBatch) {
 }
 
 }  // namespace
+
+// The MLM decoder (V x H, the model's largest matrix) is packed at the first pass that asks for
+// logits, not at load: a model used to embed never holds the copy. The tied word embeddings, whose
+// mapped pages are dropped once it is packed, still give the same hidden states after, and the
+// logits are those of the fp32 product over the stored matrix (float64 reference).
+TEST(Model, MlmDecoderPackedAtTheFirstLogitsItsEmbeddingsUnchanged) {
+  roberta::test::TempDir dir;
+  roberta::test::write_random_model(dir.path(), "mlm", {}, {16, 2, 32, 1, "absolute"});
+  const roberta::Model model = roberta::Model::load(dir.path());
+  const size_t V = static_cast<size_t>(model.config().vocab_size), H = 16;
+  const roberta::Batch batch = roberta::Batch::from_sequences({{0, 31414, 232, 50264, 2}, {0, 50000, 2}});
+  const size_t loaded = model.weight_bytes();
+  const roberta::Outputs before = model.forward(batch);
+  EXPECT_EQ(model.weight_bytes(), loaded) << "a pass without logits packed the decoder";
+  const roberta::Outputs with = model.forward(batch, {.logits = true, .logit_rows = {3, 6}});
+  EXPECT_GE(model.weight_bytes(), loaded + V * H * sizeof(float));
+  EXPECT_EQ(model.forward(batch).last_hidden_state.data, before.last_hidden_state.data);
+  EXPECT_EQ(with.last_hidden_state.data, before.last_hidden_state.data);
+  // logits = LayerNorm(gelu(dense(h))) · Eᵀ + bias, from the checkpoint's own tensors
+  const auto st = roberta::WeightStore::open_dir(dir.path());
+  const auto f32 = [&](const std::string& name) { return st.to_float(*st.find(name)); };
+  const std::vector<float> E = f32("roberta.embeddings.word_embeddings.weight"), W = f32("lm_head.dense.weight"),
+                           b = f32("lm_head.dense.bias"), g = f32("lm_head.layer_norm.weight"),
+                           beta = f32("lm_head.layer_norm.bias"), bias = f32("lm_head.bias");
+  for (size_t i = 0; i < 2; ++i) {
+    const float* x = before.last_hidden_state.row(i == 0 ? 3 : 6);
+    std::vector<double> h(H);
+    for (size_t o = 0; o < H; ++o) {
+      double s = b[o];
+      for (size_t k = 0; k < H; ++k) s += static_cast<double>(W[o * H + k]) * x[k];
+      h[o] = 0.5 * s * (1 + std::erf(s / std::sqrt(2.0)));
+    }
+    double mean = 0, var = 0;
+    for (double v : h) mean += v / H;
+    for (double v : h) var += (v - mean) * (v - mean) / H;
+    for (size_t o = 0; o < H; ++o) h[o] = (h[o] - mean) / std::sqrt(var + 1e-5) * g[o] + beta[o];
+    double worst = 0;
+    for (size_t v = 0; v < V; ++v) {
+      double want = bias[v];
+      for (size_t k = 0; k < H; ++k) want += static_cast<double>(E[v * H + k]) * h[k];
+      worst = std::max(worst, std::abs(want - with.logits.row(i)[v]));
+    }
+    EXPECT_LT(worst, 1e-4) << "row " << i;
+  }
+}

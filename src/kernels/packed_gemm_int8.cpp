@@ -461,11 +461,9 @@ __attribute__((target("avx512f,avx512bw"), always_inline)) inline void int8_epil
 // (NextSlicePrefetch); without it (Prefetch::kAhead, by CPU model: panel_prefetch()) no software
 // prefetch, and only the first block of a chunk reads the panel from memory.
 template <size_t MR, bool Next>
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) void int8_block_vnni_rows(
-    const uint32_t* xq, size_t ldq, const int8_t* panel, size_t q0, size_t q1, const int32_t* offset,
-    const float* x_scale, const float* w_scale, const float* bias, bool first, float* y, size_t ldy, size_t cols,
-    size_t block, size_t blocks) {
-  __m512i c0[MR], c1[MR], c2[MR], c3[MR];
+__attribute__((target("avx512f,avx512bw,avx512vnni"), always_inline)) inline void int8_vnni_sums(
+    __m512i (&c0)[MR], __m512i (&c1)[MR], __m512i (&c2)[MR], __m512i (&c3)[MR], const uint32_t* xq, size_t ldq,
+    const int8_t* panel, size_t q0, size_t q1, size_t block, size_t blocks) {
 #pragma GCC unroll 8
   for (size_t r = 0; r < MR; ++r) c0[r] = c1[r] = c2[r] = c3[r] = _mm512_setzero_si512();
   NextSlicePrefetch<4> prefetch(panel, q0, q1, block, blocks);
@@ -484,6 +482,15 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void int8_block_vnni_rows
       c3[r] = _mm512_dpbusd_epi32(c3[r], av, b3);
     }
   }
+}
+
+template <size_t MR, bool Next>
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void int8_block_vnni_rows(
+    const uint32_t* xq, size_t ldq, const int8_t* panel, size_t q0, size_t q1, const int32_t* offset,
+    const float* x_scale, const float* w_scale, const float* bias, bool first, float* y, size_t ldy, size_t cols,
+    size_t block, size_t blocks) {
+  __m512i c0[MR], c1[MR], c2[MR], c3[MR];
+  int8_vnni_sums<MR, Next>(c0, c1, c2, c3, xq, ldq, panel, q0, q1, block, blocks);
   int8_epilogue<MR>(c0, 0, offset, x_scale, w_scale, bias, first, y, ldy, cols);
   int8_epilogue<MR>(c1, 16, offset, x_scale, w_scale, bias, first, y, ldy, cols);
   int8_epilogue<MR>(c2, 32, offset, x_scale, w_scale, bias, first, y, ldy, cols);
@@ -505,6 +512,35 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"), flatten)) void int8_block_
                                                                   x_scale, w_scale, bias, first, y, ldy, cols);
 }
 
+// int8_epilogue's values for columns [c0, c0 + 16), then GELU where `gelu`, written to y, or with y16
+// set rounded to bf16 there instead (row stride ldy bf16 values; one k slice only). (int8_epilogue's
+// arithmetic written again: this one is compiled for AVX512-BF16, which the plain VNNI kernel may
+// not have, so neither can inline the other.)
+template <size_t MR>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"), always_inline)) inline void int8_fused_epilogue(
+    const __m512i (&c)[MR], size_t c0, const int32_t* offset, const float* x_scale, const float* w_scale,
+    const float* bias, bool first, float* y, size_t ldy, size_t cols, bool gelu, uint16_t* y16) {
+  const __mmask16 m = cols <= c0 ? 0 : cols >= c0 + 16 ? 0xFFFF : static_cast<__mmask16>((1u << (cols - c0)) - 1);
+  if (!m) return;
+  const __m512i o = _mm512_maskz_loadu_epi32(m, offset + c0);
+  const __m512 s = _mm512_maskz_loadu_ps(m, w_scale + c0);
+  const __m512 bv = bias ? _mm512_maskz_loadu_ps(m, bias + c0) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+  for (size_t r = 0; r < MR; ++r) {
+    __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(c[r], o)), _mm512_mul_ps(_mm512_set1_ps(x_scale[r]), s));
+    if (y16) {
+      if (bias) v = _mm512_add_ps(v, bv);
+      if (gelu) v = gelu_avx512(v);
+      store_bf16(y16 + r * ldy + c0, m, v);
+      continue;
+    }
+    if (!first) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, y + r * ldy + c0));
+    if (bias) v = _mm512_add_ps(v, bv);
+    if (gelu) v = gelu_avx512(v);
+    _mm512_mask_storeu_ps(y + r * ldy + c0, m, v);
+  }
+}
+
 // The VNNI kernel with the AMX kernel's epilogue (AmxInt8Fn), for CPUs with AVX512-BF16 whose CPU
 // model's row asks for it (runtime/cpu.h): GELU applied to the values in registers (`gelu`, with the
 // last k slice), and with y16 set the values rounded to bf16 there (row stride ldy) instead of y, so
@@ -516,49 +552,12 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16"))) void 
     const uint32_t* xq, size_t ldq, const int8_t* panel, size_t q0, size_t q1, const int32_t* offset,
     const float* x_scale, const float* w_scale, const float* bias, bool first, float* y, size_t ldy, size_t cols,
     bool gelu, uint16_t* y16, size_t block, size_t blocks) {
-  __m512i c[4][MR];
-#pragma GCC unroll 8
-  for (size_t r = 0; r < MR; ++r) c[0][r] = c[1][r] = c[2][r] = c[3][r] = _mm512_setzero_si512();
-  NextSlicePrefetch<4> prefetch(panel, q0, q1, block, blocks);
-  const uint32_t* a = xq + q0;
-  for (size_t q = q0; q < q1; ++q, ++a) {
-    if constexpr (Next) prefetch.step();
-    const int8_t* b = panel + q * 256;
-    const __m512i b0 = _mm512_load_si512(b), b1 = _mm512_load_si512(b + 64), b2 = _mm512_load_si512(b + 128),
-                  b3 = _mm512_load_si512(b + 192);
-#pragma GCC unroll 8
-    for (size_t r = 0; r < MR; ++r) {
-      const __m512i av = _mm512_set1_epi32(static_cast<int>(a[r * ldq]));
-      c[0][r] = _mm512_dpbusd_epi32(c[0][r], av, b0);
-      c[1][r] = _mm512_dpbusd_epi32(c[1][r], av, b1);
-      c[2][r] = _mm512_dpbusd_epi32(c[2][r], av, b2);
-      c[3][r] = _mm512_dpbusd_epi32(c[3][r], av, b3);
-    }
-  }
-#pragma GCC unroll 4
-  for (size_t g = 0; g < 4; ++g) {
-    const size_t c0 = 16 * g;
-    const __mmask16 m = cols <= c0 ? 0 : cols >= c0 + 16 ? 0xFFFF : static_cast<__mmask16>((1u << (cols - c0)) - 1);
-    if (!m) break;
-    const __m512i o = _mm512_maskz_loadu_epi32(m, offset + c0);
-    const __m512 s = _mm512_maskz_loadu_ps(m, w_scale + c0);
-    const __m512 bv = bias ? _mm512_maskz_loadu_ps(m, bias + c0) : _mm512_setzero_ps();
-#pragma GCC unroll 8
-    for (size_t r = 0; r < MR; ++r) {
-      __m512 v =
-          _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(c[g][r], o)), _mm512_mul_ps(_mm512_set1_ps(x_scale[r]), s));
-      if (y16) {
-        if (bias) v = _mm512_add_ps(v, bv);
-        if (gelu) v = gelu_avx512(v);
-        store_bf16(y16 + r * ldy + c0, m, v);
-        continue;
-      }
-      if (!first) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, y + r * ldy + c0));
-      if (bias) v = _mm512_add_ps(v, bv);
-      if (gelu) v = gelu_avx512(v);
-      _mm512_mask_storeu_ps(y + r * ldy + c0, m, v);
-    }
-  }
+  __m512i c0[MR], c1[MR], c2[MR], c3[MR];
+  int8_vnni_sums<MR, Next>(c0, c1, c2, c3, xq, ldq, panel, q0, q1, block, blocks);
+  int8_fused_epilogue<MR>(c0, 0, offset, x_scale, w_scale, bias, first, y, ldy, cols, gelu, y16);
+  int8_fused_epilogue<MR>(c1, 16, offset, x_scale, w_scale, bias, first, y, ldy, cols, gelu, y16);
+  int8_fused_epilogue<MR>(c2, 32, offset, x_scale, w_scale, bias, first, y, ldy, cols, gelu, y16);
+  int8_fused_epilogue<MR>(c3, 48, offset, x_scale, w_scale, bias, first, y, ldy, cols, gelu, y16);
 }
 
 // Any number of rows (a row chunk), kMaxRows at a time, the last rows through the block of their

@@ -30,8 +30,6 @@ const kernels::PackedWeight& LazyPackedWeight::get() const {
   return s.packed;
 }
 
-size_t LazyPackedWeight::n() const { return state_ ? state_->n : 0; }
-size_t LazyPackedWeight::k() const { return state_ ? state_->k : 0; }
 size_t LazyPackedWeight::bytes() const {
   return state_ && state_->done.load(std::memory_order_acquire) ? state_->packed.bytes() : 0;
 }

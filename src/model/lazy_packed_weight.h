@@ -22,8 +22,6 @@ class LazyPackedWeight {
   LazyPackedWeight(const float* w, size_t n, size_t k, std::function<void()> release_original = {});
 
   const kernels::PackedWeight& get() const;
-  size_t n() const;
-  size_t k() const;
   size_t bytes() const;  // of the packed copy: 0 until the first get()
 
  private:

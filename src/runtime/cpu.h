@@ -55,8 +55,8 @@ struct CpuMatch {
 CpuMatch choices_for(const CpuId& cpu);
 // This machine's (once).
 const CpuMatch& this_cpu();
-// "AMD EPYC 9B45 (AuthenticAMD family 26 model 2): AMD Zen 5 (family 26)", or "...: the closest
-// known, AMD Zen 4 (family 25)", for `roberta info`.
+// "AMD EPYC 9B45 (AuthenticAMD family 26 model 2): AMD Zen 5 (family 26)", or "...: not in the
+// table, the closest known: AMD Zen 4 (family 25)", for `roberta info`.
 std::string describe(const CpuId& cpu, const CpuMatch& match);
 
 }  // namespace roberta::runtime
