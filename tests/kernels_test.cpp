@@ -595,6 +595,11 @@ TEST(Isa, KernelsUseTheLevelRobertaIsaAllows) {
   const std::string int8_name = roberta::kernels::int8_kernel_name();
   EXPECT_EQ(roberta::kernels::int8_kernel_prefetches(),
             prefetch == "next" && int8_name != "AMX-INT8" && int8_name != "portable");
+  // GELU and bf16 output in the epilogue: on AMX, and AVX512-VNNI's where AVX512-BF16 is allowed
+  // and the CPU model's row asks for it.
+  EXPECT_EQ(roberta::kernels::int8_kernel_fuses_epilogue(),
+            want >= Isa::kAmx || (want >= Isa::kAvx512Bf16 && roberta::kernels::avx512_int8_kernels_built() &&
+                                  model.int8_fused_epilogue));
 }
 
 }  // namespace

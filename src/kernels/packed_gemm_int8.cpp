@@ -758,7 +758,7 @@ Int8Kernel pick_int8_kernel() {
   if (usable_isa() >= Isa::kAmx) return {nullptr, int8_block_amx, quantize_rows_avx512, kAmxBlockRows, "AMX-INT8"};
   if (usable_isa() >= Isa::kAvx512Bf16 && runtime::this_cpu().choices->int8_fused_epilogue)
     return {nullptr, next() ? int8_block_vnni_fused<true> : int8_block_vnni_fused<false>, quantize_rows_avx512,
-            kMaxRows, "AVX512-VNNI, GELU and bf16 output in the epilogue", next()};
+            kMaxRows, "AVX512-VNNI", next()};
   if (usable_isa() >= Isa::kAvx512Vnni)
     return {next() ? int8_block_vnni<true> : int8_block_vnni<false>, nullptr, quantize_rows_avx512, kMaxRows,
             "AVX512-VNNI", next()};
@@ -815,6 +815,8 @@ bool avx_vnni_kernel_built() {
 const char* int8_kernel_name() { return int8_kernel().name; }
 
 bool int8_kernel_prefetches() { return int8_kernel().prefetches; }
+
+bool int8_kernel_fuses_epilogue() { return int8_kernel().fused != nullptr; }
 
 void quantize_rows(const float* x, size_t rows, size_t k, uint32_t* quads, float* scale) {
   int8_kernel().quantize(x, rows, k, quads, scale);

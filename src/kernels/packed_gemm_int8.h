@@ -122,5 +122,8 @@ const char* int8_kernel_name();
 // kernels below AMX where packed_gemm_prefetch() is "next"; with "ahead" they leave it to the
 // hardware prefetcher (AMX prefetches in its own way, the portable loop not at all).
 bool int8_kernel_prefetches();
+// Whether it applies GELU in its epilogue and can write bf16 (writes_bf16_output): on AMX tiles, and
+// AVX512-VNNI's where the CPU has AVX512-BF16 and its model's row asks for it (runtime/cpu.h).
+bool int8_kernel_fuses_epilogue();
 
 }  // namespace roberta::kernels

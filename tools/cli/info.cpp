@@ -37,6 +37,9 @@ std::string gemm_paths() {
              (std::string_view(kernels::packed_gemm_isa()) == "portable" ? ", slow)" : ")");
     else
       path = std::string("own (") + kernels::int8_kernel_name() +
+             (kernels::int8_kernel_fuses_epilogue() && std::string_view(kernels::int8_kernel_name()) != "AMX-INT8"
+                  ? ", GELU and bf16 output in the epilogue"
+                  : "") +
              (kernels::int8_kernel_prefetches() ? ", prefetch next)" : ")");
     out += (out.empty() ? "" : "; ") + std::string(name) + ": " + path;
   }
