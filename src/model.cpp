@@ -10,6 +10,7 @@
 #include "activation_names.h"
 #include "kernels/activations.h"
 #include "kernels/isa.h"
+#include "runtime/plan.h"
 #include "kernels/layer_norm.h"
 #include "model/parts.h"
 #include "roberta/error.h"
@@ -74,7 +75,7 @@ Model Model::load(const std::filesystem::path& dir, const LoadOptions& options) 
   if (!std::filesystem::is_directory(dir, ec))
     throw Error(dir.string() + (std::filesystem::exists(dir, ec) ? ": is a file, not a model folder" : ": model folder not found"),
                 ErrorKind::kIo);
-  kernels::usable_isa();  // a bad ROBERTA_ISA is an error now, not at the first forward pass
+  runtime::plan();  // a bad ROBERTA_* setting is an error now, not at the first forward pass
   auto impl = std::make_shared<Impl>(dir, ModelConfig::from_file(dir / "config.json"), WeightStore::open_dir(dir),
                                      options.weights);
   Impl& m = *impl;

@@ -418,6 +418,21 @@ TEST(Cli, InfoAcceptsThreads) {
   EXPECT_NE(r.out.find("layers"), std::string::npos) << r.out;
 }
 
+// `roberta info` prints what the library's runtime_info() says runs here (the server's /info and
+// Python's runtime_info() are compared with this output in their own tests).
+TEST(Cli, InfoShowsTheRuntimeInfo) {
+  const Result r = run({"info", "--model", kTiny});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const roberta::RuntimeInfo info = roberta::runtime_info();
+  for (const auto& [label, value] :
+       {std::pair{"cpu               ", info.cpu}, {"instruction set   ", info.isa},
+        {"matrix products   ", info.matrix_products}, {"attention         ", info.attention + " for"},
+        {"default dtype     ", info.default_dtype + " for"}})
+    EXPECT_NE(r.out.find(std::string("\n") + label + value), std::string::npos) << label << value << "\n" << r.out;
+  EXPECT_FALSE(info.cpu.empty());
+  EXPECT_NE(info.matrix_products.find("int8: "), std::string::npos) << info.matrix_products;
+}
+
 TEST(Cli, TokenizeThreadsGiveTheSameAnswersInInputOrder) {
   // Enough lines for several chunks, with bad lines among them (answered in place, exit 1).
   std::string input;

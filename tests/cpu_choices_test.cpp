@@ -9,9 +9,9 @@
 namespace {
 
 using roberta::runtime::choices_for;
-using roberta::runtime::CpuId;
+using roberta::runtime::CpuFeatures;
 
-std::string row(const CpuId& cpu) { return choices_for(cpu).choices->name; }
+std::string row(const CpuFeatures& cpu) { return choices_for(cpu).choices->name; }
 
 TEST(CpuChoices, AmdByFamilyTheNearestFamilyWhereUnknown) {
   EXPECT_EQ(row({"AuthenticAMD", 25, 17, ""}), "AMD Zen 4 (family 25)");
@@ -47,7 +47,7 @@ TEST(CpuChoices, Zen4AndZen5DifferWhereTheirUnitsDo) {
 }
 
 TEST(CpuChoices, DescribesThisCpu) {
-  const CpuId& cpu = roberta::runtime::detect_cpu();
+  const CpuFeatures& cpu = roberta::runtime::detect();
   const std::string d = roberta::runtime::describe(cpu, roberta::runtime::this_cpu());
   std::printf("  %s\n", d.c_str());
   EXPECT_NE(d.find(roberta::runtime::this_cpu().choices->name), std::string::npos);

@@ -15,6 +15,7 @@
 #include "kernels/attention.h"
 #include "kernels/isa.h"
 #include "runtime/cpu.h"
+#include "runtime/plan.h"
 #include "kernels/layer_norm.h"
 #include "kernels/packed_gemm.h"
 #include "kernels/packed_gemm_int8.h"
@@ -482,54 +483,33 @@ TEST(Attention, NonFiniteInputsGiveNaNWhereFloat64Does) {
   check(from16, want16, 2e-3, "AMX tiles from bf16 Q, K, V");
 }
 
-// Which attention the bf16 and int8 encoders ask for: ROBERTA_ATTENTION when set (a typo is an
-// error), else bf16 only where the CPU has AMX tiles (usable: not capped by ROBERTA_ISA) or has
-// AVX512-BF16 and its CPU model's row says bf16 (runtime/cpu.h).
-TEST(Attention, Bf16OnlyWhereItPaysOrWhereForced) {
-  const char* old = std::getenv("ROBERTA_ATTENTION");
-  const std::string saved = old ? old : "";
-  const bool has_bf16 = roberta::kernels::usable_isa() >= Isa::kAvx512Bf16;
-  ::unsetenv("ROBERTA_ATTENTION");
-  const bool model_says = roberta::runtime::this_cpu().choices->bf16_attention;
-  const bool amx = roberta::kernels::usable_isa() >= Isa::kAmx;
-  EXPECT_EQ(roberta::kernels::bf16_attention_pays(), has_bf16 && (model_says || amx));
-  if (amx) {
-    EXPECT_NE(roberta::kernels::attention_path().find("AMX"), std::string::npos);
+// Which attention the bf16 and int8 encoders ask for: the plan's (runtime_test.cpp tests the
+// plan's rule for every CPU and setting), and `roberta info` says which and why.
+TEST(Attention, Bf16WhereThePlanSaysSo) {
+  const roberta::runtime::KernelPlan& plan = roberta::runtime::plan();
+  EXPECT_EQ(roberta::kernels::bf16_attention_pays(), plan.bf16_attention);
+  const std::string path = roberta::kernels::attention_path();
+  std::printf("  here: %s\n", path.c_str());
+  EXPECT_EQ(path.rfind(plan.bf16_attention ? "bf16" : "fp32", 0), 0u) << path;
+  if (plan.bf16_attention) {
+    EXPECT_NE(path.find(plan.isa >= Isa::kAmx ? "AMX" : "AVX512-BF16"), std::string::npos) << path;
   }
-  std::printf("  default here: %s\n", roberta::kernels::attention_path().c_str());
-  ::setenv("ROBERTA_ATTENTION", "fp32", 1);
-  EXPECT_FALSE(roberta::kernels::bf16_attention_pays());
-  EXPECT_NE(roberta::kernels::attention_path().find("fp32"), std::string::npos);
-  ::setenv("ROBERTA_ATTENTION", "bf16", 1);
-  EXPECT_EQ(roberta::kernels::bf16_attention_pays(), has_bf16);
-  for (const char* bad : {"BF16", "fp16", "int8"}) {
-    ::setenv("ROBERTA_ATTENTION", bad, 1);
-    roberta::test::expect_error([] { roberta::kernels::bf16_attention_pays(); }, {"ROBERTA_ATTENTION", bad, "bf16", "fp32"});
-  }
-  if (old)
-    ::setenv("ROBERTA_ATTENTION", saved.c_str(), 1);
-  else
-    ::unsetenv("ROBERTA_ATTENTION");
+  EXPECT_NE(path.find(plan.settings.bf16_attention ? "ROBERTA_ATTENTION"
+                      : plan.isa < Isa::kAvx512Bf16 ? "no AVX512-BF16"
+                                                    : "this CPU model's choice"),
+            std::string::npos)
+      << path;
 }
 
 TEST(Isa, UnknownRobertaIsaValueIsAnErrorNamingTheAcceptedOnes) {
   for (const char* bad : {"avx512x", "AVX2", "sse", ""})
     roberta::test::expect_error(
-        [&] { roberta::kernels::parse_isa(bad); },
+        [&] { roberta::runtime::parse_isa(bad); },
         {"ROBERTA_ISA", "amx", "avx512bf16", "avx512vnni", "avx512", "avxvnni", "avx2", "portable"});
-  EXPECT_EQ(roberta::kernels::parse_isa("avx512"), Isa::kAvx512);
-  EXPECT_EQ(roberta::kernels::parse_isa("avxvnni"), Isa::kAvxVnni);
-  EXPECT_EQ(roberta::kernels::parse_isa("avx512vnni"), Isa::kAvx512Vnni);
-  EXPECT_EQ(roberta::kernels::parse_isa("portable"), Isa::kPortable);
-  // The variable itself, as a user sets it: a typo is an error, not the portable kernel.
-  const char* old = std::getenv("ROBERTA_ISA");
-  const std::string saved = old ? old : "";
-  setenv("ROBERTA_ISA", "avx512x", 1);
-  roberta::test::expect_error([] { roberta::kernels::usable_isa(); }, {"avx512x", "avx512bf16", "portable"});
-  if (old)
-    setenv("ROBERTA_ISA", saved.c_str(), 1);
-  else
-    unsetenv("ROBERTA_ISA");
+  EXPECT_EQ(roberta::runtime::parse_isa("avx512"), Isa::kAvx512);
+  EXPECT_EQ(roberta::runtime::parse_isa("avxvnni"), Isa::kAvxVnni);
+  EXPECT_EQ(roberta::runtime::parse_isa("avx512vnni"), Isa::kAvx512Vnni);
+  EXPECT_EQ(roberta::runtime::parse_isa("portable"), Isa::kPortable);
 }
 
 // Run by CTest with ROBERTA_ISA set to each level (and unset): the kernels must use exactly
@@ -539,7 +519,7 @@ TEST(Isa, UnknownRobertaIsaValueIsAnErrorNamingTheAcceptedOnes) {
 TEST(Isa, KernelsUseTheLevelRobertaIsaAllows) {
   const char* env = std::getenv("ROBERTA_ISA");
   const Isa cpu = roberta::kernels::detected_isa();
-  const Isa want = env && *env ? std::min(roberta::kernels::parse_isa(env), cpu) : cpu;
+  const Isa want = env && *env ? std::min(roberta::runtime::parse_isa(env), cpu) : cpu;
   std::printf("  ROBERTA_ISA=%s, CPU: %s, using: %s\n", env ? env : "(unset)", roberta::kernels::isa_name(cpu),
               roberta::kernels::isa_name(want));
   EXPECT_EQ(roberta::kernels::usable_isa(), want);

@@ -291,67 +291,60 @@ TEST_P(OneDnnGemm, RunsOnAmxTilesWhereTheCpuHasThem) {
 INSTANTIATE_TEST_SUITE_P(Precisions, OneDnnGemm, ::testing::Values(Precision::kF32, Precision::kBF16, Precision::kInt8),
                          [](const auto& info) { return std::string(name(info.param)); });
 
+// This process's plan with ROBERTA_GEMM as `gemm`.
+roberta::runtime::KernelPlan plan_with(roberta::runtime::Settings::Gemm gemm) {
+  roberta::runtime::Settings settings = roberta::runtime::from_env();
+  settings.gemm = gemm;
+  return roberta::runtime::resolve(roberta::runtime::detect(), settings);
+}
+
+using Gemm = roberta::runtime::Settings::Gemm;
+
 // Where oneDNN cannot do a precision correctly, nothing sends it there, not even ROBERTA_GEMM=onednn,
 // and a weight for it is refused with an error rather than computed wrongly.
 TEST(OneDnnGemmChoice, APrecisionOneDnnCannotDoStaysOnOurKernels) {
   if (!roberta::kernels::onednn_built()) GTEST_SKIP() << "this build has no oneDNN (libdnnl-dev)";
-  const char* before = std::getenv("ROBERTA_GEMM");
-  const std::string saved = before ? before : "";
-  ::setenv("ROBERTA_GEMM", "onednn", 1);
+  const auto onednn = plan_with(Gemm::kOneDnn);
   std::printf("  oneDNN on this CPU: %s\n", roberta::kernels::onednn_isa().c_str());
   const std::vector<float> w(64 * 64, 0.5f);
   for (const Precision p : {Precision::kF32, Precision::kBF16, Precision::kInt8}) {
     std::printf("  %s: %s\n", name(p), roberta::kernels::onednn_supports(p) ? "oneDNN" : "ours");
-    EXPECT_EQ(roberta::kernels::use_onednn(p), roberta::kernels::onednn_supports(p)) << name(p);
+    EXPECT_EQ(roberta::kernels::use_onednn(p, onednn), roberta::kernels::onednn_supports(p)) << name(p);
     if (!roberta::kernels::onednn_supports(p)) {
       EXPECT_THROW(OneDnnWeight(w.data(), 64, 64, p), roberta::Error) << name(p);
     }
   }
   EXPECT_TRUE(roberta::kernels::onednn_supports(Precision::kF32));
-  if (before)
-    ::setenv("ROBERTA_GEMM", saved.c_str(), 1);
-  else
-    ::unsetenv("ROBERTA_GEMM");
 }
 
 // The default, from measurements (onednn_gemm.cpp's use_onednn): fp32 and int8 never go to oneDNN,
 // and nothing does on a CPU whose AMX tiles our kernels use (faster than oneDNN's on a Xeon); bf16
 // does only where the CPU model's row says so and oneDNN multiplies it natively without AMX
-// (AVX512-BF16, as on the Zen 4 and 5).
+// (AVX512-BF16, as on the Zen 4 and 5), and not under a ROBERTA_ISA cap.
 TEST(OneDnnGemmChoice, DefaultIsOursExceptBf16WithoutAmx) {
-  const char* before = std::getenv("ROBERTA_GEMM");
-  const std::string saved = before ? before : "";
-  ::unsetenv("ROBERTA_GEMM");
-  EXPECT_FALSE(roberta::kernels::use_onednn(Precision::kF32));
-  EXPECT_FALSE(roberta::kernels::use_onednn(Precision::kInt8));
-  const bool amx = roberta::kernels::usable_isa() >= roberta::kernels::Isa::kAmx;
-  if (amx) {
-    EXPECT_FALSE(roberta::kernels::use_onednn(Precision::kBF16)) << "our AMX products are the faster ones";
-  } else if (roberta::kernels::onednn_built() &&
-             roberta::kernels::usable_isa() == roberta::kernels::detected_isa()) {
-    EXPECT_EQ(roberta::kernels::use_onednn(Precision::kBF16),
-              roberta::runtime::this_cpu().choices->bf16_onednn && roberta::kernels::onednn_isa() == "avx512_core_bf16");
+  const auto plan = plan_with(Gemm::kDefault);
+  EXPECT_FALSE(roberta::kernels::use_onednn(Precision::kF32, plan));
+  EXPECT_FALSE(roberta::kernels::use_onednn(Precision::kInt8, plan));
+  if (plan.isa >= roberta::kernels::Isa::kAmx) {
+    EXPECT_FALSE(roberta::kernels::use_onednn(Precision::kBF16, plan)) << "our AMX products are the faster ones";
+  } else if (roberta::kernels::onednn_built()) {
+    EXPECT_EQ(roberta::kernels::use_onednn(Precision::kBF16, plan),
+              plan.isa == plan.detected && roberta::runtime::this_cpu().choices->bf16_onednn &&
+                  roberta::kernels::onednn_isa() == "avx512_core_bf16");
   }
-  std::printf("  bf16 here: %s\n", roberta::kernels::use_onednn(Precision::kBF16) ? "oneDNN" : "ours");
-  if (before) ::setenv("ROBERTA_GEMM", saved.c_str(), 1);
+  std::printf("  bf16 here: %s\n", roberta::kernels::use_onednn(Precision::kBF16, plan) ? "oneDNN" : "ours");
 }
 
-TEST(OneDnnGemmChoice, RobertaGemmIsReadAndCheckedOnEveryChoice) {
-  const char* before = std::getenv("ROBERTA_GEMM");  // kept for the tests after this one
-  const std::string saved = before ? before : "";
-  ::setenv("ROBERTA_GEMM", "own", 1);
-  EXPECT_FALSE(roberta::kernels::use_onednn(Precision::kBF16));
-  ::setenv("ROBERTA_GEMM", "fastest", 1);
-  EXPECT_THROW(roberta::kernels::use_onednn(Precision::kBF16), roberta::Error);
-  ::setenv("ROBERTA_GEMM", "onednn", 1);
+TEST(OneDnnGemmChoice, RobertaGemmDecidesEveryChoice) {
+  EXPECT_FALSE(roberta::kernels::use_onednn(Precision::kBF16, plan_with(Gemm::kOwn)));
+  EXPECT_FALSE(roberta::kernels::use_onednn(Precision::kF32, plan_with(Gemm::kOwn)));
   if (roberta::kernels::onednn_built())
-    EXPECT_TRUE(roberta::kernels::use_onednn(Precision::kF32));
+    EXPECT_TRUE(roberta::kernels::use_onednn(Precision::kF32, plan_with(Gemm::kOneDnn)));
   else
-    EXPECT_THROW(roberta::kernels::use_onednn(Precision::kF32), roberta::Error);
-  if (before)
-    ::setenv("ROBERTA_GEMM", saved.c_str(), 1);
-  else
-    ::unsetenv("ROBERTA_GEMM");
+    EXPECT_THROW(roberta::kernels::use_onednn(Precision::kF32, plan_with(Gemm::kOneDnn)), roberta::Error);
+  // This process's choice is the plan's (CTest runs this file under ROBERTA_GEMM=own and onednn).
+  for (const Precision p : {Precision::kF32, Precision::kBF16, Precision::kInt8})
+    EXPECT_EQ(roberta::kernels::use_onednn(p), roberta::kernels::use_onednn(p, roberta::runtime::plan())) << name(p);
 }
 
 }  // namespace

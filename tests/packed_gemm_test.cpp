@@ -602,7 +602,9 @@ TEST(PackedGemmInt8, AmxBf16OutputEqualsRoundingTheFp32Product) {
       // This CPU's own product where it writes bf16: on AMX tiles, or AVX512-VNNI's with the fused
       // epilogue (runtime/cpu.h). Its GELU, applied in registers, is the activation's own pass.
       const bool native = roberta::kernels::writes_bf16_output(c.packed, act);
-      if (amx_here()) ASSERT_TRUE(native);
+      if (amx_here()) {
+        ASSERT_TRUE(native);
+      }
       if (native) {
         std::vector<float> y_here(M * N);
         roberta::kernels::packed_linear(y_here.data(), N, c.rows(), c.packed, c.bias.data(), M);

@@ -5,6 +5,7 @@
 
 #include "common.h"
 #include "roberta/error.h"
+#include "roberta/runtime_info.h"
 #include "roberta/threads.h"
 
 namespace roberta::python {
@@ -39,6 +40,19 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "num_threads", [] { return roberta::num_threads(); },
       "The number of threads model calls started now use.");
+  m.def(
+      "runtime_info",
+      [] {
+        const roberta::RuntimeInfo r = roberta::runtime_info();
+        py::dict d;
+        d["cpu"] = r.cpu, d["isa"] = r.isa, d["matrix_products"] = r.matrix_products;
+        d["attention"] = r.attention, d["default_dtype"] = r.default_dtype;
+        return d;
+      },
+      "What runs here, as `roberta info` shows it: the CPU and its row of the kernel choices table,\n"
+      "the instruction set, the code running each precision's matrix products, attention, and the\n"
+      "precision dtype='auto' picks. A dict of strings: cpu, isa, matrix_products, attention,\n"
+      "default_dtype.");
   // The library's warnings go to Python's logging ("roberta_cpp" logger), as transformers logs its
   // own; a warning after the interpreter has gone (at exit) goes to stderr.
   roberta::set_warning_handler([](const std::string& message) {

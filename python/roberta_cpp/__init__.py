@@ -36,6 +36,7 @@ from ._core import (
     ModelError,
     NotFoundError,
     num_threads,
+    runtime_info,
     set_num_threads,
 )
 from .cross_encoder import CrossEncoder
@@ -78,6 +79,7 @@ __all__ = [
     "Tokenizer",
     "cos_sim",
     "num_threads",
+    "runtime_info",
     "pipeline",
     "quantize_embeddings",
     "set_num_threads",

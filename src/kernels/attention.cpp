@@ -20,7 +20,7 @@
 #include "avx512_math.h"
 #include "isa.h"
 
-#include "runtime/cpu.h"
+#include "runtime/plan.h"
 #include "roberta/error.h"
 #include "util/scratch.h"
 #include "util/thread_pool.h"
@@ -926,34 +926,17 @@ ROBERTA_BF16_TARGET void attention_head_amx(Out* ctx, size_t ldc, const In* q, c
 #endif
 }  // namespace
 
-namespace {
-// ROBERTA_ATTENTION: unset or empty (the CPU decides), "bf16" or "fp32".
-std::string attention_env() {
-  const char* env = std::getenv("ROBERTA_ATTENTION");
-  const std::string v = env ? env : "";
-  if (!v.empty() && v != "bf16" && v != "fp32")
-    throw Error(
-        "ROBERTA_ATTENTION=\"" + v +
-        "\" is not one of bf16, fp32 (unset: bf16 where the CPU's bf16 dot product is faster than its fp32 FMAs)");
-  return v;
-}
-
-}  // namespace
-
-bool bf16_attention_pays() {
-  const std::string env = attention_env();
-  if (usable_isa() < Isa::kAvx512Bf16) return false;
-  return env.empty() ? usable_isa() >= Isa::kAmx || runtime::this_cpu().choices->bf16_attention : env == "bf16";
-}
+bool bf16_attention_pays() { return runtime::plan().bf16_attention; }
 
 std::string attention_path() {
-  const std::string env = attention_env();
-  if (bf16_attention_pays())
-    return std::string(usable_isa() >= Isa::kAmx ? "bf16 (AMX tiles" : "bf16 (AVX512-BF16") +
-           (env.empty() ? ", this CPU model's choice)" : ", ROBERTA_ATTENTION)");
-  if (usable_isa() < Isa::kAvx512Bf16) return "fp32 (no AVX512-BF16 here, or ROBERTA_ISA below avx512bf16)";
-  return env.empty() ? "fp32 (this CPU model's choice: its bf16 dot product is no faster than its fp32 FMAs)"
-                     : "fp32 (ROBERTA_ATTENTION)";
+  const runtime::KernelPlan& plan = runtime::plan();
+  const bool forced = plan.settings.bf16_attention.has_value();
+  if (plan.bf16_attention)
+    return std::string(plan.isa >= Isa::kAmx ? "bf16 (AMX tiles" : "bf16 (AVX512-BF16") +
+           (forced ? ", ROBERTA_ATTENTION)" : ", this CPU model's choice)");
+  if (plan.isa < Isa::kAvx512Bf16) return "fp32 (no AVX512-BF16 here, or ROBERTA_ISA below avx512bf16)";
+  return forced ? "fp32 (ROBERTA_ATTENTION)"
+                : "fp32 (this CPU model's choice: its bf16 dot product is no faster than its fp32 FMAs)";
 }
 
 void self_attention(float* ctx, const float* qkv, const size_t* offsets, size_t num_sequences, size_t heads,

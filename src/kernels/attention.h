@@ -53,12 +53,11 @@ void self_attention_amx_emulated(float* ctx, const uint16_t* qkv16, const size_t
 void self_attention_amx_emulated(uint32_t* ctx_pairs, const uint16_t* qkv16, const size_t* offsets,
                                  size_t num_sequences, size_t heads);
 
-// Whether the bf16 and int8 encoders ask for kBf16 attention on this CPU. ROBERTA_ATTENTION=bf16 or
-// fp32 decides when set (another value is a roberta::Error naming the accepted ones). Unset: bf16
-// where the CPU has AMX tiles (and ROBERTA_ISA allows them), and where it has AVX512-BF16 and its
-// CPU model's choice is bf16 (runtime/cpu.h: where vdpbf16ps does more products per cycle than
-// fp32 FMAs, as on AMD's Zen 4 and 5; on Intel's CPUs without AMX it runs at half the FMA rate, so
-// fp32 attention is both faster and exact there).
+// Whether the bf16 and int8 encoders ask for kBf16 attention on this CPU: the kernel plan's
+// choice (runtime/plan.h). ROBERTA_ATTENTION=bf16 or fp32 decides when set. Unset: bf16 where the
+// CPU has AMX tiles (and ROBERTA_ISA allows them), and where it has AVX512-BF16 and its CPU model's
+// row says bf16 (where vdpbf16ps does more products per cycle than fp32 FMAs; elsewhere fp32
+// attention is both faster and exact).
 bool bf16_attention_pays();
 // "bf16 (AVX512-BF16)", "bf16 (AMX tiles)" or "fp32 (...)" and why, for `roberta info`.
 std::string attention_path();

@@ -11,11 +11,7 @@
 #include "packed_gemm.h"
 #include "packed_gemm_int8.h"
 #include "roberta/error.h"
-#include "runtime/cpu.h"
-
-#if defined(__x86_64__)
-#include <cpuid.h>
-#endif
+#include "runtime/plan.h"
 
 #if defined(ROBERTA_WITH_ONEDNN)
 #include "intrinsics.h"
@@ -34,23 +30,6 @@
 
 namespace roberta::kernels {
 
-namespace {
-
-// ROBERTA_GEMM: unset or empty (the default), "own" or "onednn".
-enum class GemmChoice { kDefault, kOwn, kOneDnn };
-
-GemmChoice gemm_choice() {
-  const char* env = std::getenv("ROBERTA_GEMM");
-  if (!env || !*env) return GemmChoice::kDefault;
-  const std::string_view v = env;
-  if (v == "own") return GemmChoice::kOwn;
-  if (v == "onednn") return GemmChoice::kOneDnn;
-  throw Error("ROBERTA_GEMM=\"" + std::string(v) +
-              "\" is not one of own, onednn (unset: the measured choice per precision; `roberta info` shows it)");
-}
-
-}  // namespace
-
 bool onednn_built() {
 #if defined(ROBERTA_WITH_ONEDNN)
   return true;
@@ -60,32 +39,25 @@ bool onednn_built() {
 }
 
 bool cpu_has_amx(Precision p) {
-#if defined(__x86_64__)
-  unsigned a, b, c, d;
-  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
-  const bool tile = d & (1u << 24), bf16 = d & (1u << 22), int8 = d & (1u << 25);
-  return tile && (p == Precision::kBF16 ? bf16 : p == Precision::kInt8 ? int8 : false);
-#else
-  (void)p;
-  return false;
-#endif
+  const runtime::KernelPlan& plan = runtime::plan();
+  return p == Precision::kBF16 ? plan.amx_bf16 : p == Precision::kInt8 ? plan.amx_int8 : false;
 }
 
-bool use_onednn(Precision p) {
-  const GemmChoice choice = gemm_choice();
-  if (choice == GemmChoice::kOwn) return false;
-  if (choice == GemmChoice::kOneDnn && !onednn_built())
+bool use_onednn(Precision p, const runtime::KernelPlan& plan) {
+  using Gemm = runtime::Settings::Gemm;
+  if (plan.gemm == Gemm::kOwn) return false;
+  if (plan.gemm == Gemm::kOneDnn && !onednn_built())
     throw Error("ROBERTA_GEMM=onednn, but this build has no oneDNN (install libdnnl-dev and rebuild)");
   // Where oneDNN cannot do a precision correctly, ours does it even when oneDNN is asked for.
   if (!onednn_supports(p)) return false;
-  if (choice == GemmChoice::kOneDnn) return true;
-  // The default, per CPU model (runtime/cpu.h): bf16 through oneDNN where the table says so and
-  // oneDNN multiplies bf16 natively without AMX (AVX512-BF16; elsewhere it emulates bf16, slowly,
-  // and on AMX our tile kernels are the faster ones); fp32 and int8 on ours. Not under a
-  // ROBERTA_ISA cap, which exists to test our own lower paths.
-  if (usable_isa() != detected_isa()) return false;
-  return p == Precision::kBF16 && runtime::this_cpu().choices->bf16_onednn && onednn_isa() == "avx512_core_bf16";
+  if (plan.gemm == Gemm::kOneDnn) return true;
+  // The default: bf16 through oneDNN where the plan says so and oneDNN multiplies bf16 natively
+  // without AMX (AVX512-BF16; elsewhere it emulates bf16, slowly, and on AMX our tile kernels are
+  // the faster ones); fp32 and int8 on ours.
+  return p == Precision::kBF16 && plan.bf16_onednn && onednn_isa() == "avx512_core_bf16";
 }
+
+bool use_onednn(Precision p) { return use_onednn(p, runtime::plan()); }
 
 #if !defined(ROBERTA_WITH_ONEDNN)
 
@@ -129,7 +101,7 @@ Dt result_type(Precision p) { return p == Precision::kInt8 ? Dt::s32 : Dt::f32; 
 
 const dnnl::engine& cpu_engine() {
   static const dnnl::engine engine = [] {
-    amx_tiles_granted();  // Linux gives a thread AMX tiles only after the process asked (oneDNN asks too)
+    runtime::detect();  // asks Linux for the AMX tiles, as a process must before using them (oneDNN asks too)
     return dnnl::engine(dnnl::engine::kind::cpu, 0);
   }();
   return engine;

@@ -31,6 +31,7 @@
 #include "packed_gemm.h"
 #include "packed_gemm_int8.h"
 #include "rows_done.h"
+#include "runtime/plan.h"
 
 namespace roberta::kernels {
 
@@ -43,14 +44,15 @@ bool onednn_built();
 // error in a build without oneDNN); else the default: in a build with oneDNN and without a
 // ROBERTA_ISA cap (the caps test our own lower paths), bf16 where the CPU model's row says so
 // (runtime/cpu.h) and oneDNN multiplies it natively without AMX (AVX512-BF16), int8 and fp32 never.
-// Throws roberta::Error for another ROBERTA_GEMM value.
+// As `plan` says, or this process's plan.
+bool use_onednn(Precision p, const runtime::KernelPlan& plan);
 bool use_onednn(Precision p);
 // Whether oneDNN computes products of precision p correctly on this CPU (always false in a build
 // without it): fp32 always; bf16 from AVX-512 up (it has no bf16 matmul below); int8 only with
 // VNNI (AVX512-VNNI, AVX-VNNI or AMX): without it, u8 x s8 pairs are summed in 16 bits and saturate
 // on our inputs. (DNNL_MAX_CPU_ISA lowers what oneDNN uses, and so what it supports here.)
 bool onednn_supports(Precision p);
-// Whether the CPU has AMX tiles for products of precision p (cpuid; bf16: AMX-BF16, int8: AMX-INT8).
+// Whether the CPU has AMX tiles for products of precision p (bf16: AMX-BF16, int8: AMX-INT8).
 bool cpu_has_amx(Precision p);
 // oneDNN's instruction set on this CPU ("avx512_core_amx", "avx512_core_bf16", ...), or "" in a
 // build without oneDNN.

@@ -21,7 +21,7 @@
 #include "block_loop.h"
 #include "isa.h"
 #include "panel_prefetch.h"
-#include "runtime/cpu.h"
+#include "runtime/plan.h"
 #include "util/scratch.h"
 
 namespace roberta::kernels {
@@ -449,14 +449,9 @@ Kernel<W> pick_kernel_with(Isa isa, bool rows8) {
 template <typename W>
 Kernel<W> pick_kernel() {
   const Isa isa = usable_isa();
-  const char* env = std::getenv("ROBERTA_FP32_ROWS");
-  const std::string rows = env ? env : "";
-  if (!rows.empty() && rows != "8" && rows != "12")
-    throw Error("ROBERTA_FP32_ROWS=\"" + rows +
-                "\" is not one of 8, 12 (unset: this CPU model's choice, which `roberta info` shows)");
 #if defined(__x86_64__)
   if (isa >= Isa::kAvx2) {
-    const bool rows8 = rows == "8" || (rows.empty() && runtime::this_cpu().choices->fp32_block_rows == 8);
+    const bool rows8 = runtime::plan().fp32_block_rows == 8;
     return panel_prefetch() == Prefetch::kNextSlice ? pick_kernel_with<W, Prefetch::kNextSlice>(isa, rows8)
                                                     : pick_kernel_with<W, Prefetch::kAhead>(isa, rows8);
   }
@@ -502,22 +497,6 @@ void packed_linear_steps(const Kernel<W>& kern, float* y, size_t ldy, const floa
 }  // namespace
 
 const char* packed_gemm_isa() { return kernel().isa; }
-
-#if defined(__x86_64__)
-Prefetch panel_prefetch() {
-  static const Prefetch p = [] {
-    const char* env = std::getenv("ROBERTA_PREFETCH");
-    const std::string name = env ? env : "";
-    if (name == "next") return Prefetch::kNextSlice;
-    if (name == "ahead") return Prefetch::kAhead;
-    if (!name.empty())
-      throw Error("ROBERTA_PREFETCH=\"" + name +
-                  "\" is not one of next, ahead (unset: this CPU model's choice, which `roberta info` shows)");
-    return runtime::this_cpu().choices->prefetch_next_slice ? Prefetch::kNextSlice : Prefetch::kAhead;
-  }();
-  return p;
-}
-#endif
 
 const char* packed_gemm_prefetch() {
 #if defined(__x86_64__)

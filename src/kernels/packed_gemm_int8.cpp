@@ -17,7 +17,7 @@
 #include "packed_gemm.h"
 #include "panel_prefetch.h"
 #include "roberta/error.h"
-#include "runtime/cpu.h"
+#include "runtime/plan.h"
 #include "util/scratch.h"
 #include "util/thread_pool.h"
 
@@ -756,7 +756,7 @@ Int8Kernel pick_int8_kernel() {
 #endif
 #if defined(ROBERTA_HAVE_VNNI_KERNEL)
   if (usable_isa() >= Isa::kAmx) return {nullptr, int8_block_amx, quantize_rows_avx512, kAmxBlockRows, "AMX-INT8"};
-  if (usable_isa() >= Isa::kAvx512Bf16 && runtime::this_cpu().choices->int8_fused_epilogue)
+  if (runtime::plan().int8_fused_epilogue)
     return {nullptr, next() ? int8_block_vnni_fused<true> : int8_block_vnni_fused<false>, quantize_rows_avx512,
             kMaxRows, "AVX512-VNNI", next()};
   if (usable_isa() >= Isa::kAvx512Vnni)

@@ -7,6 +7,7 @@
 #include <cstddef>
 
 #include "intrinsics.h"
+#include "runtime/plan.h"
 
 namespace roberta::kernels {
 
@@ -16,9 +17,8 @@ namespace roberta::kernels {
 // prefetcher.
 enum class Prefetch { kAhead, kNextSlice };
 
-// The choice here: the CPU model's (runtime/cpu.h); ROBERTA_PREFETCH=next|ahead overrides it (any
-// other value: roberta::Error). Read once.
-Prefetch panel_prefetch();
+// The choice here: the kernel plan's (the CPU model's, or ROBERTA_PREFETCH's).
+inline Prefetch panel_prefetch() { return runtime::plan().prefetch_next ? Prefetch::kNextSlice : Prefetch::kAhead; }
 
 // The share of part `part` of a chunk's `parts` (register blocks, or the column passes of each) in
 // asking for the panel's rows after k1 in memory: the next k slice, or the next panel, which follows

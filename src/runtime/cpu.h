@@ -1,6 +1,6 @@
 #pragma once
-// The CPU this process runs on, as cpuid tells it (x86-64), and the kernel choices made for it:
-// one table, one row per CPU model measured (docs/performance.md, "Kernel choices per CPU", has
+// The CPU this process runs on, as cpuid tells it (x86-64): its model and its instruction sets,
+// read once; and the kernel choices made for each CPU model: one table, one row per CPU model measured (docs/performance.md, "Kernel choices per CPU", has
 // the measurement behind each entry). A CPU the table does not know gets the row of the closest
 // known one, and says so (`roberta info`).
 //
@@ -11,20 +11,27 @@
 #include <span>
 #include <string>
 
+#include "runtime/isa.h"
+
 namespace roberta::runtime {
 
-struct CpuId {
+struct CpuFeatures {
   std::string vendor;         // "AuthenticAMD", "GenuineIntel", ... ("" where there is no cpuid)
   unsigned family = 0;        // as Linux reports it: base family, plus the extended one for 15
   unsigned model = 0;         // with the extended model for families 6 and 15 and up
   std::string brand;          // "AMD EPYC 9B45 ...": the processor's name string
+  Isa isa = Isa::kPortable;   // the highest level it has (amx: only once Linux granted the tiles)
+  bool avx_vnni = false;      // AVX-VNNI (cpuid leaf 7, sub-leaf 1, EAX bit 4), with AVX2
+  bool amx_bf16 = false;      // AMX-TILE with AMX-BF16, granted or not
+  bool amx_int8 = false;      // AMX-TILE with AMX-INT8, granted or not
 };
 
-// This process's CPU (read once).
-const CpuId& detect_cpu();
+// This process's CPU (read once). On Linux it also asks for the AMX tiles (arch_prctl
+// ARCH_REQ_XCOMP_PERM, XTILEDATA), as a process must before its first tile instruction.
+const CpuFeatures& detect();
 
-// The choices the kernels make by CPU model. The instruction set itself is not one of them:
-// kernels::usable_isa() decides it from the CPU's features.
+// The choices the kernels make by CPU model. The instruction set itself is not one of them: the
+// CPU's features decide it (runtime/plan.h).
 struct CpuChoices {
   const char* name;         // "AMD Zen 5 (family 26)"
   size_t fp32_block_rows;   // rows of the AVX-512 fp32 register blocks in products of more than
@@ -52,11 +59,11 @@ struct CpuMatch {
 // The row for `cpu`: AMD by family (Zen 4 = 25, Zen 5 = 26; older families take the Zen 4's row,
 // newer ones the Zen 5's), Intel by model (Xeons with AMX: Sapphire, Emerald and Granite Rapids;
 // other models take their row), any other CPU the Intel row.
-CpuMatch choices_for(const CpuId& cpu);
+CpuMatch choices_for(const CpuFeatures& cpu);
 // This machine's (once).
 const CpuMatch& this_cpu();
 // "AMD EPYC 9B45 (AuthenticAMD family 26 model 2): AMD Zen 5 (family 26)", or "...: not in the
 // table, the closest known: AMD Zen 4 (family 25)", for `roberta info`.
-std::string describe(const CpuId& cpu, const CpuMatch& match);
+std::string describe(const CpuFeatures& cpu, const CpuMatch& match);
 
 }  // namespace roberta::runtime

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <thread>
 
+#include "roberta/runtime_info.h"
 #include "server/handlers.h"
 
 #ifndef ROBERTA_VERSION
@@ -425,6 +426,13 @@ ordered_json model_type(State& s) {
   return {{c.num_labels() > 1 ? "classifier" : "reranker", {{"id2label", id2label}, {"label2id", label2id}}}};
 }
 
+// What runs here (roberta/runtime_info.h), as `roberta info` shows it.
+ordered_json runtime_json() {
+  const RuntimeInfo r = runtime_info();
+  return {{"cpu", r.cpu}, {"isa", r.isa}, {"matrix_products", r.matrix_products}, {"attention", r.attention},
+          {"default_dtype", r.default_dtype}};
+}
+
 Reply info(State& s, const Call&) {
   const Embedder& e = embedder(s);
   ordered_json j = {
@@ -445,7 +453,8 @@ Reply info(State& s, const Call&) {
       {"docker_label", nullptr},
       // ours: what else the model can do
       {"embedding_dimension", e.dimension()},
-      {"fill_mask", s.fill_mask != nullptr}};
+      {"fill_mask", s.fill_mask != nullptr},
+      {"runtime", runtime_json()}};
   Reply r;
   r.body = j.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
   return r;

@@ -56,6 +56,15 @@ try:
         c.check(info.get(field) == value, f"/info {field} = {value!r} (got {info.get(field)!r})")
     c.check(isinstance(info.get("max_input_length"), int) and info["max_input_length"] > 0, "/info max_input_length")
     c.check(isinstance(info.get("version"), str), "/info version")
+    # ours: what runs here, as `roberta info` prints it
+    cli_info = subprocess.run([binary, "info", "--model", model], capture_output=True, text=True, check=True).stdout
+    runtime = info.get("runtime") or {}
+    for field, label in [("cpu", "cpu"), ("isa", "instruction set"), ("matrix_products", "matrix products")]:
+        line = next((l for l in cli_info.splitlines() if l.startswith(label + " ")), None)
+        c.check(line is not None and runtime.get(field) == line[len(label):].strip(),
+                f"/info runtime.{field} = roberta info's {label!r} line (got {runtime.get(field)!r}, {line!r})")
+    c.check(set(runtime) == {"cpu", "isa", "matrix_products", "attention", "default_dtype"},
+            f"/info runtime fields (got {sorted(runtime)})")
     status, _, data = request(server, "GET", "/v1/models")
     models = json.loads(data)
     c.check(status == 200 and models["object"] == "list" and models["data"][0]["id"] == "tiny-test"

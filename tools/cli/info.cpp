@@ -3,48 +3,10 @@
 #include <iostream>
 
 #include "common.h"
-#include "kernels/attention.h"
-#include "kernels/onednn_gemm.h"
-#include "kernels/packed_gemm.h"
-#include "kernels/packed_gemm_int8.h"
-#include "runtime/cpu.h"
+#include "roberta/runtime_info.h"
 
 namespace roberta::cli {
 namespace {
-
-// "fp32: own (avx512, 12 x 32 blocks, prefetch next); bf16: oneDNN (avx512_core_bf16); int8: own (AVX512-VNNI,
-// prefetch next)":
-// which code runs the matrix products of each precision here (kernels::use_onednn, ROBERTA_GEMM,
-// ROBERTA_ISA, ROBERTA_FP32_ROWS, ROBERTA_PREFETCH).
-std::string gemm_paths() {
-  using kernels::Precision;
-  std::string out;
-  for (const auto& [p, name] : {std::pair{Precision::kF32, "fp32"}, {Precision::kBF16, "bf16"}, {Precision::kInt8, "int8"}}) {
-    std::string path;
-    if (kernels::use_onednn(p))
-      path = "oneDNN (" + kernels::onednn_isa() +
-             (kernels::onednn_isa() == "avx512_core_amx" && kernels::cpu_has_amx(p) ? ", AMX" : "") + ")";
-    else if (p == Precision::kF32)
-      path = std::string("own (") + kernels::packed_gemm_isa() + ", " +
-             std::to_string(kernels::packed_gemm_block_rows()) +
-             (std::string_view(kernels::packed_gemm_isa()) == "avx2" ? " x 16" : " x 32") + " blocks" +
-             (std::string_view(kernels::packed_gemm_prefetch()) == "none"
-                  ? ""
-                  : std::string(", prefetch ") + kernels::packed_gemm_prefetch()) +
-             ")";
-    else if (p == Precision::kBF16)
-      path = std::string("own (") + kernels::bf16_kernel_name() +
-             (std::string_view(kernels::packed_gemm_isa()) == "portable" ? ", slow)" : ")");
-    else
-      path = std::string("own (") + kernels::int8_kernel_name() +
-             (kernels::int8_kernel_fuses_epilogue() && std::string_view(kernels::int8_kernel_name()) != "AMX-INT8"
-                  ? ", GELU and bf16 output in the epilogue"
-                  : "") +
-             (kernels::int8_kernel_prefetches() ? ", prefetch next)" : ")");
-    out += (out.empty() ? "" : "; ") + std::string(name) + ": " + path;
-  }
-  return out;
-}
 
 // "MLM head, pooler" ...: the heads the checkpoint has.
 std::string heads(const Model& model) {
@@ -82,13 +44,12 @@ int run_info(const Args& args) {
     for (size_t i = 0; i < c.id2label.size(); ++i) std::cout << (i ? ", " : "") << i << " " << c.id2label[i];
     std::cout << (c.problem_type.empty() ? "" : " (" + c.problem_type + ")") << "\n";
   }
-  std::cout << "default dtype     "
-            << (recommended_weight_type() == WeightType::kBF16 ? "bf16 (this CPU multiplies bf16 natively)"
-                                                                : "fp32 (no native bf16 products here, or ROBERTA_ISA below avx512bf16)")
-            << " for fill-mask, embed, the task commands and serve (--dtype auto)\n"
-            << "cpu               " << runtime::describe(runtime::detect_cpu(), runtime::this_cpu()) << "\n"
-            << "matrix products   " << gemm_paths() << "\n"
-            << "attention         " << kernels::attention_path() << " for bf16 and int8 weights; fp32 for fp32\n";
+  const RuntimeInfo r = runtime_info();
+  std::cout << "default dtype     " << r.default_dtype << " for fill-mask, embed, the task commands and serve (--dtype auto)\n"
+            << "cpu               " << r.cpu << "\n"
+            << "instruction set   " << r.isa << "\n"
+            << "matrix products   " << r.matrix_products << "\n"
+            << "attention         " << r.attention << " for bf16 and int8 weights; fp32 for fp32\n";
   for (const auto& f : model.files())
     std::cout << "file              " << f << " (" << std::filesystem::file_size(f) << " bytes)\n";
   try {

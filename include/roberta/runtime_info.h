@@ -1,0 +1,24 @@
+#pragma once
+// What runs here: the CPU, the instruction set the kernels use, which code runs each precision's
+// matrix products and attention, and why. The same text `roberta info`, the server's `GET /info`
+// ("runtime") and Python's `roberta_cpp.runtime_info()` show.
+//
+//   roberta::RuntimeInfo r = roberta::runtime_info();
+//   r.cpu              // "AMD EPYC 9B45 (AuthenticAMD family 26 model 2): AMD Zen 5 (family 26)"
+//   r.matrix_products  // "fp32: own (avx512, 12 x 32 blocks, prefetch next); bf16: oneDNN (...); ..."
+#include <string>
+
+namespace roberta {
+
+struct RuntimeInfo {
+  std::string cpu;              // the processor, and the row of the kernel choices table it takes
+  std::string isa;              // "avx512bf16", or "avx2 (ROBERTA_ISA; the CPU has avx512bf16)"
+  std::string matrix_products;  // per precision: our kernels (ISA, blocks, prefetch) or oneDNN (ISA)
+  std::string attention;        // for bf16 and int8 weights: bf16 or fp32, and why
+  std::string default_dtype;    // "bf16" or "fp32": what --dtype auto picks, and why
+};
+
+// This process's. Throws roberta::Error for a bad ROBERTA_* setting.
+RuntimeInfo runtime_info();
+
+}  // namespace roberta
