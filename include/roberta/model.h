@@ -95,9 +95,9 @@ struct LoadOptions {
 
 // The precision the command-line tools and the server use unless told otherwise: kBF16 where the
 // CPU multiplies bf16 natively (AVX512-BF16; Intel's AMX CPUs have it too) and ROBERTA_ISA allows
-// it, kF32 elsewhere. Measured on an AMD EPYC Zen 4 (roberta-base shape, 2 threads): bf16 runs
-// 8 x 128 tokens 1.8x faster than fp32, and agrees with fp32 on 99.8% of the demo model's held-out
-// top-1 predictions. The library's own default stays kF32 (exact parity with PyTorch).
+// it, kF32 elsewhere. There bf16 runs much faster than fp32 and almost always agrees with fp32's
+// top-1 predictions (docs/performance.md#figures-behind-the-code). The library's own default stays
+// kF32 (exact parity with PyTorch).
 WeightType recommended_weight_type();
 
 class Model {

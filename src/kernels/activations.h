@@ -15,8 +15,8 @@ void bias_activation(float* x, const float* bias, size_t rows, size_t cols, Acti
 void activation_rows(float* x, size_t ldx, size_t rows, size_t cols, Activation act);
 
 // Whether one of v's n values is NaN or infinite (their exponent bits all ones), vectorised for the
-// CPU (the model's check of its outputs; in SSE2 at -O2 it took 0.31% of an int8 8 x 128 forward
-// pass, Xeon with AMX).
+// CPU: the model checks all of its outputs with it, and in SSE2 the check is a visible share of a
+// fast int8 forward pass (docs/performance.md#figures-behind-the-code).
 bool any_non_finite(const float* v, size_t n);
 
 }  // namespace roberta::kernels

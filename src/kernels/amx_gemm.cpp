@@ -53,9 +53,9 @@ struct Epilogue {
     return y16 ? static_cast<const void*>(y16 + r * ldy + c) : static_cast<const void*>(y + r * ldy + c);
   }
   // Rows [rb, re) of the block at row r0, column col0 of y, from its accumulators.
-  // (compiled for AVX512-BF16 so that store_bf16 inlines; its instructions run only with y16 set,
-  // which needs a CPU with them. bf16 8 x 128 / 32 x 8..128 tokens 4.6% / 2.8% faster than with
-  // the call, int8 level; paired, Xeon with AMX)
+  // (compiled for AVX512-BF16 so that store_bf16 inlines, as a call per store slows the bf16
+  // products down; its instructions run only with y16 set, which needs a CPU with them;
+  // docs/performance.md#figures-behind-the-code)
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void operator()(const Accumulators& acc, size_t r0,
                                                                                    size_t col0, size_t rb,
                                                                                    size_t re) const {
@@ -92,8 +92,8 @@ struct Epilogue {
 // tmm0-3 accumulate the block, tmm4-5 hold its two 16-row A tiles, tmm6-7 its two 16-column B tiles.
 // A block's epilogue runs a few rows at a time between the next block's tile products (it is
 // finished before the next block's accumulators are stored over its own), so that the vector work
-// overlaps the tiles' instead of stopping them (int8 8 x 128 / 32 x 8..128 tokens 7% / 9% faster,
-// bf16 1-2%; paired, Xeon with AMX); the last block's runs at the end.
+// overlaps the tiles' instead of stopping them (docs/performance.md#figures-behind-the-code); the
+// last block's runs at the end.
 template <class Tiles, bool kInt8, size_t kColumnTiles, size_t kPanelStride>
 void amx_chunk(const uint32_t* x, size_t ldx, size_t rows, const uint8_t* panel, size_t q0, size_t q1,
                const Epilogue& epilogue, const uint8_t* next_panel) {
@@ -135,8 +135,7 @@ void amx_chunk(const uint32_t* x, size_t ldx, size_t rows, const uint8_t* panel,
       Tiles::template zero<3>();
       // This block's rows of y (2 lines a row, 1 for bf16 output), prefetched for writing a few at
       // a time during its products, so that its epilogue's stores (during the next block's) do
-      // not wait for their lines: 10-11% off int8 and 12-19% off bf16 forward passes of 8 x 128
-      // and 32 x 8..128 tokens (paired rounds, Xeon with AMX, 2026-11-25, a block ahead then).
+      // not wait for their lines (docs/performance.md#figures-behind-the-code).
       const size_t lines_per_row = epilogue.y16 ? 1 : 2, y_lines = lines_per_row * nr;
       const size_t per_step = (y_lines + steps - 1) / steps;
       const size_t epilogue_rows_per_step = (pending_rows + steps - 1) / steps;

@@ -1,5 +1,5 @@
 #pragma once
-// Our own int8 and bf16 products on AMX tiles (Intel Xeons from Sapphire Rapids on), internal to
+// Our own int8 and bf16 products on AMX tiles (CPUs with AMX-INT8 and AMX-BF16), internal to
 // the kernels. They read the same packed weights as the AVX-512 kernels, whose panels are already
 // what AMX's B tiles want: one k quad (int8) or k pair (bf16) per tile row, 16 output columns of 4
 // bytes each per 64-byte row (int8 panels are 4 such column tiles wide, bf16 panels 2), loaded
@@ -13,12 +13,12 @@
 // bias). Edges — fewer than 16 rows left, a k slice that is not a multiple of 16 units — are
 // copied into zero-padded staging tiles, so no operand is read past its end.
 //
-// Status: run on an Intel Xeon with AMX (2026-11-25): the hardware tiles give the emulation's int8
-// results exactly and bf16 results within fp32 rounding of a float64 reference (tests skip the
-// hardware half visibly elsewhere); the loop, the edges and the epilogues are tested on every
-// AVX-512 machine through the emulated tiles (each instruction's semantics written out in C++,
-// from Intel's SDM). Faster than oneDNN's AMX matmul there in a forward pass (bf16 0.89-0.93x,
-// int8 0.73-0.91x for oneDNN, paired rounds), so the default on AMX CPUs (use_onednn).
+// Status: on a CPU with AMX the hardware tiles give the emulation's int8 results exactly and bf16
+// results within fp32 rounding of a float64 reference (tests skip the hardware half visibly
+// elsewhere); the loop, the edges and the epilogues are tested on every AVX-512 machine through
+// the emulated tiles (each instruction's semantics written out in C++, from Intel's SDM). Faster
+// than oneDNN's AMX matmul in a forward pass, so the default on AMX CPUs (use_onednn;
+// docs/performance.md#figures-behind-the-code).
 #include <cstddef>
 #include <cstdint>
 
@@ -47,7 +47,7 @@ using AmxBf16Fn = void (*)(const uint32_t* xb, size_t ldx_pairs, size_t rows, co
 
 // Both: next_panel (may be null), the panel the caller multiplies next; its k slice [q0, q1) is
 // prefetched into L2 a few lines at a time during this call, so that the next call's first row
-// block does not wait for the weights (int8 16 tokens 22-24% faster, 8 x 128 3%; Xeon with AMX).
+// block does not wait for the weights (docs/performance.md#figures-behind-the-code).
 //
 // On the tiles; only where usable_isa() >= Isa::kAmx.
 extern const AmxInt8Fn int8_block_amx;

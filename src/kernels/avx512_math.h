@@ -29,8 +29,8 @@ __attribute__((target("avx512f"))) inline __m512 exp_avx512(__m512 x) {
 
 // GELU (erf form) written with AVX-512 intrinsics, erf from Abramowitz & Stegun 7.1.28:
 // erf(a) = 1 - 1 / (1 + a1 a + ... + a6 a^6)^16 for a >= 0 (|error| <= 3e-7; a clamped at 6, where
-// erf is 1 in float), the reciprocal as rcp14 plus a Newton step. No exp and no division: 1.6x
-// faster than 7.1.26 with exp (0.30 against 0.47 ns a value in cache, Zen 4); |error| < 6e-7 of
+// erf is 1 in float), the reciprocal as rcp14 plus a Newton step. No exp and no division: faster
+// than 7.1.26, which needs an exp (docs/performance.md#figures-behind-the-code); |error| < 6e-7 of
 // max(1, |gelu|) against double precision (tests/activations_test.cpp). The AMX products' epilogue
 // (amx_gemm.cpp) applies it too, to values in registers: the same function, the same results.
 __attribute__((target("avx512f"))) inline __m512 gelu_avx512(__m512 x) {

@@ -22,10 +22,10 @@ struct BlockSplit {
 
 // Every task the same size, and their number a multiple of the thread count where the shape
 // allows: with unequal tasks (groups of 4 and 5 panels, bands of 5 and 6 row chunks) one thread
-// sat idle at the end of each product while the other finished a larger task; on the Zen 4 that
-// cost the int8 products 6-20% of their two-thread rate (1024 x 768 x 3072: 680-750 GOP/s, against
-// 2 x 424 on one thread). Large products get about 8 tasks per thread, taken dynamically; products
-// of one row chunk or less are split by panels only, so the weights are read once.
+// sits idle at the end of each product while another finishes a larger task, a large part of the
+// multi-threaded rate lost (docs/performance.md#figures-behind-the-code). Large products get about
+// 8 tasks per thread, taken dynamically; products of one row chunk or less are split by panels
+// only, so the weights are read once.
 inline BlockSplit split_blocks(size_t panels, size_t blocks, size_t chunk_blocks, size_t threads) {
   if (threads <= 1 || panels == 0) return {1, 1};
   const size_t chunks = (blocks + chunk_blocks - 1) / chunk_blocks;

@@ -48,10 +48,11 @@ ROBERTA_VECTOR_CLONES void layer_norm_row(float* out, const float* x, const floa
 }
 
 #if defined(__x86_64__)
-// The same row with AVX-512 intrinsics, 2.5x faster than the loop above (Zen 4). The sums are
-// accumulated in 4 float lanes of 16, each lane summing cols / 64 values (12 for H = 768), and the
-// 64 partial sums are added in double; the deviation from the mean is formed in float, as the
-// loop above forms the sum x + residual in float.
+// The same row with AVX-512 intrinsics, much faster than the loop above
+// (docs/performance.md#figures-behind-the-code). The sums are accumulated in 4 float lanes of 16,
+// each lane summing cols / 64 values (12 for H = 768), and the 64 partial sums are added in
+// double; the deviation from the mean is formed in float, as the loop above forms the sum x +
+// residual in float.
 __attribute__((target("avx512f"))) inline __mmask16 tail_mask(size_t left) {
   return left >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << left) - 1);
 }

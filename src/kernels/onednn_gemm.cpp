@@ -393,7 +393,8 @@ void add_bias_portable(float* y, size_t ldy, const float* tile, const float* bia
   }
 }
 
-// The same in AVX-512 (the portable loop, vectorised for SSE2 only, took 8% of a bf16 forward pass).
+// The same in AVX-512 (the portable loop, vectorised for SSE2 only, is a visible share of a bf16
+// forward pass: docs/performance.md#figures-behind-the-code).
 __attribute__((target("avx512f"))) void add_bias_avx512(float* y, size_t ldy, const float* tile, const float* bias,
                                                         size_t rows, size_t cols) {
   for (size_t r = 0; r < rows; ++r) {
@@ -467,12 +468,12 @@ constexpr size_t kMinRowsPerThread = 64;
 
 // y (M, N), dense (ldy = N), as tasks of whole rows: each band of rows times the whole weight,
 // written by oneDNN straight into y, with the bias added by oneDNN (fp32, bf16) or the int8 sums
-// dequantized in place; no tile and no copy (the copy from the tile took ~4% of a bf16 forward
-// pass of 8 x 128 tokens on the Zen 4). The band count is a multiple of the thread count, bands
-// have at most kBandRows rows. x is already converted (xc, xs) unless fp32. Returns false, having
-// done nothing, where oneDNN's layout does not let one call take all the parts. The activation and
-// tiles_done (may be null) go over a band a few rows at a time (tiles of whole rows), while they
-// are in L1; rows_done (may be null) runs on each band once it is final.
+// dequantized in place; no tile and no copy (the copy from the tile is a visible share of a bf16
+// forward pass: docs/performance.md#figures-behind-the-code). The band count is a multiple of the
+// thread count, bands have at most kBandRows rows. x is already converted (xc, xs) unless fp32.
+// Returns false, having done nothing, where oneDNN's layout does not let one call take all the
+// parts. The activation and tiles_done (may be null) go over a band a few rows at a time (tiles of
+// whole rows), while they are in L1; rows_done (may be null) runs on each band once it is final.
 bool whole_rows_product(float* y, const float* x, const OneDnnWeight& w, const float* bias, size_t M, Activation act,
                         const uint32_t* xc, const float* xs, const RowsDone* rows_done, const TilesDone* tiles_done) {
   const size_t N = w.n(), K = w.k();

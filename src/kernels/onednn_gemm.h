@@ -5,8 +5,8 @@
 // - int8: W per output channel and x per row, symmetric, as packed_gemm_int8.h describes (x offset
 //   by 128 to unsigned bytes, the offset removed in our epilogue).
 //
-// Why: oneDNN's brgemm kernels are faster than ours on bf16 (Zen 4, 2 threads, 1024 rows: ~405-411
-// GFLOP/s against our ~378-400; a bf16 forward pass 3-14% faster), and on CPUs with AMX it runs
+// Why: on some CPUs oneDNN's brgemm kernels are faster than ours on bf16 (the choice per CPU model:
+// runtime/cpu.h; docs/performance.md#figures-behind-the-code), and on CPUs with AMX it runs
 // bf16 and int8 on the AMX tiles, which our kernels do not use (see the README's speed section).
 //
 // How: W is split into parts of kPartColumns output columns, each packed once at load in the layout
@@ -19,7 +19,8 @@
 // into a dense per-thread tile (oneDNN's fast kernels need a dense output), then our epilogue adds
 // the bias (dequantizes int8), applies the activation and writes the tile into y while it is in
 // cache. oneDNN's own OpenMP threads are never used: the engine's threads run it with one OpenMP
-// thread each, because two thread pools spinning on the same cores slow each other down 2-3x.
+// thread each, because two thread pools spinning on the same cores slow each other down severely
+// (docs/performance.md#figures-behind-the-code).
 //
 // Which products go through oneDNN: use_onednn() (ROBERTA_GEMM=own|onednn overrides).
 #include <cstddef>

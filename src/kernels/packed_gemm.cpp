@@ -76,10 +76,9 @@ namespace {
 constexpr size_t kMaxRows = 12;  // the most rows of y one register block holds
 // k per pass over a panel: K in equal slices of at most kMaxDepth rows of the panel (fp32: k;
 // bf16: pairs of k). Each pass starts the block's accumulators from y again, and y's rows are far
-// apart (one line per row per panel), so they come back from L2; with 256-row slices that cost
-// 4-8% of the products on the Zen 4 (roberta-kernel-bench, 2 threads, 1024 rows: 200-208 GFLOP/s
-// against 217-223 with 768-1024), while a longer slice of the panel (128 KB at 1024) still streams
-// from L2 in time, prefetched.
+// apart (one line per row per panel), so they come back from L2; with short (256-row) slices that
+// is a visible cost (docs/performance.md#figures-behind-the-code), while a longer slice of the
+// panel (128 KB at 1024) still streams from L2 in time, prefetched.
 constexpr size_t kMaxDepth = 1024;
 size_t depth_slice(size_t k, size_t max_depth) {
   const size_t passes = std::max<size_t>(1, (k + max_depth - 1) / max_depth);
@@ -97,7 +96,8 @@ using BlockFn = void (*)(const X* x, size_t ldx, size_t rows, const W* panel, si
                          bool first, float* y, size_t ldy, size_t cols);
 
 // F over any number of rows, MR at a time: one call per row chunk instead of one per register
-// block (a call with 11 arguments per 8 x 32 x 256 block cost ~1-2% of a product).
+// block (a call with 11 arguments per 8 x 32 x 256 block is a measurable share of a product;
+// docs/performance.md#figures-behind-the-code).
 template <typename X, typename W, BlockFn<X, W> F, size_t MR>
 void over_blocks(const X* x, size_t ldx, size_t rows, const W* panel, size_t k0, size_t k1, const float* bias,
                  bool first, float* y, size_t ldy, size_t cols) {
@@ -144,7 +144,8 @@ void block_portable(const float* x, size_t ldx, size_t rows, const W* panel, siz
 #if defined(__x86_64__)
 // How far ahead (in k steps of one 128-byte panel row) the kernel asks for panel rows: into L1
 // for the next few, into L2 for the far ones (kAhead), so that a thread streaming weights from
-// memory keeps enough requests in flight (M = 16: 1.5x faster than the hardware prefetcher alone).
+// memory keeps enough requests in flight, which the hardware prefetcher alone does not
+// (docs/performance.md#figures-behind-the-code).
 constexpr size_t kPrefetchL1 = 48, kPrefetchL2 = 384;
 
 // The panel prefetches of register block `block` of a chunk's `blocks`, one step per 128-byte
@@ -152,15 +153,13 @@ constexpr size_t kPrefetchL1 = 48, kPrefetchL2 = 384;
 // the row kPrefetchL1 ahead into L1, and for more into L2:
 // - kAhead: the row kPrefetchL2 ahead. Only the first block of a chunk reads the panel from
 //   memory; the others find it in L2, and their prefetches ask for rows that are mostly there too,
-//   so memory sat idle while they ran: a product's time was about its read time plus its compute
-//   time (2304 x 768, 2 threads, Xeon with AMX: 1 row 310-330 us, 16 rows 460-480, 32 rows 660).
-// - kNextSlice: the block's share of the panel's next k slice (NextSlicePrefetch). It needs
-//   blocks >= 2; the walkers use kAhead for one block (with the whole next slice on one block 6-8
-//   rows ran at 0.78-0.89x), and the Kernel for products of more than one row chunk (level to 1%
-//   slower there). Xeon with AMX, 2 threads, against kAhead: `roberta-kernel-bench` on
-//   roberta-base's four shapes, 16 rows 1.10-1.16x, 128 rows 1.10-1.18x; forward passes of 1 x 16
-//   tokens 1.23x (fp32), 1.26-1.35x (AVX2, bf16 on vdpbf16ps, bf16 widened), 1 x 128 tokens 1.13x
-//   (fp32) (README, *Measured*).
+//   so memory sits idle while they run: a product's time is about its read time plus its compute
+//   time.
+// - kNextSlice: the block's share of the panel's next k slice (NextSlicePrefetch), so that memory
+//   keeps streaming while every block computes. It needs blocks >= 2; the walkers use kAhead for
+//   one block (the whole next slice on one block is slower), and the Kernel for products of more
+//   than one row chunk (no faster there). Which one a CPU model takes: panel_prefetch()
+//   (docs/performance.md#figures-behind-the-code).
 template <Prefetch P>
 class PanelPrefetch {
  public:
@@ -275,8 +274,8 @@ __attribute__((target("avx512f"))) void block_avx512(const float* x, size_t ldx,
 }
 
 // Any number of rows (a row chunk): full MR-row blocks inlined into the loop (flatten), the last
-// rows through the block of their exact count (with a loop over a run-time row count for those,
-// 12 x 32 blocks ran 128 rows, 10 blocks and 8 rows, 4-9% slower than 8 x 32 blocks did).
+// rows through the block of their exact count (a loop over a run-time row count for those is
+// slower: docs/performance.md#figures-behind-the-code).
 template <size_t MR, bool Gelu, typename W, Prefetch P>
 __attribute__((target("avx512f"), flatten)) void blocks_avx512(const float* x, size_t ldx, size_t rows,
                                                               const W* panel, size_t k0, size_t k1,
@@ -299,7 +298,7 @@ __attribute__((target("avx512f"), flatten)) void blocks_avx512(const float* x, s
       block_avx512<11, Gelu, W, P>};
   static_assert(MR <= std::size(kByRows));
   if constexpr (P == Prefetch::kNextSlice)
-    if (rows <= MR)  // one block: the next slice measured slower there (6-8 rows at 0.78-0.89x)
+    if (rows <= MR)  // one block: the next slice is slower there (PanelPrefetch)
       return blocks_avx512<MR, Gelu, W, Prefetch::kAhead>(x, ldx, rows, panel, k0, k1, bias, first, y, ldy, cols);
   const size_t blocks = (rows + MR - 1) / MR;
   size_t r = 0;
@@ -310,9 +309,10 @@ __attribute__((target("avx512f"), flatten)) void blocks_avx512(const float* x, s
 }
 
 // AVX2: an MR x 32 block as two passes of MR rows x 16 columns (for 6 rows 12 accumulators, with
-// the two panel vectors and the broadcast 15 of the 16 ymm registers: BLIS's 6 x 16 for Haswell);
-// exactly MR rows. (It was 4 x 32 in one pass: 16 accumulators and the 4 panel vectors do not fit
-// in 16 registers, and it ran at 92 GFLOP/s where OpenBLAS's Haswell kernel ran 176-222.)
+// the two panel vectors and the broadcast 15 of the 16 ymm registers: BLIS's AVX2 6 x 16 kernel);
+// exactly MR rows. (Not 4 x 32 in one pass: 16 accumulators and the 4 panel vectors do not fit in
+// 16 registers, and it runs at about half of OpenBLAS's AVX2 kernel's rate;
+// docs/performance.md#figures-behind-the-code.)
 // W = uint16_t: a bf16 panel (block_portable); a pass's 16 columns of a k pair are two registers
 // of 8 pairs, the even k's widened and multiplied first, then the odd k's, so that the 12
 // accumulators stay in registers (GCC 12 reads the weights again from L1 for the odd k's, and
@@ -430,7 +430,7 @@ struct Kernel {
 // The panel prefetch: panel_prefetch() (panel_prefetch.h).
 #if defined(__x86_64__)
 // The kernel whose blocks prefetch by P, in products of one row chunk; by kAhead in larger ones
-// (where the next slice measured no faster: docs/performance.md).
+// (where the next slice is no faster: docs/performance.md#figures-behind-the-code).
 template <typename W, Prefetch P>
 Kernel<W> pick_kernel_with(Isa isa, bool rows8) {
   constexpr Prefetch A = Prefetch::kAhead;
@@ -812,11 +812,11 @@ void packed_linear_with(const Bf16Kernel& kern, float* y, size_t ldy, const uint
                            y, ldy, w, bias, M, act, rows_done, tiles_done);
   const bool fused_gelu = kern.amx && act == Activation::kGelu;
   // The AMX product takes all of k in one pass: its sums stay in the tiles, and y is written once,
-  // where k slices of 512 pairs made the 3072-deep product add y's earlier slices back from memory
-  // (bf16 8 x 128 / 32 x 8..128 tokens 1.06-1.09x / 1.03-1.04x, paired, Xeon with AMX). (Slicing k inside
-  // the AMX kernel, the sums kept in the tiles' own layout between slices so that a slice of the
-  // panel stays in L1 for all of a chunk's blocks, ran a stand-alone loop of the blocking 1.37x
-  // faster with the weights in L2, but not a forward pass, whose weights come from memory.)
+  // where k slices of 512 pairs make the 3072-deep product add y's earlier slices back from memory
+  // (docs/performance.md#figures-behind-the-code). (Slicing k inside the AMX kernel, the sums kept
+  // in the tiles' own layout between slices so that a slice of the panel stays in L1 for all of a
+  // chunk's blocks, speeds up a stand-alone loop of the blocking with the weights in L2, but not a
+  // forward pass, whose weights come from memory.)
   for_each_block(
       M, N, Q, kern.amx ? Q : depth_slice(Q, kMaxDepth / 2), kern.block_rows,
       [&](size_t r, size_t rows, size_t p, size_t q0, size_t q1) {

@@ -61,7 +61,8 @@ struct RowScale {
   bool finite;
 };
 // (Inlined into each caller, so it is compiled for the caller's instruction set: called out of line
-// from the AVX-512 quantizers, its SSE code made int8 forward passes 6% slower, Xeon with AMX.)
+// from the AVX-512 quantizers, its SSE code slows int8 forward passes down measurably;
+// docs/performance.md#figures-behind-the-code.)
 __attribute__((always_inline)) inline RowScale row_scale(uint32_t top) {
   if (top >= kInfinityBits) return {std::numeric_limits<float>::quiet_NaN(), 0.0f, false};
   const float amax = std::bit_cast<float>(top);
@@ -153,8 +154,9 @@ using Int8RowsFn = void (*)(const uint32_t* xq, size_t ldq, const int8_t* panel,
 
 // Any number of rows (a row chunk) through blocks of MR rows, Full the block of MR: inlined into the
 // loop where the caller is flattened, one call per chunk rather than per block (the call, 14
-// arguments per 6 x 64 x 768 block, cost ~2% of the product); the last rows through by_rows[n],
-// the block of exactly n rows.
+// arguments per 6 x 64 x 768 block, is a measurable share of the product;
+// docs/performance.md#figures-behind-the-code); the last rows through by_rows[n], the block of
+// exactly n rows.
 template <size_t MR, Int8RowsFn Full>
 __attribute__((always_inline)) inline void int8_row_blocks(const Int8RowsFn (&by_rows)[MR], const uint32_t* xq,
                                                            size_t ldq, size_t rows, const int8_t* panel, size_t q0,
@@ -227,16 +229,16 @@ void quantize_rows_portable(const float* x, size_t rows, size_t k, uint32_t* qua
 
 #if defined(__x86_64__)
 #define ROBERTA_HAVE_AVX2_INT8_KERNEL 1
-// AVX2 without VNNI (AMD's Zen 2 and 3, Intel's client CPUs before Alder Lake, Broadwell servers): vpmaddubsw
-// multiplies unsigned by signed bytes and adds pairs into 16 bits with saturation, which x's
-// unsigned q + 128 (up to 255) times weights of up to ±127 would reach (2 · 255 · 127 > 32767). So
+// AVX2 without VNNI (CPUs with AVX2 but neither AVX-512 nor AVX-VNNI): vpmaddubsw multiplies
+// unsigned by signed bytes and adds pairs into 16 bits with saturation, which x's unsigned q + 128
+// (up to 255) times weights of up to ±127 would reach (2 · 255 · 127 > 32767). So
 // x goes back to its signed q (the bytes' top bit flipped) and the sign moves to the weight:
 // |q| · (±w) (vpsignb; weights are never -128), at most 2 · 127 · 127 = 32258 a pair, then
 // vpmaddwd adds the pairs into 32 bits. The sums are then of q · w themselves: no offset to take
 // off. MR rows x 16 columns a pass, four passes over the 64-column panel; exactly MR rows. 3 rows
-// (6 accumulators) ran 7-12% faster than 4 or 5 (roberta-kernel-bench, ROBERTA_ISA=avx2, Xeon with
-// AMX: 1024 x 2304 x 768 271-277 GOP/s against 245-249 and 240-244), about the AVX2 fp32 kernel's
-// rate: on CPUs without VNNI, int8 gains its smaller weights (memory, cache), not faster arithmetic.
+// (6 accumulators) beat 4 or 5 (docs/performance.md#figures-behind-the-code), at about the AVX2 fp32
+// kernel's rate: on CPUs without VNNI, int8 gains its smaller weights (memory, cache), not faster
+// arithmetic.
 // Next: each pass asks for its share of the panel's next k slice as a part of its own
 // (NextSlicePrefetch; 4 x the chunk's blocks parts).
 template <size_t MR, bool Next>
@@ -358,7 +360,7 @@ __attribute__((target("avx2,fma"), flatten)) void int8_block_avx2(
                             : defined(__clang__)             ? __clang_major__ >= 12                  \
                                                              : defined(__GNUC__) && __GNUC__ >= 11)
 #define ROBERTA_HAVE_AVX_VNNI_KERNEL 1
-// AVX-VNNI (Intel's CPUs since Alder Lake, including those without AVX-512): vpdpbusd on 8-int
+// AVX-VNNI (the VEX-encoded VNNI, also on CPUs without AVX-512): vpdpbusd on 8-int
 // registers sums x's unsigned bytes (q + 128) times the signed weights into 32 bits without
 // saturating, as the AVX512-VNNI kernel does on 16; the offset (128 · the column's weight sum) comes
 // off in the epilogue. MR rows x 16 columns a pass (2 · MR accumulators, two weight vectors and
@@ -435,7 +437,8 @@ __attribute__((target("avx2,fma,avxvnni"), flatten)) void int8_block_avx_vnni(
 #define ROBERTA_HAVE_VNNI_KERNEL 1
 // MR x 64 block in 4 * MR zmm accumulators. Every index is a compile-time constant (MR is the
 // block's exact row count, the loops are unrolled), so the accumulators live in registers: with a
-// runtime row count GCC kept them on the stack and the kernel ran at 40% of vpdpbusd's rate.
+// runtime row count GCC keeps them on the stack, and the kernel runs at a fraction of vpdpbusd's
+// rate (docs/performance.md#figures-behind-the-code).
 template <size_t MR>
 __attribute__((target("avx512f,avx512bw"), always_inline)) inline void int8_epilogue(
     const __m512i (&c)[MR], size_t c0, const int32_t* offset, const float* x_scale, const float* w_scale,
@@ -456,10 +459,10 @@ __attribute__((target("avx512f,avx512bw"), always_inline)) inline void int8_epil
 
 // MR x 64 block in 4 * MR zmm accumulators. MR is the block's exact row count and the loops are
 // unrolled, and the accumulators are four small arrays rather than one (MR, 4) array: GCC keeps
-// those in registers, while the larger array it left on the stack, storing it every k step (the
-// kernel then ran at 40% of vpdpbusd's rate). Next: the block's share of the panel's next k slice
-// (NextSlicePrefetch); without it (Prefetch::kAhead, by CPU model: panel_prefetch()) no software
-// prefetch, and only the first block of a chunk reads the panel from memory.
+// those in registers, while the larger array it leaves on the stack, storing it every k step (the
+// kernel then runs at a fraction of vpdpbusd's rate). Next: the block's share of the panel's next
+// k slice (NextSlicePrefetch); without it (Prefetch::kAhead, by CPU model: panel_prefetch()) no
+// software prefetch, and only the first block of a chunk reads the panel from memory.
 template <size_t MR, bool Next>
 __attribute__((target("avx512f,avx512bw,avx512vnni"), always_inline)) inline void int8_vnni_sums(
     __m512i (&c0)[MR], __m512i (&c1)[MR], __m512i (&c2)[MR], __m512i (&c3)[MR], const uint32_t* xq, size_t ldq,
@@ -583,12 +586,13 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16"), flatte
                       y ? y + r * ldy : nullptr, ldy, cols, gelu, y16 ? y16 + r * ldy : nullptr, r / kMaxRows, blocks);
 }
 
-// AVX-512 without VNNI (Skylake-SP): the AVX2 kernel's signed-byte products (x flipped back to its
-// signed q, its sign moved to the weight; vpmaddubsw, then vpmaddwd into 32 bits: no pair saturates,
-// no offset) on 64-byte registers, the whole 64-column panel a pass. AVX-512 has no vpsignb: the
-// weight is negated where q < 0 by a subtraction under the mask of q's sign bits (vpmovb2m). q = 0
-// gives |q| = 0, whatever the weight. MR x 64 in 4 * MR accumulators, MR = 4: with the four weight
-// vectors, the row's |q|, its mask and the temporaries, 5 rows would fill all 32 registers.
+// AVX-512 without VNNI (CPUs from before AVX512-VNNI): the AVX2 kernel's signed-byte products (x
+// flipped back to its signed q, its sign moved to the weight; vpmaddubsw, then vpmaddwd into 32
+// bits: no pair saturates, no offset) on 64-byte registers, the whole 64-column panel a pass.
+// AVX-512 has no vpsignb: the weight is negated where q < 0 by a subtraction under the mask of q's
+// sign bits (vpmovb2m). q = 0 gives |q| = 0, whatever the weight. MR x 64 in 4 * MR accumulators,
+// MR = 4: with the four weight vectors, the row's |q|, its mask and the temporaries, 5 rows would
+// fill all 32 registers.
 // Next: the block's share of the panel's next k slice (NextSlicePrefetch), as the VNNI kernel's.
 constexpr size_t kAvx512BwRows = 4;
 alignas(64) constexpr int32_t kNoOffset[kCols] = {};
@@ -762,8 +766,9 @@ Int8Kernel pick_int8_kernel() {
   if (usable_isa() >= Isa::kAvx512Vnni)
     return {next() ? int8_block_vnni<true> : int8_block_vnni<false>, nullptr, quantize_rows_avx512, kMaxRows,
             "AVX512-VNNI", next()};
-  // (No CPU has AVX-512 without AVX512-VNNI but with AVX-VNNI: ROBERTA_ISA=avx512 stands for Skylake-SP.
-  // A build without these GCC-only kernels takes AVX-VNNI below, where the CPU has it, even there.)
+  // (No CPU has AVX-512 without AVX512-VNNI but with AVX-VNNI: ROBERTA_ISA=avx512 stands for the
+  // AVX-512 CPUs from before AVX512-VNNI. A build without these GCC-only kernels takes AVX-VNNI
+  // below, where the CPU has it, even there.)
   if (usable_isa() >= Isa::kAvx512)
     return {next() ? int8_block_avx512bw<true> : int8_block_avx512bw<false>, nullptr, quantize_rows_avx512,
             kAvx512BwRows, "AVX512BW", next()};

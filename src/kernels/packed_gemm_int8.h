@@ -25,8 +25,8 @@ class PackedWeightInt8 {
  public:
   static constexpr size_t kPanel = 64;
   // k quads per pass: K <= 3072 in one slice (192 KB of a panel, from L2), so the int32 sums are
-  // dequantized once (|sum| <= 255 * 127 * 3072 < 2^31); roberta-base's output product with 192
-  // quads took four passes and int8 8 x 128 tokens ran 1.1-1.7% slower (Zen 4, paired rounds).
+  // dequantized once (|sum| <= 255 * 127 * 3072 < 2^31); roberta-base's output product in four
+  // passes of 192 quads is slower (docs/performance.md#figures-behind-the-code).
   static constexpr size_t kSliceQuads = 768;
 
   PackedWeightInt8() = default;

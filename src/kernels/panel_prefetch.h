@@ -24,8 +24,9 @@ inline Prefetch panel_prefetch() { return runtime::plan().prefetch_next ? Prefet
 // asking for the panel's rows after k1 in memory: the next k slice, or the next panel, which follows
 // it. A panel row is Lines cache lines; the rows [k0, k1) the chunk multiplies by now, k1 - k0 rows
 // to ask for, spread evenly over all the parts, one line at a time (asking for each line once:
-// repeated requests made fp32's 32 and 128 rows 4-7% slower), so that the weights stream from memory
-// while every block computes. Into L2 (T1): the parts that follow read them again from there.
+// repeated requests slow the product down; docs/performance.md#figures-behind-the-code), so that
+// the weights stream from memory while every block computes. Into L2 (T1): the parts that follow
+// read them again from there.
 template <size_t Lines>
 class NextSlicePrefetch {
  public:

@@ -167,10 +167,11 @@ bool encoder_layer_forward(Matrix& x, const EncoderLayer& L, const Batch& batch,
   }
   // Work on rows as soon as a product has finished them, while they are in cache: x = LayerNorm(tmp
   // + x) after the attention's and the feed-forward's output products, and where converted, x for
-  // the feed-forward and for the next layer. (act(intermediate) quantized the same way, for the
-  // output product, made 8 x 128 tokens 4% slower on the Zen 4: the intermediate product's tasks
-  // then each take whole 3072-wide rows, the whole weight per band, rather than groups of panels.
-  // Rounding to bf16 needs no row maximum, so it goes tile by tile.)
+  // the feed-forward and for the next layer. (act(intermediate) is not quantized the same way for
+  // the output product: the intermediate product's tasks would then each take whole 3072-wide rows,
+  // the whole weight per band, rather than groups of panels, which is slower
+  // (docs/performance.md#figures-behind-the-code). Rounding to bf16 needs no row maximum, so it goes
+  // tile by tile.)
   const kernels::RowsDone attn_done = [&](size_t m0, size_t m1) {
     kernels::layer_norm_rows(h + m0 * H, ws.tmp + m0 * H, h + m0 * H, L.attn_norm.gamma, L.attn_norm.beta, m1 - m0, H,
                              c.layer_norm_eps);

@@ -7,11 +7,11 @@ namespace roberta {
 PackedLinear PackedLinear::join(const std::vector<LinearWeights>& parts, WeightType type) {
   PackedLinear p;
   // Several parts' rows one after the other, in a copy (7 MB for roberta-base's Q, K and V).
-  // Packing them in place from the three matrices loaded ~20 ms faster, but the freed copy is what
-  // makes glibc raise its mmap threshold early in the load, so that the packed weights come from
-  // its heap rather than from an mmap each: and with the weights in mmaps int8 8 x 128 tokens ran
-  // 4-5% slower (Zen 4, paired A/B, 10 rounds; the same with MALLOC_MMAP_THRESHOLD_ set). Until
-  // the weights get an arena of their own, the copy stays.
+  // Packing them in place from the three matrices loads a little faster, but the freed copy is
+  // what makes glibc raise its mmap threshold early in the load, so that the packed weights come
+  // from its heap rather than from an mmap each: weights in mmaps make the forward pass slower
+  // (docs/performance.md#figures-behind-the-code). Until the weights get an arena of their own,
+  // the copy stays.
   const size_t in = parts.at(0).in;
   size_t out = 0;
   for (const LinearWeights& l : parts) out += l.out;

@@ -25,7 +25,7 @@ inline bool higher_score(float a, float b) { return std::isnan(a) ? !std::isnan(
 
 // A model folder's model and tokenizer. Where the pool has more than one thread, the model loads
 // on a thread of its own (packing its weights on the pool) while the calling thread parses the
-// tokenizer: roberta-base's tokenizer.json takes ~0.1 s, about half as long as the model (Zen 4).
+// tokenizer, which takes about half as long as the model (docs/performance.md#figures-behind-the-code).
 // Not the other way round: the tokenizer's allocations, made on a short-lived thread, would stay in
 // that thread's malloc arena (`embed`'s peak memory rose by 10 MB). A folder where both fail
 // reports the tokenizer's error, as loading it first would.

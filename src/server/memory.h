@@ -5,13 +5,11 @@
 // glibc raises its mmap threshold to the size of every mapped buffer freed (up to 32 MiB), so
 // after the first passes such buffers come from the malloc arenas, are reused from there without
 // page faults, and stay with the process once freed: RSS rises to the working set of the largest
-// passes and stays there (a 10-minute soak on the demo model: 66 -> 192 MB, also when idle).
-// That RSS is flat, not a leak. Fixing the threshold low (mallopt(M_MMAP_THRESHOLD, 256 KiB)) kept
-// it lower under load (100-145 MB), but made every large pass map and fault in its buffers again
-// (~8,000 page faults for a pass of 1,300 roberta-base tokens): about 7% fewer requests/s in
-// serve_load's batched phase on a quiet machine. So the arenas keep their memory while there is
-// work, and release_free_memory() gives what is free back once there is none (the soak: 197 MB
-// from minute 3 to 10 under load, 101 MB a few seconds after it).
+// passes and stays there, also when idle. That RSS is flat, not a leak. Fixing the threshold low
+// (mallopt(M_MMAP_THRESHOLD, 256 KiB)) keeps it lower under load, but makes every large pass map
+// and fault in its buffers again, which costs throughput. So the arenas keep their memory while
+// there is work, and release_free_memory() gives what is free back once there is none
+// (docs/performance.md#figures-behind-the-code).
 //
 // What stays is mostly the forward pass's per-thread scratch buffers (up to 32 MiB each,
 // util/scratch.h) and memory still in use in partly used pages.

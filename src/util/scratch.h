@@ -2,8 +2,8 @@
 // Per-thread scratch memory that is reused between calls while it is small and given back after
 // a large call, so that one big batch does not pin its working memory to a thread for the
 // thread's whole life. data() is 64-byte aligned: a row of a 64-byte multiple starts on a cache
-// line (glibc returns large blocks 16 bytes past a page; AMX tile loads of such rows straddled two
-// lines each: 1.2-1.4 against 3.2-3.6 TOP/s int8 a core in a loop of our AMX blocking, Xeon).
+// line (glibc returns large blocks 16 bytes past a page, and AMX tile loads of rows that straddle
+// two lines each run far slower: docs/performance.md#figures-behind-the-code).
 //
 //   thread_local std::vector<float> buffer;
 //   util::Scratch<float> tmp(buffer, rows * cols);   // tmp.data(): at least rows * cols floats
@@ -17,9 +17,9 @@ namespace roberta::util {
 // What one scratch buffer may keep between calls. The forward pass uses 4 (plus 1 for bf16
 // inputs and 2 small per-worker rows), so a thread keeps at most ~5 x 32 MiB after any call: the
 // working memory of a batch of up to ~2,700 roberta-base tokens stays for the next call. With 8
-// MiB, batches of 1,024 and 2,068 tokens gave their buffers back after every call and, depending
-// on where glibc had put the weights, faulted them in again: 6,100-12,400 page faults a pass and
-// int8 8 x 128 tokens 6% slower (Zen 4; README, 2026-11-25).
+// MiB, batches of 1,024 tokens and more give their buffers back after every call and, depending
+// on where glibc has put the weights, fault them in again, which slows the forward pass down
+// (docs/performance.md#figures-behind-the-code).
 inline constexpr size_t kScratchKeepBytes = size_t{32} << 20;
 
 template <class T>

@@ -127,8 +127,9 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t)>& fn) {
   wake_.notify_all();
   run(*job);
   // The caller, done with its share, watches for the workers to finish theirs before it sleeps:
-  // sleeping on the condition variable and being woken made 1 x 16 tokens in int8 16% slower
-  // (Zen 4, 2 threads: ~13 us for each of its 60 loops; 8 x 128 tokens 1.5%).
+  // sleeping on the condition variable and being woken adds microseconds to every parallel_for,
+  // which add up over the many loops of a short forward pass
+  // (docs/performance.md#figures-behind-the-code).
   spin_while([&] { return job->done.load(std::memory_order_acquire) != job->n; });
   {
     std::unique_lock lock(job->mutex);
