@@ -28,7 +28,8 @@ std::string product_path(kernels::Precision p) {
            (isa == "avx2" ? " x 16" : " x 32") + " blocks" +
            (prefetch == "none" ? "" : ", prefetch " + std::string(prefetch)) + ")";
   }
-  if (p == Precision::kBF16) return std::string("own (") + kernels::bf16_kernel_name() + (isa == "portable" ? ", slow)" : ")");
+  if (p == Precision::kBF16)
+    return std::string("own (") + kernels::bf16_kernel_name() + (isa == "portable" ? ", slow)" : ")");
   const std::string_view int8 = kernels::int8_kernel_name();
   return "own (" + std::string(int8) +
          (kernels::int8_kernel_fuses_epilogue() && int8 != "AMX-INT8" ? ", GELU and bf16 output in the epilogue" : "") +
@@ -42,9 +43,11 @@ RuntimeInfo runtime_info() {
   RuntimeInfo r;
   r.cpu = runtime::describe(runtime::detect(), plan.row);
   r.isa = runtime::isa_name(plan.isa);
-  if (plan.isa != plan.detected) r.isa += std::string(" (ROBERTA_ISA; the CPU has ") + runtime::isa_name(plan.detected) + ")";
+  if (plan.isa != plan.detected)
+    r.isa += std::string(" (ROBERTA_ISA; the CPU has ") + runtime::isa_name(plan.detected) + ")";
   using kernels::Precision;
-  for (const auto& [p, name] : {std::pair{Precision::kF32, "fp32"}, {Precision::kBF16, "bf16"}, {Precision::kInt8, "int8"}})
+  for (const auto& [p, name] :
+       {std::pair{Precision::kF32, "fp32"}, {Precision::kBF16, "bf16"}, {Precision::kInt8, "int8"}})
     r.matrix_products += (r.matrix_products.empty() ? "" : "; ") + std::string(name) + ": " + product_path(p);
   r.attention = kernels::attention_path();
   r.default_dtype = recommended_weight_type() == WeightType::kBF16

@@ -4,7 +4,7 @@
 // ("runtime") and Python's `roberta_cpp.runtime_info()` show.
 //
 //   roberta::RuntimeInfo r = roberta::runtime_info();
-//   r.cpu              // "AMD EPYC 9B45 (AuthenticAMD family 26 model 2): AMD Zen 5 (family 26)"
+//   r.cpu              // "<brand string> (<vendor> family F model M): <its row in runtime/cpu.h's table>"
 //   r.matrix_products  // "fp32: own (avx512, 12 x 32 blocks, prefetch next); bf16: oneDNN (...); ..."
 #include <string>
 

@@ -22,7 +22,7 @@ struct RelativePositions {
 // The precision the products may use: kBf16 lets Q, K, V and softmax's exponentials be rounded
 // to bfloat16 (fp32 sums, fp32 softmax) where the CPU has AVX512-BF16 and the head size is 64 with
 // absolute positions — on AMX tiles where the CPU has them (ROBERTA_ISA amx; tested on the tiles
-// against its emulation and a float64 reference on an AMX Xeon); elsewhere the fp32 path runs. The bf16 and int8
+// against its emulation and a float64 reference); elsewhere the fp32 path runs. The bf16 and int8
 // encoders ask for kBf16 where bf16_attention_pays().
 enum class AttentionPrecision { kFp32, kBf16 };
 void self_attention(float* ctx, const float* qkv, const size_t* offsets, size_t num_sequences, size_t heads,

@@ -1,8 +1,8 @@
 #pragma once
 // The CPU this process runs on, as cpuid tells it (x86-64): its model and its instruction sets,
-// read once; and the kernel choices made for each CPU model: one table, one row per CPU model measured (docs/performance.md, "Kernel choices per CPU", has
-// the measurement behind each entry). A CPU the table does not know gets the row of the closest
-// known one, and says so (`roberta info`).
+// read once; and the kernel choices made for each CPU model: one table, one row per CPU model
+// measured (docs/performance.md, "Kernel choices per CPU", has the measurement behind each entry).
+// A CPU the table does not know gets the row of the closest known one, and says so (`roberta info`).
 //
 //   const runtime::CpuMatch& m = runtime::this_cpu();
 //   m.choices->fp32_block_rows     // 12 on a Zen 5
