@@ -297,8 +297,8 @@ Outputs Model::forward(const Batch& batch, const ForwardOptions& options) const 
     ws.i_scales = i_scales_s.data();
   }
   // The fp32 buffers only where a layer uses them (not where the bf16 and int8 encoders keep Q, K,
-  // V, the context or act(intermediate) in bf16: ~25 MB of int8's 202 MB peak for 8 x 128
-  // roberta-base tokens; README "Measured").
+  // V, the context or act(intermediate) in bf16: a tenth of int8's peak memory for 8 x 128
+  // roberta-base tokens; docs/performance.md#figures-behind-the-code).
   LayerF32Needs f32{false, false, false};
   for (const EncoderLayer& L : m.layers) {
     const LayerF32Needs n = layer_f32_needs(L, c, m.activation, ws);

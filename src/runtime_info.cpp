@@ -1,4 +1,4 @@
-#include "roberta/runtime_info.h"
+#include "roberta/runtime.h"
 
 #include <string_view>
 #include <utility>

@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <map>
 #include <set>
 #include <string>
@@ -82,6 +85,31 @@ TEST(Settings, AnotherValueIsAnErrorNamingTheAcceptedOnes) {
   for (const auto& d : roberta::runtime::setting_docs()) documented.insert(d.name);
   EXPECT_EQ(documented.size(), cases.size());
   for (const auto& [name, bad] : cases) EXPECT_TRUE(documented.count(name)) << name;
+}
+
+// docs/environment.md's table of kernel settings is this table: a row per variable with its values,
+// what unset means and what it does, word for word.
+TEST(Settings, TheDocsTableIsTheSettingsTable) {
+  const auto path = std::filesystem::path(ROBERTA_DEMO_MODEL).parent_path().parent_path() / "docs" / "environment.md";
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << path;
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string doc = text.str();
+  size_t rows = 0;
+  for (const auto& d : roberta::runtime::setting_docs()) {
+    const std::string row = std::string("| `") + d.name + "` | " + d.values + " | " + d.unset + " | " + d.effect + " |";
+    EXPECT_NE(doc.find(row), std::string::npos) << "docs/environment.md lacks the row\n" << row;
+    ++rows;
+  }
+  // and no other ROBERTA_ variable in that section than those
+  const size_t begin = doc.find("## Kernel settings"), end = doc.find("\n## ", begin + 1);
+  ASSERT_NE(begin, std::string::npos);
+  const std::string section = doc.substr(begin, end - begin);
+  size_t listed = 0;
+  for (size_t at = section.find("\n| `ROBERTA_"); at != std::string::npos; at = section.find("\n| `ROBERTA_", at + 1))
+    ++listed;
+  EXPECT_EQ(listed, rows);
 }
 
 TEST(Settings, FromEnvReadsThisProcesssEnvironment) {

@@ -5,6 +5,6 @@
 #include "roberta/error.h"
 #include "roberta/model.h"
 #include "roberta/pipelines.h"
-#include "roberta/runtime_info.h"
+#include "roberta/runtime.h"
 #include "roberta/threads.h"
 #include "roberta/tokenizer.h"

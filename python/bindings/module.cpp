@@ -5,7 +5,7 @@
 
 #include "common.h"
 #include "roberta/error.h"
-#include "roberta/runtime_info.h"
+#include "roberta/runtime.h"
 #include "roberta/threads.h"
 
 namespace roberta::python {

@@ -54,9 +54,9 @@ std::vector<Matrix> token_states(const Model& model, const Tokenizer& tok, const
   return result;
 }
 
-}  // namespace
 
-void register_pipelines(py::module_& m) {
+// FillMask.
+void register_fill_mask(py::module_& m) {
   py::class_<FillMask>(m, "FillMask", "Hugging Face's fill-mask pipeline in C++.")
       .def(py::init([](const Model& model, const Tokenizer& tok) { return FillMask(model, tok); }), py::arg("model"),
            py::arg("tokenizer"))
@@ -120,7 +120,10 @@ void register_pipelines(py::module_& m) {
             return std::make_pair(ids, notes);
           },
           py::arg("targets"), "(ids, notes): the ids the targets resolve to and a note per word that is not one token.");
+}
 
+// Embedder, and token_states (the raw token states of texts).
+void register_embedder(py::module_& m) {
   py::class_<Embedder>(m, "Embedder", "Sentence embeddings of a sentence-transformers folder.")
       .def(py::init([](const std::string& path, const std::string& dtype) {
              const LoadOptions o = parse_dtype(dtype);
@@ -219,6 +222,13 @@ void register_pipelines(py::module_& m) {
       py::arg("batch_size") = 32, py::arg("max_length") = 0,
       "The last hidden state of each text, (tokens, hidden) float32 each (feature extraction); with truncation,\n"
       "cut at max_length tokens (0: the tokenizer's model_max_length, at most the model's positions).");
+}
+
+}  // namespace
+
+void register_pipelines(py::module_& m) {
+  register_fill_mask(m);
+  register_embedder(m);
 }
 
 }  // namespace roberta::python

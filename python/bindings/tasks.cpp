@@ -47,9 +47,9 @@ std::optional<CrossEncoderActivation> activation_of(const std::optional<std::str
   return parse_cross_encoder_activation(*name);
 }
 
-}  // namespace
 
-void register_tasks(py::module_& m) {
+// TextClassifier and ZeroShotClassifier (and its label parser).
+void register_classifiers(py::module_& m) {
   py::class_<TextClassifier>(m, "TextClassifier", "transformers' text-classification pipeline in C++.")
       .def(py::init([](const Model& model, const Tokenizer& tok) { return TextClassifier(model, tok); }),
            py::arg("model"), py::arg("tokenizer"))
@@ -127,7 +127,10 @@ void register_tasks(py::module_& m) {
           py::arg("multi_label") = false, "For each sequence: {sequence, labels, scores}, best label first.");
   m.def("parse_candidate_labels", &parse_candidate_labels, py::arg("labels"),
         "candidate_labels given as one string: split at commas, stripped.");
+}
 
+// TokenClassifier (NER) and QuestionAnswerer: answers that are spans of the text.
+void register_span_tasks(py::module_& m) {
   py::class_<TokenClassifier>(m, "TokenClassifier", "transformers' token-classification (NER) pipeline in C++.")
       .def(py::init([](const Model& model, const Tokenizer& tok) { return TokenClassifier(model, tok); }),
            py::arg("model"), py::arg("tokenizer"))
@@ -208,7 +211,10 @@ void register_tasks(py::module_& m) {
           py::arg("max_seq_len") = py::none(), py::arg("max_question_len") = 64,
           py::arg("handle_impossible_answer") = false, py::arg("align_to_words") = true,
           "For each (question, context): a list of {score, start, end, answer} dicts, best first.");
+}
 
+// CrossEncoder: scores of text pairs.
+void register_cross_encoder(py::module_& m) {
   py::class_<CrossEncoder>(m, "CrossEncoder", "sentence-transformers' CrossEncoder in C++.")
       .def(py::init([](const std::string& path, const std::string& dtype) {
              const LoadOptions o = parse_dtype(dtype);
@@ -242,6 +248,14 @@ void register_tasks(py::module_& m) {
       .def_property_readonly("default_activation", [](const CrossEncoder& ce) {
         return std::string(cross_encoder_activation_name(ce.default_activation()));
       });
+}
+
+}  // namespace
+
+void register_tasks(py::module_& m) {
+  register_classifiers(m);
+  register_span_tasks(m);
+  register_cross_encoder(m);
 }
 
 }  // namespace roberta::python

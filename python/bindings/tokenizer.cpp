@@ -71,9 +71,8 @@ const char* kEncodeDoc =
     "Tokenizes one text (or a pair: <s> A </s></s> B </s>). max_length truncates to that many tokens\n"
     "including the special ones. Raises InvalidInputError (a ValueError) for invalid UTF-8.";
 
-}  // namespace
-
-void register_tokenizer(py::module_& m) {
+// Encoding: one tokenized text.
+void register_encoding(py::module_& m) {
   py::class_<Encoding>(m, "Encoding", "One tokenized text, as Hugging Face tokenizers' Encoding.")
       .def_property_readonly("ids", [](const Encoding& e) { return e.ids; }, "Token ids.")
       .def_property_readonly("type_ids", [](const Encoding& e) { return e.type_ids; }, "Token type ids.")
@@ -130,8 +129,11 @@ void register_tokenizer(py::module_& m) {
         return "Encoding(num_tokens=" + std::to_string(e.size()) +
                ", attributes=[ids, type_ids, tokens, offsets, attention_mask, special_tokens_mask])";
       });
+}
 
-  py::class_<Tokenizer>(m, "Tokenizer", "roberta.cpp's byte-level BPE tokenizer (Hugging Face's results).")
+// Tokenizer's constructors, encode and its batch and padding helpers.
+void def_tokenizer_encoding(py::class_<Tokenizer>& tokenizer) {
+  tokenizer
       .def(py::init([](const std::string& path) {
              py::gil_scoped_release nogil;
              return Tokenizer::from_dir(path);
@@ -235,7 +237,12 @@ void register_tokenizer(py::module_& m) {
           py::arg("encodings"), py::arg("length") = py::none(), py::arg("pad_to_multiple_of") = py::none(),
           py::arg("direction") = "right",
           "Padded copies of the encodings: to `length`, else to the longest (rounded up to a multiple of\n"
-          "pad_to_multiple_of), with <pad> and attention_mask 0.")
+          "pad_to_multiple_of), with <pad> and attention_mask 0.");
+}
+
+// Tokenizer's decoding, vocabulary and special tokens.
+void def_tokenizer_vocabulary(py::class_<Tokenizer>& tokenizer) {
+  tokenizer
       .def(
           "decode",
           [](const Tokenizer& t, const std::vector<int32_t>& ids, bool skip_special_tokens) {
@@ -288,6 +295,15 @@ void register_tokenizer(py::module_& m) {
       .def_property_readonly("pad_token_id", &Tokenizer::pad_id)
       .def_property_readonly("mask_token_id", &Tokenizer::mask_id)
       .def_property_readonly("unk_token_id", &Tokenizer::unk_id);
+}
+
+}  // namespace
+
+void register_tokenizer(py::module_& m) {
+  register_encoding(m);
+  py::class_<Tokenizer> tokenizer(m, "Tokenizer", "roberta.cpp's byte-level BPE tokenizer (Hugging Face's results).");
+  def_tokenizer_encoding(tokenizer);
+  def_tokenizer_vocabulary(tokenizer);
 }
 
 }  // namespace roberta::python

@@ -7,7 +7,7 @@
 //
 // Why: on some CPUs oneDNN's brgemm kernels are faster than ours on bf16 (the choice per CPU model:
 // runtime/cpu.h; docs/performance.md#figures-behind-the-code), and on CPUs with AMX it runs
-// bf16 and int8 on the AMX tiles, which our kernels do not use (see the README's speed section).
+// bf16 and int8 on the AMX tiles (where our own AMX kernels are the faster ones, the plan keeps them).
 //
 // How: W is split into parts of kPartColumns output columns, each packed once at load in the layout
 // oneDNN's matmul picks on this CPU, the full parts one after the other in one buffer. A call splits

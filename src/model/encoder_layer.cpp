@@ -134,7 +134,7 @@ bool encoder_layer_forward(Matrix& x, const EncoderLayer& L, const Batch& batch,
   if (plan.qkv16) {
     // (Q, K and V rounded to bf16 by the QKV product's epilogue, as the AMX attention rounds them:
     // the same results, without 9 MB of fp32 Q, K, V written and read again for 8 x 128
-    // roberta-base tokens, nor their rounding in the attention; README "Measured")
+    // roberta-base tokens, nor their rounding in the attention; docs/performance.md#figures-behind-the-code)
     if (!x_converted)
       ThreadPool::global()->parallel_for((T + 63) / 64, [&](size_t t) {
         convert_x_rows(t * 64, std::min(T, t * 64 + 64));
@@ -198,7 +198,7 @@ bool encoder_layer_forward(Matrix& x, const EncoderLayer& L, const Batch& batch,
   if (int8_via_bf16) {
     // (int8: act(intermediate) rounded to bf16 by the product's epilogue, then quantized from
     // there: the fp32 intermediate, 12 MB for 8 x 128 roberta-base tokens, is neither written nor
-    // read twice; README "Measured")
+    // read twice; docs/performance.md#figures-behind-the-code)
     L.intermediate.apply_to_bf16(ws.i_pairs, ip, kernels::QuantizedRows{ws.h_quads, ws.h_scales}, T, act);
     quantize_pairs(ws.i_pairs, ip, I, ws.i_quads, ws.i_scales, 16);
   } else if (plan.bf16_intermediate)

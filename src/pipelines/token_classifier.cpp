@@ -107,6 +107,68 @@ std::vector<TokenEntity> group_entities(const std::vector<TokenEntity>& entities
   return groups;
 }
 
+// transformers' aggregate_words: a word is a token and the subwords after it, scored as `aggregation`
+// (first, average or max) says. L labels; id2label names them.
+std::vector<TokenEntity> aggregate_words(const std::vector<PreEntity>& pre, size_t L, Aggregation aggregation,
+                                         const Tokenizer& tokenizer, const std::vector<std::string>& id2label) {
+  std::vector<TokenEntity> entities;
+  for (size_t a = 0; a < pre.size();) {
+    size_t b = a + 1;
+    while (b < pre.size() && pre[b].is_subword) ++b;
+    std::vector<std::string> words;
+    for (size_t i = a; i < b; ++i) words.push_back(pre[i].word);
+    TokenEntity e;
+    e.word = tokenizer.convert_tokens_to_string(words);
+    size_t k = 0;
+    if (aggregation == Aggregation::kFirst) {
+      k = argmax(pre[a].scores, L);
+      e.score = pre[a].scores[k];
+    } else if (aggregation == Aggregation::kMax) {
+      size_t best = a;
+      for (size_t i = a + 1; i < b; ++i)
+        if (*std::max_element(pre[i].scores, pre[i].scores + L) >
+            *std::max_element(pre[best].scores, pre[best].scores + L))
+          best = i;
+      k = argmax(pre[best].scores, L);
+      e.score = pre[best].scores[k];
+    } else {
+      std::vector<float> avg(L);
+      for (size_t j = 0; j < L; ++j) {
+        double sum = 0;
+        for (size_t i = a; i < b; ++i) sum += pre[i].scores[j];
+        avg[j] = static_cast<float>(sum / static_cast<double>(b - a));
+      }
+      k = argmax(avg.data(), L);
+      e.score = avg[k];
+    }
+    e.entity = id2label[k];
+    e.start = pre[a].start, e.byte_start = pre[a].byte_start;
+    e.end = pre[b - 1].end, e.byte_end = pre[b - 1].byte_end;
+    entities.push_back(std::move(e));
+    a = b;
+  }
+  return entities;
+}
+
+// transformers' aggregate_overlapping_entities, for windows that overlap: of entities that overlap,
+// the longest (then the higher score) is kept. `all` is not empty.
+std::vector<TokenEntity> aggregate_overlapping(std::vector<TokenEntity> all) {
+  std::stable_sort(all.begin(), all.end(), [](const TokenEntity& a, const TokenEntity& b) { return a.start < b.start; });
+  std::vector<TokenEntity> kept;
+  TokenEntity previous = all.front();
+  for (const TokenEntity& e : all) {
+    if (previous.start <= e.start && e.start < previous.end) {
+      const int64_t len = e.end - e.start, previous_len = previous.end - previous.start;
+      if (len > previous_len || (len == previous_len && e.score > previous.score)) previous = e;
+    } else {
+      kept.push_back(previous);
+      previous = e;
+    }
+  }
+  kept.push_back(previous);
+  return kept;
+}
+
 }  // namespace
 
 size_t TokenClassifier::max_length() const { return pipeline::truncation_length(config_, tokenizer_); }
@@ -271,63 +333,14 @@ std::vector<TokenEntity> TokenClassifier::finish(const Prepared& prepared, const
         e.start = p.start, e.end = p.end, e.byte_start = p.byte_start, e.byte_end = p.byte_end;
         entities.push_back(std::move(e));
       }
-    } else {  // aggregate_words: a word is a token and the subwords after it
-      for (size_t a = 0; a < pre.size();) {
-        size_t b = a + 1;
-        while (b < pre.size() && pre[b].is_subword) ++b;
-        std::vector<std::string> words;
-        for (size_t i = a; i < b; ++i) words.push_back(pre[i].word);
-        TokenEntity e;
-        e.word = tokenizer_.convert_tokens_to_string(words);
-        size_t k = 0;
-        if (options.aggregation == Aggregation::kFirst) {
-          k = argmax(pre[a].scores, L);
-          e.score = pre[a].scores[k];
-        } else if (options.aggregation == Aggregation::kMax) {
-          size_t best = a;
-          for (size_t i = a + 1; i < b; ++i)
-            if (*std::max_element(pre[i].scores, pre[i].scores + L) >
-                *std::max_element(pre[best].scores, pre[best].scores + L))
-              best = i;
-          k = argmax(pre[best].scores, L);
-          e.score = pre[best].scores[k];
-        } else {
-          std::vector<float> avg(L);
-          for (size_t j = 0; j < L; ++j) {
-            double sum = 0;
-            for (size_t i = a; i < b; ++i) sum += pre[i].scores[j];
-            avg[j] = static_cast<float>(sum / static_cast<double>(b - a));
-          }
-          k = argmax(avg.data(), L);
-          e.score = avg[k];
-        }
-        e.entity = config_.id2label[k];
-        e.start = pre[a].start, e.byte_start = pre[a].byte_start;
-        e.end = pre[b - 1].end, e.byte_end = pre[b - 1].byte_end;
-        entities.push_back(std::move(e));
-        a = b;
-      }
+    } else {
+      entities = aggregate_words(pre, L, options.aggregation, tokenizer_, config_.id2label);
     }
     if (options.aggregation != Aggregation::kNone) entities = group_entities(entities, tokenizer_);
     for (TokenEntity& e : entities)
       if (!ignored(e.entity)) all.push_back(std::move(e));
   }
-  if (prepared.windows.size() > 1 && !all.empty()) {  // aggregate_overlapping_entities
-    std::stable_sort(all.begin(), all.end(), [](const TokenEntity& a, const TokenEntity& b) { return a.start < b.start; });
-    std::vector<TokenEntity> kept;
-    TokenEntity previous = all.front();
-    for (const TokenEntity& e : all) {
-      if (previous.start <= e.start && e.start < previous.end) {
-        const int64_t len = e.end - e.start, previous_len = previous.end - previous.start;
-        if (len > previous_len || (len == previous_len && e.score > previous.score)) previous = e;
-      } else {
-        kept.push_back(previous);
-        previous = e;
-      }
-    }
-    kept.push_back(previous);
-    all = std::move(kept);
-  }
+  if (prepared.windows.size() > 1 && !all.empty()) all = aggregate_overlapping(std::move(all));
   return all;
 }
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <thread>
 
-#include "roberta/runtime_info.h"
+#include "roberta/runtime.h"
 #include "server/handlers.h"
 
 #ifndef ROBERTA_VERSION
@@ -426,7 +426,7 @@ ordered_json model_type(State& s) {
   return {{c.num_labels() > 1 ? "classifier" : "reranker", {{"id2label", id2label}, {"label2id", label2id}}}};
 }
 
-// What runs here (roberta/runtime_info.h), as `roberta info` shows it.
+// What runs here (roberta/runtime.h), as `roberta info` shows it.
 ordered_json runtime_json() {
   const RuntimeInfo r = runtime_info();
   return {{"cpu", r.cpu}, {"isa", r.isa}, {"matrix_products", r.matrix_products}, {"attention", r.attention},

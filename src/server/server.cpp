@@ -189,7 +189,11 @@ struct Server::Impl {
   bool serving = false, stop_requested = false;
 
   void handle(const Route& route, const httplib::Request& req, const std::string& body, httplib::Response& res);
+  // httplib's timeouts and threads, then the three below.
   void configure();
+  void add_routes();           // the route table, 405 with Allow for other methods, 404 elsewhere
+  void add_pre_routing();      // CORS, and the checks of where a request's body ends
+  void add_error_handlers();   // JSON bodies for httplib's own answers and exceptions; the log line
 };
 
 void Server::Impl::handle(const Route& route, const httplib::Request& req, const std::string& body,
@@ -248,6 +252,13 @@ void Server::Impl::configure() {
   const size_t threads = o.max_concurrent_requests + 16;
   http.new_task_queue = [threads] { return new ConnectionThreads(threads); };
 
+  add_routes();
+  add_pre_routing();
+  add_error_handlers();
+}
+
+void Server::Impl::add_routes() {
+  const ServerOptions& o = state.options;
   // Every route; the other methods of a known path answer 405 with Allow, other paths 404. Every
   // handler of a method with a body reads it itself (read_body): httplib's own reading would hold
   // --payload-limit only against a Content-Length, not against a chunked body or a decoded one.
@@ -293,6 +304,9 @@ void Server::Impl::configure() {
   http.Put(".*", no_route);
   http.Delete(".*", no_route);
   http.Patch(".*", no_route);
+}
+
+void Server::Impl::add_pre_routing() {
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     t_request_start = Clock::now();
     t_peer = Connections::peer_name(req.remote_addr, req.remote_port);
@@ -338,6 +352,9 @@ void Server::Impl::configure() {
     if (!read && declares_body(req)) close_after(req, res);
     return httplib::Server::HandlerResponse::Unhandled;
   });
+}
+
+void Server::Impl::add_error_handlers() {
   // Answers httplib makes itself (404, 413, 400 for a broken request) get a JSON body too.
   http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
     // (every answer of 400 and up passes here before it is written, httplib's own before routing too)

@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "common.h"
-#include "roberta/runtime_info.h"
+#include "roberta/runtime.h"
 
 namespace roberta::cli {
 namespace {
