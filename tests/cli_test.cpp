@@ -1151,6 +1151,33 @@ TEST(Cli, RobertaPrefetchIsNamedByInfoAndAnUnknownValueIsAnError) {
     EXPECT_NE(bad.err.find(word), std::string::npos) << bad.err;
 }
 
+// Every kernel setting is read from the environment of the process, as a user sets it: a value
+// changes what `roberta info` says runs, and a value no setting accepts stops the command at model
+// load with an error naming the variable and the accepted values (even where, as for fp32 weights
+// and ROBERTA_ATTENTION, no kernel would have asked).
+TEST(Cli, KernelSettingsComeFromTheEnvironmentAndABadOneStopsTheLoad) {
+  const Result fp32 = run_as_given({"info", "--model", kTiny}, "", "ROBERTA_ATTENTION=fp32");
+  ASSERT_EQ(fp32.status, 0) << fp32.err;
+  EXPECT_NE(fp32.out.find("attention         fp32 ("), std::string::npos) << fp32.out;
+  const Result own = run_as_given({"info", "--model", kTiny}, "", "ROBERTA_GEMM=own");
+  ASSERT_EQ(own.status, 0) << own.err;
+  EXPECT_EQ(own.out.find("oneDNN ("), std::string::npos) << own.out;
+  const Result capped = run_as_given({"info", "--model", kTiny}, "", "ROBERTA_ISA=portable");
+  ASSERT_EQ(capped.status, 0) << capped.err;
+  EXPECT_NE(capped.out.find("instruction set   portable"), std::string::npos) << capped.out;
+  for (const auto& [env, words] :
+       std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"ROBERTA_ATTENTION=fp16", {"ROBERTA_ATTENTION=\"fp16\"", "bf16", "fp32"}},
+           {"ROBERTA_GEMM=fastest", {"ROBERTA_GEMM=\"fastest\"", "own", "onednn"}},
+           {"ROBERTA_FP32_ROWS=16", {"ROBERTA_FP32_ROWS=\"16\"", "8, 12"}},
+           {"ROBERTA_ISA=sse2", {"ROBERTA_ISA=\"sse2\"", "portable"}}}) {
+    const Result bad = run({"fill-mask", "--model", kTiny, "--dtype", "fp32", "The <mask> opened the door."}, "", env);
+    EXPECT_NE(bad.status, 0) << env;
+    EXPECT_EQ(bad.out, "") << env;
+    for (const std::string& w : words) EXPECT_NE(bad.err.find(w), std::string::npos) << env << ": " << bad.err;
+  }
+}
+
 TEST(Cli, DtypeAutoIsTheRecommendedPrecision) {
   const std::string text = "The <mask> opened the door.";
   const bool bf16 = roberta::recommended_weight_type() == roberta::WeightType::kBF16;

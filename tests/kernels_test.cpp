@@ -483,7 +483,7 @@ TEST(Attention, NonFiniteInputsGiveNaNWhereFloat64Does) {
   check(from16, want16, 2e-3, "AMX tiles from bf16 Q, K, V");
 }
 
-// Which attention the bf16 and int8 encoders ask for: the plan's (runtime_test.cpp tests the
+// Which attention the bf16 and int8 encoders ask for: the plan's (runtime_plan_test.cpp tests the
 // plan's rule for every CPU and setting), and `roberta info` says which and why.
 TEST(Attention, Bf16WhereThePlanSaysSo) {
   const roberta::runtime::KernelPlan& plan = roberta::runtime::plan();

@@ -65,7 +65,7 @@ TEST(Settings, EachAcceptedValueIsRead) {
 // A typo is an error naming the variable, the value and every accepted value, never a silent default.
 TEST(Settings, AnotherValueIsAnErrorNamingTheAcceptedOnes) {
   const std::map<std::string, std::pair<std::string, std::set<std::string>>> cases = {
-      {"ROBERTA_ISA", {"avx512x", {"amx", "avx512bf16", "avx512vnni", "avx512", "avxvnni", "avx2", "portable"}}},
+      {"ROBERTA_ISA", {"avx1024", {"amx", "avx512bf16", "avx512vnni", "avx512", "avxvnni", "avx2", "portable"}}},
       {"ROBERTA_GEMM", {"fastest", {"own", "onednn"}}},
       {"ROBERTA_FP32_ROWS", {"16", {"8", "12"}}},
       {"ROBERTA_PREFETCH", {"sideways", {"next", "ahead"}}},

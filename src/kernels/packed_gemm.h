@@ -137,16 +137,16 @@ bool bf16_product_widens();
 const char* packed_gemm_isa();
 // The rows of its register blocks in products of more than 32 rows: 12 or 8 with AVX-512 by CPU
 // model (runtime/cpu.h), 6 with AVX2, 8 portable (the same for bf16 where it widens). ROBERTA_FP32_ROWS=8|12
-// overrides it for AVX-512 (any other value: roberta::Error the first time a kernel asks), e.g. to
-// test or time the other choice on one machine.
+// overrides it for AVX-512 (runtime/settings.h), e.g. to test or time the other choice on one
+// machine.
 size_t packed_gemm_block_rows();
 // How the fp32 and bf16 register blocks prefetch their panels from memory (AVX-512 and AVX2): "next"
 // (each chunk's blocks together ask for the panel's next k slice while they compute, spread evenly
 // over them), "ahead" (each block asks for the rows a fixed distance ahead); by CPU model
 // (runtime/cpu.h); "none" for the portable loop.
-// ROBERTA_PREFETCH=next|ahead overrides it (any other value: roberta::Error the first time a
-// kernel asks). The same choice decides whether the int8 kernels below AMX ask for their panels'
-// next k slice (int8_kernel_prefetches(), packed_gemm_int8.h; panel_prefetch.h).
+// ROBERTA_PREFETCH=next|ahead overrides it (runtime/settings.h). The same choice decides whether
+// the int8 kernels below AMX ask for their panels' next k slice (int8_kernel_prefetches(),
+// packed_gemm_int8.h; panel_prefetch.h).
 const char* packed_gemm_prefetch();
 
 }  // namespace roberta::kernels
