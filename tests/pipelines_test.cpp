@@ -1,29 +1,26 @@
-// The task pipelines against Hugging Face's own results (tests/data/pipelines/*.jsonl, made by
-// tools/hf_goldens/gen_pipeline_goldens.py with transformers' and sentence-transformers' own
-// post-processing code): our prepare must give HF's token ids and windows, and our finish on the
-// recorded logits HF's labels, entities, spans and scores.
+// The task pipelines against Hugging Face's results (tests/data/pipelines, gen_pipeline_goldens.py):
+// prepare must give HF's ids and windows, and finish on HF's logits its labels, entities, spans, scores.
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <filesystem>
+#include <algorithm>
+#include <cstdint>
 #include <fstream>
-#include <random>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "pipelines_test_util.h"
 #include "roberta/pipelines.h"
-#include "roberta/threads.h"
-#include "random_model.h"
-#include "test_util.h"
 
 namespace {
 
 using json = nlohmann::json;
 using namespace roberta;
+using namespace roberta::test::pipelines;
 
 const std::string kGoldens = std::string(ROBERTA_TEST_DATA) + "/pipelines/";
-const std::string kTokenizerDir = std::string(ROBERTA_SHARED_DIR) + "/assets/roberta-base-tokenizer";
 constexpr double kTol = 1e-5;
 
 std::vector<json> read_jsonl(const std::string& name) {
@@ -34,45 +31,6 @@ std::vector<json> read_jsonl(const std::string& name) {
     if (!line.empty()) out.push_back(json::parse(line));
   EXPECT_FALSE(out.empty()) << name;
   return out;
-}
-
-// text[start:end] in code points (Python's slicing of a str).
-std::string pipeline_test_slice(const std::string& text, int64_t start, int64_t end) {
-  std::vector<size_t> at;
-  for (size_t i = 0; i < text.size(); ++i)
-    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) at.push_back(i);
-  at.push_back(text.size());
-  const auto b = at[static_cast<size_t>(start)], e = at[static_cast<size_t>(end)];
-  return text.substr(b, e - b);
-}
-
-const Tokenizer& tokenizer() {
-  static const Tokenizer t = Tokenizer::from_dir(kTokenizerDir);
-  return t;
-}
-
-// A config with the golden's labels whose positions allow model_max_length tokens.
-ModelConfig make_config(const json& c) {
-  ModelConfig m;
-  m.vocab_size = 50265;
-  m.hidden_size = 8;
-  m.num_hidden_layers = 1;
-  m.num_attention_heads = 2;
-  m.intermediate_size = 16;
-  m.pad_token_id = 1;
-  m.max_position_embeddings = c.value("model_max_length", 512) + 2;
-  m.id2label = c["id2label"].get<std::vector<std::string>>();
-  m.label2id.clear();
-  for (size_t i = 0; i < m.id2label.size(); ++i) m.label2id[m.id2label[i]] = static_cast<int64_t>(i);
-  m.problem_type = c.value("problem_type", std::string());
-  return m;
-}
-
-Matrix matrix(const json& rows) {
-  Matrix m(rows.size(), rows.at(0).size());
-  for (size_t r = 0; r < rows.size(); ++r)
-    for (size_t c = 0; c < m.cols; ++c) m.row(r)[c] = rows[r][c].get<float>();
-  return m;
 }
 
 // Our encoding against HF's recorded one (ids always; the other fields the record has).
@@ -130,33 +88,6 @@ TEST(TextClassifierGolden, MatchesTransformers) {
   }
 }
 
-TEST(TextClassifier, DefaultFunctionFollowsTransformersRule) {
-  ModelConfig c = make_config({{"id2label", {"a", "b"}}});
-  EXPECT_EQ(TextClassifier(tokenizer(), c).default_function(), ClassificationFunction::kSoftmax);
-  c.problem_type = "multi_label_classification";
-  EXPECT_EQ(TextClassifier(tokenizer(), c).default_function(), ClassificationFunction::kSigmoid);
-  c = make_config({{"id2label", {"score"}}});
-  EXPECT_EQ(TextClassifier(tokenizer(), c).default_function(), ClassificationFunction::kSigmoid);
-  c.problem_type = "regression";
-  EXPECT_EQ(TextClassifier(tokenizer(), c).default_function(), ClassificationFunction::kNone);
-}
-
-TEST(TextClassifier, Errors) {
-  const TextClassifier tc(tokenizer(), make_config({{"id2label", {"a", "b"}}, {"model_max_length", 8}}));
-  const std::vector<TextInput> long_text{{"one two three four five six seven eight nine", std::nullopt}};
-  test::expect_error([&] { tc.prepare(long_text); }, {"input 1", "tokens", "at most 8", "truncation"});
-  TextClassifyOptions cut;
-  cut.truncation = true;
-  EXPECT_EQ(tc.prepare(long_text, cut).encodings[0].size(), 8u);
-  const std::vector<TextInput> bad{{"ok", std::nullopt}, {std::string("a\xff"), std::nullopt}};
-  test::expect_error([&] { tc.prepare(bad); }, {"input 2", "invalid UTF-8", "byte 1"});
-  test::expect_error([&] { tc.run(tc.prepare(std::vector<TextInput>{{"x", std::nullopt}})); }, {"no model"});
-  const auto p = tc.prepare(std::vector<TextInput>{{"x", std::nullopt}});
-  test::expect_error([&] { tc.finish(p, Matrix(1, 3)); }, {"1x3", "expected 1x2"});
-  test::expect_error([] { parse_classification_function("relu"); }, {"relu", "softmax"});
-  EXPECT_EQ(parse_classification_function("SIGMOID"), ClassificationFunction::kSigmoid);
-}
-
 // ---- zero-shot-classification
 
 TEST(ZeroShotGolden, MatchesTransformers) {
@@ -185,78 +116,6 @@ TEST(ZeroShotGolden, MatchesTransformers) {
     ASSERT_EQ(r.scores.size(), rec["expected"]["scores"].size());
     for (size_t i = 0; i < r.scores.size(); ++i) EXPECT_NEAR(r.scores[i], rec["expected"]["scores"][i].get<double>(), kTol);
   }
-}
-
-TEST(ZeroShot, EntailmentAndContradictionIds) {
-  const ZeroShotClassifier a(tokenizer(), make_config({{"id2label", {"CONTRADICTION", "NEUTRAL", "ENTAILMENT"}}}));
-  EXPECT_EQ(a.entailment_id(), 2u);
-  EXPECT_EQ(a.contradiction_id(), 0u);
-  const ZeroShotClassifier b(tokenizer(), make_config({{"id2label", {"entailment", "neutral", "contradiction"}}}));
-  EXPECT_EQ(b.entailment_id(), 0u);
-  EXPECT_EQ(b.contradiction_id(), 2u);  // HF: -1, the last column
-  EXPECT_EQ(a.warning(), "");
-  ModelConfig bad = make_config({{"id2label", {"contradiction", "neutral", "entailment"}}});
-  bad.label2id["entailment"] = 7;
-  test::expect_error([&] { ZeroShotClassifier(tokenizer(), bad); }, {"entailment label id 7", "3 labels"});
-  try {
-    ZeroShotClassifier(tokenizer(), make_config({{"id2label", {"entailment"}}}));
-    ADD_FAILURE() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kInvalidModel);
-    EXPECT_NE(std::string(e.what()).find("at least 2 labels"), std::string::npos) << e.what();
-  }
-}
-
-// Without an "entail..." label transformers warns and takes entailment_id = -1: entailment is the
-// last column and contradiction column 0 (zero_shot_classification.py, entailment_id and
-// postprocess). The expected scores are those formulas on the logits, computed here.
-TEST(ZeroShot, WithoutAnEntailmentLabelTheLastColumnIsEntailment) {
-  const ZeroShotClassifier zs(tokenizer(), make_config({{"id2label", {"LABEL_0", "LABEL_1", "LABEL_2"}}}));
-  EXPECT_EQ(zs.entailment_id(), 2u);
-  EXPECT_EQ(zs.contradiction_id(), 0u);
-  EXPECT_NE(zs.warning().find("no label starting with \"entail\""), std::string::npos) << zs.warning();
-  const std::vector<std::string> seq{"Some text"};
-  ZeroShotOptions o;
-  o.candidate_labels = {"a", "b"};
-  const auto p = zs.prepare(seq, o);
-  const Matrix logits = matrix({{0.5, -1.0, 2.0}, {1.5, 0.25, -0.5}});
-  const double ea = std::exp(2.0), eb = std::exp(-0.5);
-  ZeroShotResult r = zs.finish(p, logits, o).at(0);
-  ASSERT_EQ(r.labels, (std::vector<std::string>{"a", "b"}));
-  EXPECT_NEAR(r.scores[0], ea / (ea + eb), 1e-6);
-  EXPECT_NEAR(r.scores[1], eb / (ea + eb), 1e-6);
-  o.multi_label = true;
-  r = zs.finish(p, logits, o).at(0);
-  ASSERT_EQ(r.labels, (std::vector<std::string>{"a", "b"}));
-  EXPECT_NEAR(r.scores[0], ea / (ea + std::exp(0.5)), 1e-6);
-  EXPECT_NEAR(r.scores[1], eb / (eb + std::exp(1.5)), 1e-6);
-}
-
-TEST(ZeroShot, Errors) {
-  const ZeroShotClassifier zs(tokenizer(), make_config({{"id2label", {"contradiction", "neutral", "entailment"}},
-                                                        {"model_max_length", 12}}));
-  const std::vector<std::string> seq{"Some text"};
-  ZeroShotOptions o;
-  test::expect_error([&] { zs.prepare(seq, o); }, {"at least one candidate label"});
-  o.candidate_labels = {"a"};
-  o.hypothesis_template = "no field";
-  test::expect_error([&] { zs.prepare(seq, o); }, {"no {}"});
-  o.hypothesis_template = "{label}";
-  test::expect_error([&] { zs.prepare(seq, o); }, {"{label}", "not supported"});
-  o.hypothesis_template = "This is {}.";
-  test::expect_error([&] { zs.prepare(std::vector<std::string>{""}, o); }, {"sequence 1", "empty"});
-  o.candidate_labels = {"a very long hypothesis label that cannot fit in twelve tokens at all"};
-  test::expect_error([&] { zs.prepare(seq, o); }, {"hypothesis", "at most 12"});
-  // Python's str.format("L") (transformers' hypothesis_template.format(label)): '{{x}} {0} {0}' ->
-  // '{x} L L', '{{}} {}' -> '{} L'; '{{x}} {} {0}' and '{0}{}' raise ValueError (cannot switch
-  // between automatic and manual numbering), 'a{}b{}' IndexError (replacement index 1 out of range).
-  EXPECT_EQ(format_hypothesis("{{x}} {0} {0}", "L"), "{x} L L");
-  EXPECT_EQ(format_hypothesis("{{}} {}", "L"), "{} L");
-  test::expect_error([] { format_hypothesis("{{x}} {} {0}", "L"); }, {"cannot switch"});
-  test::expect_error([] { format_hypothesis("{0}{}", "L"); }, {"cannot switch"});
-  test::expect_error([] { format_hypothesis("a{}b{}", "L"); }, {"index 1 out of range"});
-  test::expect_error([] { format_hypothesis("a } b", "L"); }, {"single '}'"});
-  EXPECT_EQ(parse_candidate_labels(" a, b ,,\u00a0c\u00a0,"), (std::vector<std::string>{"a", "b", "c"}));
 }
 
 // ---- CrossEncoder
@@ -304,33 +163,6 @@ TEST(CrossEncoderGolden, MatchesSentenceTransformers) {
       }
     }
   }
-}
-
-TEST(CrossEncoder, ConfigAndErrors) {
-  EXPECT_FALSE(CrossEncoderConfig::from_json_text("{}", "c").activation);
-  EXPECT_EQ(*CrossEncoderConfig::from_json_text(R"({"sentence_transformers": {"activation_fn": "torch.nn.Tanh"}})", "c")
-                 .activation,
-            CrossEncoderActivation::kTanh);
-  try {
-    CrossEncoderConfig::from_json_text(R"({"sentence_transformers": {"activation_fn": "torch.nn.modules.activation.Mish"}})",
-                                       "dir/config.json");
-    ADD_FAILURE() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kInvalidModel);
-    EXPECT_NE(std::string(e.what()).find("dir/config.json: sentence_transformers.activation_fn"), std::string::npos)
-        << e.what();
-    EXPECT_NE(std::string(e.what()).find("Mish"), std::string::npos) << e.what();
-  }
-  const CrossEncoder three(tokenizer(), make_config({{"id2label", {"a", "b", "c"}}}));
-  EXPECT_EQ(three.default_activation(), CrossEncoderActivation::kIdentity);
-  const std::vector<std::string> docs{"x"};
-  test::expect_error([&] { three.rank("q", docs); }, {"one label", "has 3"});
-  const CrossEncoder one(tokenizer(), make_config({{"id2label", {"score"}}}));
-  EXPECT_EQ(one.default_activation(), CrossEncoderActivation::kSigmoid);
-  test::expect_error([&] { one.rank("q", docs); }, {"no model"});
-  const std::vector<TextPair> bad{{"q", std::string("\xc3")}};
-  test::expect_error([&] { one.prepare(bad); }, {"pair 1 (second text)", "invalid UTF-8"});
-  EXPECT_TRUE(CrossEncoder::rank_scores({}, {}, {}).empty());
 }
 
 // ---- token-classification
@@ -467,64 +299,6 @@ TEST(TokenClassifierGolden, SplitIntoWordsMatchesTransformers) {
   EXPECT_GE(sentences, 20u);
 }
 
-// A tokenizer without a post-processor (no special tokens around the text): the windows are the
-// text's tokens alone, max_length of them, each `stride` tokens into the one before.
-TEST(TokenClassifier, WindowsOfATokenizerWithoutSpecialTokens) {
-  std::ifstream in(std::string(ROBERTA_TEST_DATA) + "/hf/wordpiece/tokenizer.json");
-  json doc = json::parse(in);
-  doc["post_processor"] = nullptr;
-  const Tokenizer tok = Tokenizer::from_tokenizer_json_text(doc.dump(), "no-post-processor");
-  const TokenClassifier ner(tok, make_config({{"id2label", {"O", "B-LOC"}}}));
-  const std::string text = "안녕하세요 서울은 한국의 수도입니다. New York is a city in the world!";
-  const Encoding full = tok.encode(text);
-  ASSERT_EQ(full.size(), 19u);
-  TokenClassifyOptions o;
-  o.max_length = 5;
-  o.stride = 2;
-  const auto p = ner.prepare(text, o);
-  ASSERT_EQ(p.windows.size(), 6u);  // tokens 0-4, 3-7, 6-10, 9-13, 12-16, 15-18
-  for (size_t w = 0; w < p.windows.size(); ++w) {
-    const std::vector<int32_t> want(full.ids.begin() + static_cast<ptrdiff_t>(3 * w),
-                                    full.ids.begin() + static_cast<ptrdiff_t>(std::min<size_t>(3 * w + 5, 19)));
-    EXPECT_EQ(p.windows[w].ids, want) << w;
-  }
-  o.stride.reset();
-  const auto cut = ner.prepare(text, o);
-  ASSERT_EQ(cut.windows.size(), 1u);
-  EXPECT_EQ(cut.windows[0].ids, std::vector<int32_t>(full.ids.begin(), full.ids.begin() + 5));
-  o.max_length = 0;
-  EXPECT_EQ(ner.prepare("", o).windows.at(0).size(), 0u);
-}
-
-TEST(TokenClassifier, ByteOffsetsAndErrors) {
-  const TokenClassifier ner(tokenizer(), make_config({{"id2label", {"O", "B-LOC"}}, {"model_max_length", 10}}));
-  const std::string text = "Zürich and São Paulo are cities, as is Lyon.";
-  TokenClassifyOptions o;
-  o.ignore_labels = {};
-  o.stride = 2;
-  for (const Aggregation a : {Aggregation::kSimple, Aggregation::kNone}) {  // windows with and without one
-    o.aggregation = a;
-    const auto p = ner.prepare(text, o);
-    EXPECT_GE(p.windows.size(), 2u);
-    size_t rows = 0;
-    for (const auto& w : p.windows) rows += w.size();
-    Matrix logits(rows, 2);  // all B-LOC
-    for (size_t r = 0; r < rows; ++r) logits.row(r)[1] = 1.0f;
-    const auto entities = ner.finish(p, logits, o);
-    EXPECT_FALSE(entities.empty());
-    for (const TokenEntity& e : entities)
-      EXPECT_EQ(text.substr(e.byte_start, e.byte_end - e.byte_start), pipeline_test_slice(text, e.start, e.end));
-  }
-  o.aggregation = Aggregation::kFirst;
-  o.stride = 8;
-  test::expect_error([&] { ner.prepare(text, o); }, {"stride 8", "less than the 8"});
-  o.stride = 10;
-  test::expect_error([&] { ner.prepare(text, o); }, {"stride 10", "window length 10"});
-  test::expect_error([&] { ner.prepare(std::string("\xe2\x82"), {}); }, {"text", "invalid UTF-8"});
-  test::expect_error([] { parse_aggregation("mean"); }, {"mean", "average"});
-  EXPECT_TRUE(ner.finish(ner.prepare("", {}), Matrix(2, 2), {}).empty());
-}
-
 // ---- question-answering
 
 // Each record's windows, and the answers of its logits, against transformers' (with `tok`).
@@ -581,56 +355,6 @@ TEST(QuestionAnswererGolden, UnigramTokenizerMatchesTransformers) {
   expect_qa_records(records, Tokenizer::from_dir(std::string(ROBERTA_TEST_DATA) + "/hf/unigram"));
 }
 
-TEST(QuestionAnswerer, Errors) {
-  const QuestionAnswerer qa(tokenizer(), make_config({{"id2label", {"LABEL_0", "LABEL_1"}}}));
-  test::expect_error([&] { qa.prepare("Who?", ""); }, {"context is empty"});
-  test::expect_error([&] { qa.prepare("", "Text."); }, {"question is empty"});
-  test::expect_error([&] { qa.prepare("Who?", std::string("a\x80")); }, {"context", "invalid UTF-8", "byte 1"});
-  QuestionAnswerOptions o;
-  o.max_seq_len = 12;
-  o.doc_stride = 2;
-  test::expect_error([&] { qa.prepare("Who was the first person to walk on the moon?", "Neil Armstrong did.", o); },
-                     {"question has", "no room is left for the context"});
-  o.doc_stride = 13;
-  test::expect_error([&] { qa.prepare("Who?", "a b c d e f g h i j k l m n o p", o); }, {"doc_stride (13)", "max_seq_len (12)"});
-  o.doc_stride = 6;
-  test::expect_error([&] { qa.prepare("Who?", "a b c d e f g h i j k l m n o p", o); }, {"doc_stride 6", "less than the 6"});
-  o = {};
-  o.top_k = 0;
-  test::expect_error([&] { qa.prepare("Who?", "Me.", o); }, {"top_k"});
-  o = {};
-  test::expect_error([&] { qa.run(qa.prepare("Who?", "Me.", o)); }, {"no model"});
-  const auto p = qa.prepare("Who?", "Me.", o);
-  test::expect_error([&] { qa.finish(p, SpanLogits{}, o); }, {"0 start", "tokens"});
-}
-
-// tokenizer_config.json's model_max_length is transformers' tokenizer.model_max_length: truncation
-// stops there (text classification with truncation, QA's default max_seq_len = min(it, 384)),
-// while an untruncated text may still use every position; unset (1e30) it is ignored.
-TEST(ModelMaxLength, FromTokenizerConfigJson) {
-  test::TempDir dir;
-  std::filesystem::copy_file(kTokenizerDir + "/tokenizer.json", dir / "tokenizer.json");
-  EXPECT_EQ(Tokenizer::from_dir(dir.path()).model_max_length(), std::nullopt);
-  test::write_text(dir / "tokenizer_config.json", R"({"model_max_length": 1000000000000000019884624838656})");
-  EXPECT_EQ(Tokenizer::from_dir(dir.path()).model_max_length(), std::nullopt);
-  test::write_text(dir / "tokenizer_config.json", R"({"model_max_length": -3})");
-  test::expect_error([&] { Tokenizer::from_dir(dir.path()); }, {"tokenizer_config.json", "model_max_length -3"});
-  test::write_text(dir / "tokenizer_config.json", R"({"model_max_length": 16, "add_prefix_space": false})");
-  const Tokenizer tok = Tokenizer::from_dir(dir.path());
-  ASSERT_EQ(tok.model_max_length(), std::optional<size_t>(16));
-  const TextClassifier tc(tok, make_config({{"id2label", {"a", "b"}}}));
-  const std::string long_text = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-                                "fifteen sixteen seventeen eighteen nineteen twenty";
-  TextClassifyOptions o;
-  o.truncation = true;
-  EXPECT_EQ(tc.prepare(std::vector<TextInput>{{long_text, std::nullopt}}, o).encodings.at(0).size(), 16u);
-  o.truncation = false;
-  EXPECT_EQ(tc.prepare(std::vector<TextInput>{{long_text, std::nullopt}}, o).encodings.at(0).size(),
-            tok.encode(long_text).size());
-  const QuestionAnswerer qa(tok, make_config({{"id2label", {"LABEL_0", "LABEL_1"}}}));
-  for (const Encoding& w : qa.prepare("Which?", long_text).windows) EXPECT_LE(w.size(), 16u);
-}
-
 // Windows of a long text (token classification's stride) and of a long context (QA's doc_stride)
 // against HF's overflowing windows (tools/hf_goldens/gen_variant_goldens.js), each post-processed on
 // its own there: with add_prefix_space, a window's first text token keeps its leading space.
@@ -676,162 +400,4 @@ TEST(Windows, EqualHfOverflowingWindowsWithAndWithoutAddPrefixSpace) {
   EXPECT_GE(compared, 8u);
 }
 
-// transformers tokenizes an example that fits whole whatever max_seq_len says; a max_seq_len above
-// the model's is an error only where a window would need it.
-TEST(QuestionAnswerer, MaxSeqLenAboveTheModelsOnlyMattersForLongInputs) {
-  const QuestionAnswerer qa(tokenizer(), make_config({{"id2label", {"LABEL_0", "LABEL_1"}}, {"model_max_length", 16}}));
-  QuestionAnswerOptions o;
-  o.max_seq_len = 1024;
-  const auto p = qa.prepare("Who?", "Me.", o);
-  ASSERT_EQ(p.windows.size(), 1u);
-  EXPECT_EQ(p.windows[0].ids, tokenizer().encode_pair("Who?", "Me.").ids);
-  test::expect_error([&] { qa.prepare("Who?", "a b c d e f g h i j k l m n o p", o); },
-                     {"max_seq_len 1024", "the model's 16", "take 22 tokens"});
-  o.max_seq_len = 2000;
-  test::expect_error([&] { qa.prepare("Who?", std::string(3000, 'a') + " b", o); },
-                     {"max_seq_len 2000", "the model's 16"});
-}
-
 }  // namespace
-
-// ---- run(): the whole pipeline on small random-weight checkpoints with each head
-
-using test::write_random_model;
-
-TEST(PipelinesRun, SequenceHeads) {
-  test::TempDir dir;
-  write_random_model(dir.path(), "sequence", {"CONTRADICTION", "NEUTRAL", "ENTAILMENT"});
-  const TextClassifier tc = TextClassifier::load(dir.path());
-  const std::vector<TextInput> inputs{{"A first text.", std::nullopt}, {"A man plays.", "Someone makes music."}};
-  TextClassifyOptions all;
-  all.top_k = std::nullopt;
-  const auto batch = tc(inputs, all);
-  ASSERT_EQ(batch.size(), 2u);
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const auto alone = tc(std::span<const TextInput>(&inputs[i], 1), all).at(0);
-    ASSERT_EQ(alone.size(), 3u);
-    double sum = 0;
-    for (size_t k = 0; k < 3; ++k) {
-      EXPECT_EQ(alone[k].label, batch[i][k].label);
-      EXPECT_NEAR(alone[k].score, batch[i][k].score, 1e-5);  // packed batch == one by one
-      sum += alone[k].score;
-    }
-    EXPECT_NEAR(sum, 1.0, 1e-5);
-  }
-
-  const ZeroShotClassifier zs = ZeroShotClassifier::load(dir.path());
-  ZeroShotOptions zo;
-  zo.candidate_labels = {"sports", "politics", "music"};
-  const ZeroShotResult r = zs("The band played all night.", zo);
-  ASSERT_EQ(r.labels.size(), 3u);
-  EXPECT_NEAR(r.scores[0] + r.scores[1] + r.scores[2], 1.0, 1e-5);
-  EXPECT_GE(r.scores[0], r.scores[2]);
-
-  const CrossEncoder ce = CrossEncoder::load(dir.path());  // 3 labels: identity, no rank
-  const std::vector<TextPair> pairs{{"q", "a"}, {"q", "b"}, {"q", "c"}};
-  CrossEncoderOptions small_batches;
-  small_batches.batch_size = 2;
-  const Matrix m1 = ce.predict(pairs), m2 = ce.predict(pairs, small_batches);
-  ASSERT_EQ(m1.rows, 3u);
-  for (size_t i = 0; i < m1.data.size(); ++i) EXPECT_NEAR(m1.data[i], m2.data[i], 1e-5);
-  const std::vector<std::string> docs{"a"};
-  test::expect_error([&] { ce.rank("q", docs); }, {"one label"});
-  try {
-    TokenClassifier::load(dir.path());
-    ADD_FAILURE() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kInvalidModel);
-    EXPECT_NE(std::string(e.what()).find("so it cannot classify tokens"), std::string::npos) << e.what();
-  }
-}
-
-// Loading overlaps the tokenizer with the model where the pool has more than one thread; the
-// errors stay those of loading one after the other: the tokenizer's first, else the model's.
-TEST(PipelinesRun, LoadReportsTheTokenizersErrorFirstThenTheModels) {
-  test::TempDir good, no_tokenizer, bad_model, neither;
-  write_random_model(good.path(), "sequence", {"NEG", "POS"});
-  for (const auto* dir : {&no_tokenizer, &bad_model, &neither}) {
-    std::filesystem::copy_file(good.path() / "config.json", dir->path() / "config.json");
-    std::filesystem::copy_file(good.path() / "model.safetensors", dir->path() / "model.safetensors");
-  }
-  std::filesystem::copy_file(good.path() / "tokenizer.json", bad_model.path() / "tokenizer.json");
-  test::write_text(bad_model.path() / "model.safetensors", "tiny");
-  test::write_text(neither.path() / "model.safetensors", "tiny");
-  for (const unsigned threads : {1u, 2u}) {
-    SCOPED_TRACE(::testing::Message() << threads << " threads");
-    set_num_threads(threads);
-    EXPECT_EQ(TextClassifier::load(good.path())(std::vector<TextInput>{{"Fine.", std::nullopt}}).at(0).size(), 1u);
-    EXPECT_EQ(Embedder::load(good.path()).dimension(), 8u);
-    test::expect_error([&] { TextClassifier::load(no_tokenizer.path()); }, {"no tokenizer found"});
-    test::expect_error([&] { Embedder::load(neither.path()); }, {"no tokenizer found"});
-    test::expect_error([&] { CrossEncoder::load(bad_model.path()); }, {"model.safetensors", "too small"});
-    test::expect_error([&] { QuestionAnswerer::load(bad_model.path()); }, {"model.safetensors", "too small"});
-  }
-  set_num_threads(0);
-}
-
-TEST(PipelinesRun, RerankerRank) {
-  test::TempDir dir;
-  write_random_model(dir.path(), "sequence", {"LABEL_0"});
-  const CrossEncoder ce = CrossEncoder::load(dir.path());
-  const std::vector<std::string> docs{"Berlin has 3.5 million people.", "Paris.", "Berlin is big.", "Cats."};
-  RankOptions ro;
-  ro.top_k = 3;
-  ro.return_documents = true;
-  const auto ranked = ce.rank("How many people live in Berlin?", docs, ro);
-  ASSERT_EQ(ranked.size(), 3u);
-  std::vector<TextPair> pairs;
-  for (const auto& d : docs) pairs.emplace_back("How many people live in Berlin?", d);
-  const Matrix scores = ce.predict(pairs);
-  for (size_t i = 0; i < ranked.size(); ++i) {
-    EXPECT_NEAR(ranked[i].score, scores.row(ranked[i].corpus_id)[0], 1e-6);
-    EXPECT_EQ(*ranked[i].text, docs[ranked[i].corpus_id]);
-    EXPECT_GT(ranked[i].score, 0.0f);  // sigmoid
-    EXPECT_LT(ranked[i].score, 1.0f);
-    if (i) {
-      EXPECT_GE(ranked[i - 1].score, ranked[i].score);
-    }
-  }
-}
-
-TEST(PipelinesRun, TokenAndQuestionAnsweringHeads) {
-  test::TempDir ner_dir, qa_dir;
-  write_random_model(ner_dir.path(), "token", {"O", "B-PER", "I-PER", "B-LOC", "I-LOC"});
-  write_random_model(qa_dir.path(), "qa", {"LABEL_0", "LABEL_1"});
-  std::string text;
-  for (int i = 0; i < 12; ++i) text += "Angela Merkel met Emmanuel Macron in Zürich. ";
-  const TokenClassifier ner = TokenClassifier::load(ner_dir.path());
-  TokenClassifyOptions o;
-  o.aggregation = Aggregation::kAverage;
-  o.stride = 8;
-  o.ignore_labels = {};
-  const auto p = ner.prepare(text, o);
-  EXPECT_GT(p.windows.size(), 2u);  // 64-token windows over ~130 tokens
-  const auto entities = ner.finish(p, ner.run(p), o);
-  EXPECT_FALSE(entities.empty());
-  for (const TokenEntity& e : entities) {
-    EXPECT_LT(e.start, e.end);
-    EXPECT_EQ(text.substr(e.byte_start, e.byte_end - e.byte_start), pipeline_test_slice(text, e.start, e.end));
-  }
-
-  const QuestionAnswerer qa = QuestionAnswerer::load(qa_dir.path());
-  QuestionAnswerOptions qo;
-  qo.top_k = 3;
-  qo.handle_impossible_answer = true;
-  const auto prepared = qa.prepare("Who met Macron?", text, qo);
-  EXPECT_GT(prepared.windows.size(), 2u);
-  const SpanLogits logits = qa.run(prepared);
-  EXPECT_EQ(logits.start.size(), logits.end.size());
-  const auto answers = qa.finish(prepared, logits, qo);
-  ASSERT_EQ(answers.size(), 3u);
-  for (const QuestionAnswer& a : answers) {
-    EXPECT_EQ(text.substr(a.byte_start, a.byte_end - a.byte_start), a.answer);
-    EXPECT_GE(a.score, 0.0f);
-  }
-  const auto direct = qa("Who met Macron?", text, qo);
-  ASSERT_EQ(direct.size(), answers.size());
-  for (size_t i = 0; i < direct.size(); ++i) {
-    EXPECT_EQ(direct[i].answer, answers[i].answer);
-    EXPECT_NEAR(direct[i].score, answers[i].score, 1e-6);
-  }
-}

@@ -1,30 +1,28 @@
-// Tokenizer tests against Hugging Face's output (golden files made with HF's Rust tokenizer).
+// Tokenizers against Hugging Face's output (golden files made with HF's Rust tokenizer): roberta-base's
+// byte-level BPE on texts, pairs, truncation, padding, decoding, words, alignment; corpus id streams.
 #include <gtest/gtest.h>
 
-#include <cstring>
+#include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
-#include "roberta/tokenizer.h"
-#include "bert_normalizer.h"
 #include "hf_goldens.h"
-#include "test_hooks.h"
+#include "roberta/tokenizer.h"
+#include "sha256.h"
 #include "test_util.h"
-#include "unicode.h"
+#include "tokenizer_test_util.h"
 
 namespace {
 
 using json = nlohmann::json;
 using namespace roberta::test;
-const std::string kShared = ROBERTA_SHARED_DIR;
-const std::string kTokenizerDir = kShared + "/assets/roberta-base-tokenizer";
 
-const roberta::Tokenizer& tokenizer_json() {
-  static const roberta::Tokenizer tok = roberta::Tokenizer::from_tokenizer_json(kTokenizerDir + "/tokenizer.json");
-  return tok;
-}
 const roberta::Tokenizer& tokenizer_vocab_merges() {
   static const roberta::Tokenizer tok =
       roberta::Tokenizer::from_vocab_merges(kTokenizerDir + "/vocab.json", kTokenizerDir + "/merges.txt");
@@ -56,12 +54,6 @@ TEST_P(GoldenCases, IdsTokensAndOffsetsEqualHuggingFace) {
 INSTANTIATE_TEST_SUITE_P(Loaders, GoldenCases,
                          ::testing::Values(+[]() { return &tokenizer_json(); },
                                            +[]() { return &tokenizer_vocab_merges(); }));
-
-}  // namespace
-
-#include "sha256.h"
-
-namespace {
 
 struct CorpusFile {
   const char* name;
@@ -155,14 +147,8 @@ TEST(Corpus, FullEncodeInBatchesEqualsHuggingFace) {
   EXPECT_EQ(sha.hex_digest(), file.sha256);
 }
 
-}  // namespace
-
 // ---------------------------------------------------------------- HF goldens: pairs, truncation,
 // padding, decode and added tokens (tests/data/hf, made by tools/hf_goldens/gen_tokenizer_goldens.sh)
-
-namespace {
-
-const std::string kHfData = std::string(ROBERTA_TEST_DATA) + "/hf/";
 
 roberta::Encoding encode_record(const json& r, const roberta::EncodeOptions& options) {
   const auto& tok = tokenizer_json();
@@ -265,12 +251,6 @@ TEST(HfGoldens, Decode) {
   }
 }
 
-}  // namespace
-
-namespace {
-
-// Byte offsets are the code-point offsets measured in UTF-8 bytes (HF's char offsets always fall
-// on character boundaries, so converting them must give ours exactly).
 // Variants of the roberta-base tokenizer.json that checkpoints use (add_prefix_space on, in the
 // pre-tokenizer only, a ByteLevel or no post-processor), against HF (gen_variant_goldens.js): the
 // prefix space's offsets, trimming after (left) truncation, word ids after the pre-cut, a pair's
@@ -329,178 +309,6 @@ TEST(HfGoldens, TokenizerJsonVariants) {
   }
 }
 
-// A BERT-style WordPiece tokenizer.json (some `model_type: roberta` checkpoints ship one) and its
-// variants against HF (gen_wordpiece_goldens.js): BertNormalizer's clean_text and
-// handle_chinese_chars, BertPreTokenizer, WordPiece with [UNK] for words it cannot cover or that are
-// too long, the post-processors' layouts and type ids, truncation, offsets into the original text,
-// decoding with the WordPiece decoder; from the file and from a model folder.
-TEST(HfGoldens, WordPieceTokenizerAndVariants) {
-  const auto records = read_jsonl(kHfData + "wordpiece.jsonl");
-  ASSERT_GE(records.size(), 3000u);
-  std::ifstream in(kHfData + "wordpiece/tokenizer.json");
-  const json base = json::parse(in);
-  std::map<std::string, roberta::Tokenizer> variants;
-  // The base tokenizer as transformers converts a BertTokenizer's vocab.txt (BertConverter) too.
-  roberta::test::TempDir txt_dir;
-  {
-    std::vector<std::string> lines(base["model"]["vocab"].size());
-    for (const auto& [token, id] : base["model"]["vocab"].items()) lines.at(id.get<size_t>()) = token;
-    std::string vocab_txt;
-    for (const std::string& line : lines) vocab_txt += line + "\n";
-    roberta::test::write_text(txt_dir / "vocab.txt", vocab_txt);
-    roberta::test::write_text(txt_dir / "tokenizer_config.json", R"({"do_lower_case": false})");
-  }
-  const roberta::Tokenizer from_txt = roberta::Tokenizer::from_dir(txt_dir.path());
-  {  // Windows line ends (Python reads a \r\n or a lone \r as a line end)
-    roberta::test::TempDir crlf;
-    std::string text;
-    std::vector<std::string> lines(base["model"]["vocab"].size());
-    for (const auto& [token, id] : base["model"]["vocab"].items()) lines.at(id.get<size_t>()) = token;
-    for (size_t i = 0; i < lines.size(); ++i) text += lines[i] + (i % 2 ? "\r\n" : "\r");
-    roberta::test::write_text(crlf / "vocab.txt", text);
-    roberta::test::write_text(crlf / "tokenizer_config.json", R"({"do_lower_case": false})");
-    const std::string sample = "안녕하세요 서울은 한국의 수도입니다. The quick brown fox";
-    EXPECT_EQ(roberta::Tokenizer::from_dir(crlf.path()).encode(sample).ids, from_txt.encode(sample).ids);
-  }
-  size_t errors = 0, decoded = 0, word_lists = 0, txt_checked = 0;
-  for (const json& r : records) {
-    const std::string name = r["variant"];
-    if (!variants.count(name))
-      variants.emplace(name, roberta::Tokenizer::from_tokenizer_json_text(patched(base, r["patch"]).dump(), name));
-    const roberta::Tokenizer& tok = variants.at(name);
-    EXPECT_TRUE(tok.is_wordpiece());
-    const json spec = patched(base, r["patch"]);
-    const json& normalizer = spec["normalizer"];
-    const bool lower = !normalizer.is_null() && normalizer["lowercase"].get<bool>();
-    EXPECT_EQ(tok.lowercases(), lower) << name;
-    EXPECT_EQ(tok.strips_accents(), !normalizer.is_null() && (normalizer["strip_accents"].is_null()
-                                                                  ? lower
-                                                                  : normalizer["strip_accents"].get<bool>()))
-        << name;
-    const roberta::EncodeOptions options = record_options(r);
-    if (r.contains("words")) {  // a list of words (or a pair of lists)
-      const auto words = r["words"].get<std::vector<std::string>>();
-      const bool pair = !r["pair_words"].is_null();
-      const auto pair_words = pair ? r["pair_words"].get<std::vector<std::string>>() : std::vector<std::string>{};
-      const std::string what = name + " " + r["words"].dump() + (pair ? " / " + r["pair_words"].dump() : "") +
-                               r["truncation"].dump() + (options.add_special_tokens ? " with specials" : "");
-      const roberta::Encoding e = pair ? tok.encode_words_pair(words, pair_words, options)
-                                       : tok.encode_words(words, options);
-      EXPECT_EQ(diff_encoding(r, e), "") << what;
-      EXPECT_EQ(json(e.word_ids), r["word_ids"]) << what;
-      ++word_lists;
-      continue;
-    }
-    const RecordTexts texts = record_texts(name, r, options);
-    const std::string &a = texts.a, &b = texts.b, &what = texts.what;
-    if (r.contains("error")) {
-      EXPECT_THROW(texts.encode(tok, options), roberta::Error) << what;
-      ++errors;
-      continue;
-    }
-    const roberta::Encoding e = expect_golden(tok, r, a, b, options, what);
-    if (name == "base") {
-      const roberta::Encoding t = expect_golden(from_txt, r, a, b, options, what + " (vocab.txt)");
-      if (r.contains("decoded")) {
-        EXPECT_EQ(from_txt.decode(t.ids, true), r["decoded_skip_special"].get<std::string>()) << what << " (vocab.txt)";
-      }
-      ++txt_checked;
-    }
-    decoded += expect_decode_and_ids(tok, r, texts, options, e);
-  }
-  EXPECT_GT(errors, 0u);
-  EXPECT_GT(decoded, 800u);
-  EXPECT_GE(word_lists, 32u);
-  EXPECT_GE(txt_checked, 300u);
-  // without a post-processor (or [CLS] / [SEP] in its layout), the vocabulary's [CLS] and [SEP]
-  // still name bos / eos (transformers' cls_token_id / sep_token_id), and nothing is added
-  EXPECT_EQ(variants.at("no_post_processor").bos_id(), base["model"]["vocab"]["[CLS]"].get<int32_t>());
-  EXPECT_EQ(variants.at("other_template").bos_id(), base["model"]["vocab"]["[CLS]"].get<int32_t>());
-  EXPECT_EQ(variants.at("other_template").eos_id(), base["model"]["vocab"]["[SEP]"].get<int32_t>());
-  EXPECT_EQ(variants.at("no_post_processor").num_special_tokens_to_add(true), 0u);
-  EXPECT_EQ(variants.at("other_template").num_special_tokens_to_add(true), 3u);
-  // The untruncated single texts of a variant, with special tokens, against another tokenizer.
-  const auto expect_variant = [&](const roberta::Tokenizer& tok, const std::string& variant, const std::string& what) {
-    size_t checked = 0;
-    for (const json& r : records)
-      if (r["variant"] == variant && r.contains("a") && r["b"].is_null() && r["truncation"].is_null() &&
-          r["add_special_tokens"] && !r.contains("error")) {
-        const roberta::Encoding e = tok.encode(r["a"].get<std::string>());
-        EXPECT_EQ(diff_encoding(r, e), "") << what << " " << r["a"];
-        ++checked;
-      }
-    EXPECT_GE(checked, 40u) << what;
-  };
-  // tokenizer_class BertTokenizer: transformers rebuilds tokenizer.json's normalizer with the
-  // config's do_lower_case (true unless it says false: as the lowercase variant), strip_accents
-  // (null: follows do_lower_case) and tokenize_chinese_chars (false: as the no_chinese_chars variant).
-  roberta::test::TempDir bert_dir;
-  roberta::test::write_text(bert_dir / "tokenizer.json", base.dump());
-  roberta::test::write_text(bert_dir / "tokenizer_config.json", R"({"tokenizer_class": "BertTokenizer"})");
-  expect_variant(roberta::Tokenizer::from_dir(bert_dir.path()), "lowercase", "BertTokenizer, no do_lower_case");
-  roberta::test::write_text(bert_dir / "tokenizer_config.json",
-                            R"({"tokenizer_class": "BertTokenizer", "strip_accents": false})");
-  expect_variant(roberta::Tokenizer::from_dir(bert_dir.path()), "lowercase_keep_accents",
-                 "BertTokenizer, strip_accents false");
-  roberta::test::write_text(
-      bert_dir / "tokenizer_config.json",
-      R"({"tokenizer_class": "BertTokenizer", "do_lower_case": false, "tokenize_chinese_chars": false})");
-  const roberta::Tokenizer no_chinese = roberta::Tokenizer::from_dir(bert_dir.path());
-  expect_variant(no_chinese, "no_chinese_chars", "BertTokenizer, tokenize_chinese_chars false");
-  EXPECT_NE(no_chinese.encode("日本語").ids, from_txt.encode("日本語").ids);
-  EXPECT_EQ(from_txt.mask_id(), base["model"]["vocab"]["[MASK]"].get<int32_t>());
-  EXPECT_EQ(from_txt.pad_id(), base["model"]["vocab"]["[PAD]"].get<int32_t>());
-  // A vocab.txt's BertTokenizer lowercases (and strips accents) unless tokenizer_config.json says
-  // otherwise, as transformers' BertConverter builds it.
-  roberta::test::write_text(txt_dir / "tokenizer_config.json", "{}");
-  expect_variant(roberta::Tokenizer::from_dir(txt_dir.path()), "lowercase", "vocab.txt, no do_lower_case");
-  roberta::test::write_text(txt_dir / "tokenizer_config.json", R"({"do_lower_case": false, "strip_accents": true})");
-  expect_variant(roberta::Tokenizer::from_dir(txt_dir.path()), "strip_accents", "vocab.txt, strip_accents true");
-  roberta::test::write_text(txt_dir / "tokenizer_config.json", R"({"do_lower_case": false, "cls_token": "<cls>"})");
-  roberta::test::expect_error([&] { roberta::Tokenizer::from_dir(txt_dir.path()); },
-                              {"vocab.txt", "special token \"<cls>\" is missing"});
-  roberta::test::write_text(txt_dir / "tokenizer_config.json", R"({"do_lower_case": false, "mask_token": "<mask>"})");
-  roberta::test::expect_error([&] { roberta::Tokenizer::from_dir(txt_dir.path()); },
-                              {"vocab.txt", "special token \"<mask>\" is missing"});
-  {  // ... unless added_tokens.json has it (as transformers saves a token add_special_tokens added)
-    const size_t n = base["model"]["vocab"].size();
-    roberta::test::write_text(txt_dir / "added_tokens.json", "{\"<mask>\": " + std::to_string(n) + "}");
-    EXPECT_EQ(roberta::Tokenizer::from_dir(txt_dir.path()).mask_id(), static_cast<int32_t>(n));
-    std::filesystem::remove(txt_dir / "added_tokens.json");
-  }
-  // The same tokenizer from a model folder: the roles of its special tokens; the post-processor's
-  // counts (2 / 3 for BERT's layout).
-  roberta::test::TempDir dir;
-  roberta::test::write_text(dir / "tokenizer.json", base.dump());
-  const roberta::Tokenizer folder = roberta::Tokenizer::from_dir(dir.path());
-  EXPECT_EQ(folder.bos_id(), base["model"]["vocab"]["[CLS]"].get<int32_t>());
-  EXPECT_EQ(folder.eos_id(), base["model"]["vocab"]["[SEP]"].get<int32_t>());
-  EXPECT_EQ(folder.pad_id(), base["model"]["vocab"]["[PAD]"].get<int32_t>());
-  EXPECT_EQ(folder.mask_id(), base["model"]["vocab"]["[MASK]"].get<int32_t>());
-  EXPECT_EQ(folder.unk_id(), base["model"]["vocab"]["[UNK]"].get<int32_t>());
-  EXPECT_EQ(folder.num_special_tokens_to_add(false), 2u);
-  EXPECT_EQ(folder.num_special_tokens_to_add(true), 3u);
-  // tokenizer_config.json names the roles; special_tokens_map.json's names replace its names.
-  roberta::test::write_text(dir / "tokenizer_config.json", R"({"mask_token": "[UNK]", "pad_token": "[SEP]"})");
-  roberta::test::write_text(dir / "special_tokens_map.json", R"({"mask_token": {"content": "[CLS]"}})");
-  const roberta::Tokenizer named = roberta::Tokenizer::from_dir(dir.path());
-  EXPECT_EQ(named.mask_id(), base["model"]["vocab"]["[CLS]"].get<int32_t>());
-  EXPECT_EQ(named.pad_id(), base["model"]["vocab"]["[SEP]"].get<int32_t>());
-  // a config written by transformers 4.34+ (with added_tokens_decoder) holds the tokens: the map is not read
-  roberta::test::write_text(dir / "tokenizer_config.json",
-                            R"({"mask_token": "[UNK]", "pad_token": "[SEP]", "added_tokens_decoder": {}})");
-  EXPECT_EQ(roberta::Tokenizer::from_dir(dir.path()).mask_id(), base["model"]["vocab"]["[UNK]"].get<int32_t>());
-  roberta::test::write_text(dir / "tokenizer_config.json", "{}");
-  roberta::test::write_text(dir / "special_tokens_map.json", R"({"mask_token": 3})");
-  try {
-    (void)roberta::Tokenizer::from_dir(dir.path());
-    ADD_FAILURE() << "a mask_token that is not a token loaded";
-  } catch (const roberta::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("special_tokens_map.json: field \"mask_token\""), std::string::npos)
-        << e.what();
-  }
-}
-
 // tokenizer.json without a decoder: HF's decode joins the token strings with spaces (byte-level
 // BPE too: roberta-base's tokenizer.json with decoder null).
 TEST(HfGoldens, DecodeWithoutADecoder) {
@@ -515,72 +323,6 @@ TEST(HfGoldens, DecodeWithoutADecoder) {
     EXPECT_EQ(tok.encode(r["text"].get<std::string>()).ids, ids) << r["text"];
     EXPECT_EQ(tok.decode(ids, r["skip_special_tokens"]), r["decoded"].get<std::string>()) << r["text"];
   }
-}
-
-// What BertNormalizer (clean_text, handle_chinese_chars) and BertPreTokenizer do with every code
-// point, as HF does it (bert_char_classes.txt, measured on HF's tokenizer by
-// gen_wordpiece_goldens.js): removed, white space, a word of its own (punctuation; CJK ideographs
-// with handle_chinese_chars), or part of a word.
-TEST(HfGoldens, BertCharacterClassesOfEveryCodePoint) {
-  std::ifstream in(kHfData + "bert_char_classes.txt");
-  ASSERT_TRUE(in);
-  std::vector<char> want(0x110000, 'K');
-  size_t ranges = 0;
-  for (std::string first, last, kind; in >> first >> last >> kind; ++ranges)
-    for (uint32_t c = std::stoul(first, nullptr, 16); c <= std::stoul(last, nullptr, 16); ++c) want[c] = kind[0];
-  ASSERT_GT(ranges, 100u);
-  size_t mismatches = 0;
-  for (char32_t c = 0; c < 0x110000; ++c) {
-    if (c >= 0xD800 && c <= 0xDFFF) continue;
-    namespace u = roberta::unicode;
-    const char got = (c == 0 || c == 0xFFFD || u::is_bert_control(c)) ? 'R'
-                     : u::is_whitespace(c)                             ? 'W'
-                     : u::is_bert_punctuation(c)                       ? 'P'
-                     : u::is_chinese_char(c)                           ? 'C'
-                                                                       : 'K';
-    if (got != want[c] && ++mismatches <= 20)
-      ADD_FAILURE() << "U+" << std::hex << static_cast<uint32_t>(c) << ": HF " << want[c] << ", ours " << got;
-  }
-  EXPECT_EQ(mismatches, 0u);
-}
-
-// What BertNormalizer's lowercase and strip_accents, each alone, make of every code point, against
-// HF's normalizer (bert_normalizer_maps.txt, gen_wordpiece_goldens.js): Rust's char::to_lowercase
-// (Unicode 17.0), and NFD (Unicode 9.0) without the non-spacing marks (Unicode 8.0's Mn).
-TEST(HfGoldens, BertLowercaseAndStripAccentsOfEveryCodePoint) {
-  std::ifstream in(kHfData + "bert_normalizer_maps.txt");
-  ASSERT_TRUE(in);
-  std::map<std::pair<char32_t, char>, std::u32string> want;
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream fields(line);
-    std::string cp, kind, to;
-    fields >> cp >> kind;
-    std::u32string& mapped = want[{static_cast<char32_t>(std::stoul(cp, nullptr, 16)), kind[0]}];
-    while (fields >> to) mapped += static_cast<char32_t>(std::stoul(to, nullptr, 16));
-  }
-  ASSERT_GT(want.size(), 15000u);  // 1,488 lowercase mappings, 14,781 decompositions and marks
-  size_t mismatches = 0, changed = 0;
-  std::vector<roberta::NormalizedChar> out;
-  for (char32_t c = 0; c < 0x110000; ++c) {
-    if (c >= 0xD800 && c <= 0xDFFF) continue;
-    for (const char kind : {'L', 'S'}) {
-      roberta::normalize_bert({{c, 10, 14}}, kind == 'S', kind == 'L', out);
-      std::u32string got;
-      for (const roberta::NormalizedChar& n : out) {
-        got += n.cp;
-        if (n.begin != 10 || n.end != 14) ADD_FAILURE() << "U+" << std::hex << static_cast<uint32_t>(c) << " span";
-      }
-      const auto it = want.find({c, kind});
-      const std::u32string expected = it == want.end() ? std::u32string(1, c) : it->second;
-      changed += got != std::u32string(1, c);
-      if (got != expected && ++mismatches <= 20)
-        ADD_FAILURE() << kind << " U+" << std::hex << static_cast<uint32_t>(c) << ": HF has " << expected.size()
-                      << " code points, ours " << got.size() << (got.empty() ? "" : ", first U+")
-                      << (got.empty() ? 0u : static_cast<uint32_t>(got[0]));
-    }
-  }
-  EXPECT_EQ(mismatches, 0u);
-  EXPECT_EQ(changed, want.size());
 }
 
 // Lists of words (HF's is_pretokenized / transformers' is_split_into_words): each word tokenized
@@ -712,23 +454,8 @@ TEST(HfGoldens, AlignmentQueries) {
   EXPECT_GE(checked, 40u);
 }
 
-TEST(InvalidUtf8, PretokenizedErrorNamesTheWord) {
-  const auto& tok = tokenizer_json();
-  const std::vector<std::string> words{"fine", "bad\xff"};
-  try {
-    (void)tok.encode_words(words);
-    FAIL() << "no error";
-  } catch (const roberta::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("word 2 of text at byte 3"), std::string::npos) << e.what();
-  }
-  roberta::EncodeOptions replace;
-  replace.invalid_utf8 = roberta::InvalidUtf8::kReplace;
-  const roberta::Encoding e = tok.encode_words(words, replace);
-  EXPECT_EQ(e.word_ids.back(), -1);
-  EXPECT_EQ(e.word_ids[e.size() - 2], 1);
-  EXPECT_EQ(e.offsets[e.size() - 2].second, 4);  // "bad\uFFFD": offsets into the repaired word
-}
-
+// Byte offsets are the code-point offsets measured in UTF-8 bytes (HF's char offsets always fall
+// on character boundaries, so converting them must give ours exactly).
 TEST(Offsets, ByteOffsetsAreTheCodePointOffsetsInBytes) {
   for (const json& c : read_jsonl(kShared + "/assets/tokenizer-cases.expected.jsonl")) {
     const std::string text = c["text"];
@@ -744,217 +471,6 @@ TEST(Offsets, ByteOffsetsAreTheCodePointOffsetsInBytes) {
       EXPECT_EQ(e.byte_offsets[t].second, byte_of_char[e.offsets[t].second]) << text << " token " << t;
     }
   }
-}
-
-TEST(InvalidUtf8, ErrorNamesTheByteOffsetOrIsReplaced) {
-  const auto& tok = tokenizer_json();
-  const std::string bad = std::string("caf\xC3") + " ok \xFF\xFE";
-  try {
-    tok.encode(bad);
-    ADD_FAILURE() << "expected an error";
-  } catch (const roberta::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("invalid UTF-8 in text at byte 3"), std::string::npos) << e.what();
-  }
-  roberta::EncodeOptions replace;
-  replace.invalid_utf8 = roberta::InvalidUtf8::kReplace;
-  // Python's bytes.decode(errors="replace") gives "caf\ufffd ok \ufffd\ufffd": the same ids.
-  EXPECT_EQ(tok.encode(bad, replace).ids, tok.encode("caf\xEF\xBF\xBD ok \xEF\xBF\xBD\xEF\xBF\xBD").ids);
-  // Maximal subparts: a truncated 4-byte sequence is one U+FFFD, an overlong one is three.
-  EXPECT_EQ(tok.encode("a\xF0\x9F\x98z", replace).ids, tok.encode("a\xEF\xBF\xBDz").ids);
-  EXPECT_EQ(tok.encode("a\xE0\x80\x80z", replace).ids,
-            tok.encode("a\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBDz").ids);
-}
-
-TEST(Loaders, BadFilesGiveErrorsNamingFileAndPlace) {
-  roberta::test::TempDir dir;
-  const auto vocab = dir / "vocab.json";
-  const auto merges = dir / "merges.txt";
-  roberta::test::write_text(vocab, R"({"<s>":0,"<pad>":1,"</s>":2,"<unk>":3,"a":4,"b":5,"ab":6,"<mask>":7,"c":6})");
-  roberta::test::write_text(merges, "#version: 0.2\na b\n");
-  roberta::test::expect_error([&] { roberta::Tokenizer::from_vocab_merges(vocab, merges); },
-                              {"vocab.json", "\"ab\"", "\"c\"", "same id 6"});
-  roberta::test::write_text(vocab, R"({"<s>":0,"<pad>":1,"</s>":2,"<unk>":3,"a":4,"b":5,"ab":6,"<mask>":7000000})");
-  roberta::test::expect_error([&] { roberta::Tokenizer::from_vocab_merges(vocab, merges); },
-                              {"vocab.json", "7000000", "out of range"});
-  roberta::test::write_text(vocab, R"({"<s>":0,"<pad>":1,"</s>":2,"<unk>":3,"a":4,"b":5,"ab":6,"<mask>":7})");
-  roberta::test::write_text(merges, "#version: 0.2\na b\nb q\n");
-  roberta::test::expect_error([&] { roberta::Tokenizer::from_vocab_merges(vocab, merges); },
-                              {"merges.txt", "merge 2", "\"q\" is not in the vocabulary"});
-  roberta::test::write_text(merges, "#version: 0.2\na b c\n");
-  roberta::test::expect_error([&] { roberta::Tokenizer::from_vocab_merges(vocab, merges); },
-                              {"merges.txt", "line 2", "two tokens"});
-  roberta::test::write_text(dir / "tokenizer.json", R"({"model": {"type": "WordLevel", "vocab": {}}})");
-  roberta::test::expect_error([&] { roberta::Tokenizer::from_dir(dir.path()); },
-                              {"tokenizer.json", "\"WordLevel\" is not supported (BPE, WordPiece or Unigram)"});
-  roberta::test::write_text(dir / "tokenizer.json", R"({"model": {"type": "WordPiece", "vocab": {}}})");
-  roberta::test::expect_error([&] { roberta::Tokenizer::from_dir(dir.path()); },
-                              {"tokenizer.json", "model.unk_token \"[UNK]\" is not in the vocabulary"});
-  {
-    // A WordPiece tokenizer.json: what is not supported, and broken fields and layouts, are named.
-    std::ifstream wp_in(kHfData + "wordpiece/tokenizer.json");
-    const json wp = json::parse(wp_in);
-    json d = wp;
-    d["normalizer"]["lowercase"] = "yes";
-    roberta::test::expect_error([&] { roberta::Tokenizer::from_tokenizer_json_text(d.dump(), "w.json"); },
-                                {"w.json: normalizer", "\"lowercase\" has the wrong type"});
-    d = wp;
-    d["pre_tokenizer"] = {{"type", "ByteLevel"}};
-    roberta::test::expect_error([&] { roberta::Tokenizer::from_tokenizer_json_text(d.dump(), "w.json"); },
-                                {"w.json", "pre_tokenizer \"ByteLevel\"", "WordPiece: only BertPreTokenizer"});
-    d = wp;
-    d["post_processor"]["pair"].erase(1);
-    roberta::test::expect_error([&] { roberta::Tokenizer::from_tokenizer_json_text(d.dump(), "w.json"); },
-                                {"w.json: post_processor.pair", "A and B once each"});
-    d = wp;
-    d["post_processor"]["single"][0]["SpecialToken"]["id"] = "[BOS]";
-    roberta::test::expect_error([&] { roberta::Tokenizer::from_tokenizer_json_text(d.dump(), "w.json"); },
-                                {"w.json: post_processor.single[0]", "\"[BOS]\" is not in special_tokens"});
-    d = wp;
-    d["post_processor"]["special_tokens"]["[CLS]"]["ids"][0] = 100000;
-    roberta::test::expect_error([&] { roberta::Tokenizer::from_tokenizer_json_text(d.dump(), "w.json"); },
-                                {"w.json", "special token id 100000 is not in the vocabulary"});
-    d = wp;
-    d["decoder"] = {{"type", "CTC"}};
-    roberta::test::expect_error([&] { roberta::Tokenizer::from_tokenizer_json_text(d.dump(), "w.json"); },
-                                {"w.json: decoder", "\"CTC\"", "ByteLevel, WordPiece, Metaspace"});
-    // and a byte-level BPE does not take BERT's normalizer
-    std::ifstream bpe_in(kShared + "/assets/roberta-base-tokenizer/tokenizer.json");
-    d = json::parse(bpe_in);
-    d["normalizer"] = wp["normalizer"];
-    roberta::test::expect_error([&] { roberta::Tokenizer::from_tokenizer_json_text(d.dump(), "b.json"); },
-                                {"b.json", "normalizer \"BertNormalizer\" is not supported"});
-  }
-  roberta::test::expect_error([&] { roberta::Tokenizer::from_dir(dir / "nowhere"); }, {"nowhere", "model folder not found"});
-  // Options of HF's BPE that would change its tokens are refused; an empty normalizer is none.
-  std::ifstream in(kShared + "/assets/roberta-base-tokenizer/tokenizer.json");
-  const json base = json::parse(in);
-  json doc = base;
-  doc["model"]["ignore_merges"] = true;
-  roberta::test::expect_error([&] { roberta::Tokenizer::from_tokenizer_json_text(doc.dump(), "t.json"); },
-                              {"t.json", "ignore_merges"});
-  doc = base;
-  doc["model"]["dropout"] = 0.1;
-  roberta::test::expect_error([&] { roberta::Tokenizer::from_tokenizer_json_text(doc.dump(), "t.json"); },
-                              {"t.json", "dropout 0.1"});
-  doc = base;
-  doc["normalizer"] = {{"type", "Sequence"}, {"normalizers", json::array()}};
-  EXPECT_EQ(roberta::Tokenizer::from_tokenizer_json_text(doc.dump(), "t.json").encode("Hello world").ids,
-            tokenizer_json().encode("Hello world").ids);
-  doc["normalizer"]["normalizers"].push_back({{"type", "Lowercase"}});
-  roberta::test::expect_error([&] { roberta::Tokenizer::from_tokenizer_json_text(doc.dump(), "t.json"); },
-                              {"t.json", "normalizer", "not supported"});
-}
-
-// transformers' RobertaTokenizerFast rewrites add_prefix_space in a ByteLevel pre-tokenizer (from
-// tokenizer_config.json), not in one inside a Sequence, whose state has no such key.
-TEST(Loaders, TokenizerConfigAddPrefixSpaceRewritesAPlainByteLevelPreTokenizerOnly) {
-  roberta::test::TempDir dir;
-  std::ifstream in(kShared + "/assets/roberta-base-tokenizer/tokenizer.json");
-  json doc = json::parse(in);
-  std::filesystem::create_directories(dir / "plain");
-  roberta::test::write_text(dir / "plain" / "tokenizer.json", doc.dump());
-  roberta::test::write_text(dir / "plain" / "tokenizer_config.json", R"({"add_prefix_space": true})");
-  doc["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", json::array({doc["pre_tokenizer"]})}};
-  std::filesystem::create_directories(dir / "seq");
-  roberta::test::write_text(dir / "seq" / "tokenizer.json", doc.dump());
-  roberta::test::write_text(dir / "seq" / "tokenizer_config.json", R"({"add_prefix_space": true})");
-  const auto& base = tokenizer_json();
-  EXPECT_EQ(roberta::Tokenizer::from_dir(dir / "plain").encode("Hello").ids.at(1), *base.token_to_id("\u0120Hello"));
-  EXPECT_EQ(roberta::Tokenizer::from_dir(dir / "seq").encode("Hello").ids.at(1), *base.token_to_id("Hello"));
-}
-
-// The kind of roberta::Error `fn` throws, by name ("no error" when it throws none).
-template <class Fn>
-std::string error_kind_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const roberta::Error& e) {
-    return roberta::error_kind_name(e.kind());
-  }
-  return "no error";
-}
-
-// Errors about the content of the tokenizer files are kInvalidModel, files that cannot be read
-// kIo, and errors about the text being encoded kInvalidInput.
-TEST(Loaders, ErrorKindsTellModelFileAndInputApart) {
-  using roberta::ErrorKind;
-  const std::string model = roberta::error_kind_name(ErrorKind::kInvalidModel);
-  roberta::test::TempDir dir;
-  roberta::test::write_text(dir / "tokenizer.json", R"({"model": {"type": "WordPiece", "vocab": {}}})");
-  EXPECT_EQ(error_kind_of([&] { roberta::Tokenizer::from_dir(dir.path()); }), model);
-  roberta::test::write_text(dir / "vocab.json", R"({"<s>":0,"<pad>":1,"</s>":2,"<unk>":3,"<mask>":4,"a":5})");
-  roberta::test::write_text(dir / "merges.txt", "a q\n");  // merges a token that is not in the vocabulary
-  EXPECT_EQ(error_kind_of([&] { roberta::Tokenizer::from_vocab_merges(dir / "vocab.json", dir / "merges.txt"); }),
-            model);
-  roberta::test::write_text(dir / "bad.json", "{\"model\": ");
-  EXPECT_EQ(error_kind_of([&] { roberta::Tokenizer::from_tokenizer_json(dir / "bad.json"); }), model);
-
-  EXPECT_EQ(error_kind_of([&] { roberta::Tokenizer::from_tokenizer_json(dir / "missing.json"); }),
-            roberta::error_kind_name(ErrorKind::kIo));
-  EXPECT_EQ(error_kind_of([&] { roberta::Tokenizer::from_dir(dir / "nowhere"); }),
-            roberta::error_kind_name(ErrorKind::kIo));
-
-  EXPECT_EQ(error_kind_of([&] { tokenizer_json().encode("caf\xC3"); }),
-            roberta::error_kind_name(ErrorKind::kInvalidInput));
-}
-
-}  // namespace
-
-// ---------------------------------------------------------------- encode_batch failures
-
-namespace {
-
-// Clears the encode_batch test hook at the end of a test, whatever happens.
-struct EncodeBatchHook {
-  explicit EncodeBatchHook(void (*hook)(size_t)) { roberta::test_hooks::encode_batch_item = hook; }
-  ~EncodeBatchHook() { roberta::test_hooks::encode_batch_item = nullptr; }
-};
-
-// A roberta::Error is rethrown on the caller with the index of the first failing text, its kind kept.
-TEST(EncodeBatch, ErrorNamesTheFirstFailingText) {
-  std::vector<std::string> texts(100, "Hello world!");
-  texts[37] = "caf\xC3";
-  texts[70] = "\xFF";
-  try {
-    tokenizer_json().encode_batch(texts, {}, 2);
-    ADD_FAILURE() << "expected an error";
-  } catch (const roberta::Error& e) {
-    EXPECT_EQ(std::string(e.what()), "input 38: invalid UTF-8 in text at byte 3");  // texts[37], counted from 1
-    EXPECT_STREQ(roberta::error_kind_name(e.kind()), "invalid input");
-  }
-  EncodeBatchHook hook([](size_t i) {
-    if (i == 50) throw roberta::Error("no room", roberta::ErrorKind::kIo);
-  });
-  texts[37] = texts[70] = "Hello world!";
-  try {
-    tokenizer_json().encode_batch(texts, {}, 2);
-    ADD_FAILURE() << "expected an error";
-  } catch (const roberta::Error& e) {
-    EXPECT_EQ(std::string(e.what()), "input 51: no room");
-    EXPECT_STREQ(roberta::error_kind_name(e.kind()), "I/O");
-  }
-}
-
-// Any other exception in a worker thread (here std::bad_alloc, from the test hook, on every text so
-// that the worker thread meets one too) reaches the caller unchanged instead of escaping the thread,
-// which would terminate the process.
-TEST(EncodeBatch, OtherExceptionsInWorkersAreRethrownOnTheCaller) {
-  const std::vector<std::string> texts(100, "Hello world!");
-  {
-    EncodeBatchHook hook([](size_t) { throw std::bad_alloc(); });
-    EXPECT_THROW(tokenizer_json().encode_batch(texts, {}, 2), std::bad_alloc);
-  }
-  {
-    // The first failure by index wins, whichever thread met it first.
-    EncodeBatchHook hook([](size_t i) { throw std::out_of_range("text " + std::to_string(i)); });
-    try {
-      tokenizer_json().encode_batch(texts, {}, 2);
-      ADD_FAILURE() << "expected std::out_of_range";
-    } catch (const std::out_of_range& e) {
-      EXPECT_EQ(std::string(e.what()), "text 0");
-    }
-  }
-  EXPECT_EQ(tokenizer_json().encode_batch(texts, {}, 2).size(), texts.size());  // hook cleared
 }
 
 }  // namespace

@@ -1,0 +1,164 @@
+// The task pipelines run whole (load, prepare, run, finish) on small random-weight checkpoints with
+// each head: a packed batch against one input at a time, loading errors, ranking, long texts.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "pipelines_test_util.h"
+#include "random_model.h"
+#include "roberta/pipelines.h"
+#include "roberta/threads.h"
+#include "test_util.h"
+
+namespace {
+
+using namespace roberta;
+using roberta::test::pipelines::pipeline_test_slice;
+
+// ---- run(): the whole pipeline on small random-weight checkpoints with each head
+
+using test::write_random_model;
+
+TEST(PipelinesRun, SequenceHeads) {
+  test::TempDir dir;
+  write_random_model(dir.path(), "sequence", {"CONTRADICTION", "NEUTRAL", "ENTAILMENT"});
+  const TextClassifier tc = TextClassifier::load(dir.path());
+  const std::vector<TextInput> inputs{{"A first text.", std::nullopt}, {"A man plays.", "Someone makes music."}};
+  TextClassifyOptions all;
+  all.top_k = std::nullopt;
+  const auto batch = tc(inputs, all);
+  ASSERT_EQ(batch.size(), 2u);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto alone = tc(std::span<const TextInput>(&inputs[i], 1), all).at(0);
+    ASSERT_EQ(alone.size(), 3u);
+    double sum = 0;
+    for (size_t k = 0; k < 3; ++k) {
+      EXPECT_EQ(alone[k].label, batch[i][k].label);
+      EXPECT_NEAR(alone[k].score, batch[i][k].score, 1e-5);  // packed batch == one by one
+      sum += alone[k].score;
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-5);
+  }
+
+  const ZeroShotClassifier zs = ZeroShotClassifier::load(dir.path());
+  ZeroShotOptions zo;
+  zo.candidate_labels = {"sports", "politics", "music"};
+  const ZeroShotResult r = zs("The band played all night.", zo);
+  ASSERT_EQ(r.labels.size(), 3u);
+  EXPECT_NEAR(r.scores[0] + r.scores[1] + r.scores[2], 1.0, 1e-5);
+  EXPECT_GE(r.scores[0], r.scores[2]);
+
+  const CrossEncoder ce = CrossEncoder::load(dir.path());  // 3 labels: identity, no rank
+  const std::vector<TextPair> pairs{{"q", "a"}, {"q", "b"}, {"q", "c"}};
+  CrossEncoderOptions small_batches;
+  small_batches.batch_size = 2;
+  const Matrix m1 = ce.predict(pairs), m2 = ce.predict(pairs, small_batches);
+  ASSERT_EQ(m1.rows, 3u);
+  for (size_t i = 0; i < m1.data.size(); ++i) EXPECT_NEAR(m1.data[i], m2.data[i], 1e-5);
+  const std::vector<std::string> docs{"a"};
+  test::expect_error([&] { ce.rank("q", docs); }, {"one label"});
+  try {
+    TokenClassifier::load(dir.path());
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidModel);
+    EXPECT_NE(std::string(e.what()).find("so it cannot classify tokens"), std::string::npos) << e.what();
+  }
+}
+
+// Loading overlaps the tokenizer with the model where the pool has more than one thread; the
+// errors stay those of loading one after the other: the tokenizer's first, else the model's.
+TEST(PipelinesRun, LoadReportsTheTokenizersErrorFirstThenTheModels) {
+  test::TempDir good, no_tokenizer, bad_model, neither;
+  write_random_model(good.path(), "sequence", {"NEG", "POS"});
+  for (const auto* dir : {&no_tokenizer, &bad_model, &neither}) {
+    std::filesystem::copy_file(good.path() / "config.json", dir->path() / "config.json");
+    std::filesystem::copy_file(good.path() / "model.safetensors", dir->path() / "model.safetensors");
+  }
+  std::filesystem::copy_file(good.path() / "tokenizer.json", bad_model.path() / "tokenizer.json");
+  test::write_text(bad_model.path() / "model.safetensors", "tiny");
+  test::write_text(neither.path() / "model.safetensors", "tiny");
+  for (const unsigned threads : {1u, 2u}) {
+    SCOPED_TRACE(::testing::Message() << threads << " threads");
+    set_num_threads(threads);
+    EXPECT_EQ(TextClassifier::load(good.path())(std::vector<TextInput>{{"Fine.", std::nullopt}}).at(0).size(), 1u);
+    EXPECT_EQ(Embedder::load(good.path()).dimension(), 8u);
+    test::expect_error([&] { TextClassifier::load(no_tokenizer.path()); }, {"no tokenizer found"});
+    test::expect_error([&] { Embedder::load(neither.path()); }, {"no tokenizer found"});
+    test::expect_error([&] { CrossEncoder::load(bad_model.path()); }, {"model.safetensors", "too small"});
+    test::expect_error([&] { QuestionAnswerer::load(bad_model.path()); }, {"model.safetensors", "too small"});
+  }
+  set_num_threads(0);
+}
+
+TEST(PipelinesRun, RerankerRank) {
+  test::TempDir dir;
+  write_random_model(dir.path(), "sequence", {"LABEL_0"});
+  const CrossEncoder ce = CrossEncoder::load(dir.path());
+  const std::vector<std::string> docs{"Berlin has 3.5 million people.", "Paris.", "Berlin is big.", "Cats."};
+  RankOptions ro;
+  ro.top_k = 3;
+  ro.return_documents = true;
+  const auto ranked = ce.rank("How many people live in Berlin?", docs, ro);
+  ASSERT_EQ(ranked.size(), 3u);
+  std::vector<TextPair> pairs;
+  for (const auto& d : docs) pairs.emplace_back("How many people live in Berlin?", d);
+  const Matrix scores = ce.predict(pairs);
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    EXPECT_NEAR(ranked[i].score, scores.row(ranked[i].corpus_id)[0], 1e-6);
+    EXPECT_EQ(*ranked[i].text, docs[ranked[i].corpus_id]);
+    EXPECT_GT(ranked[i].score, 0.0f);  // sigmoid
+    EXPECT_LT(ranked[i].score, 1.0f);
+    if (i) {
+      EXPECT_GE(ranked[i - 1].score, ranked[i].score);
+    }
+  }
+}
+
+TEST(PipelinesRun, TokenAndQuestionAnsweringHeads) {
+  test::TempDir ner_dir, qa_dir;
+  write_random_model(ner_dir.path(), "token", {"O", "B-PER", "I-PER", "B-LOC", "I-LOC"});
+  write_random_model(qa_dir.path(), "qa", {"LABEL_0", "LABEL_1"});
+  std::string text;
+  for (int i = 0; i < 12; ++i) text += "Angela Merkel met Emmanuel Macron in Zürich. ";
+  const TokenClassifier ner = TokenClassifier::load(ner_dir.path());
+  TokenClassifyOptions o;
+  o.aggregation = Aggregation::kAverage;
+  o.stride = 8;
+  o.ignore_labels = {};
+  const auto p = ner.prepare(text, o);
+  EXPECT_GT(p.windows.size(), 2u);  // 64-token windows over ~130 tokens
+  const auto entities = ner.finish(p, ner.run(p), o);
+  EXPECT_FALSE(entities.empty());
+  for (const TokenEntity& e : entities) {
+    EXPECT_LT(e.start, e.end);
+    EXPECT_EQ(text.substr(e.byte_start, e.byte_end - e.byte_start), pipeline_test_slice(text, e.start, e.end));
+  }
+
+  const QuestionAnswerer qa = QuestionAnswerer::load(qa_dir.path());
+  QuestionAnswerOptions qo;
+  qo.top_k = 3;
+  qo.handle_impossible_answer = true;
+  const auto prepared = qa.prepare("Who met Macron?", text, qo);
+  EXPECT_GT(prepared.windows.size(), 2u);
+  const SpanLogits logits = qa.run(prepared);
+  EXPECT_EQ(logits.start.size(), logits.end.size());
+  const auto answers = qa.finish(prepared, logits, qo);
+  ASSERT_EQ(answers.size(), 3u);
+  for (const QuestionAnswer& a : answers) {
+    EXPECT_EQ(text.substr(a.byte_start, a.byte_end - a.byte_start), a.answer);
+    EXPECT_GE(a.score, 0.0f);
+  }
+  const auto direct = qa("Who met Macron?", text, qo);
+  ASSERT_EQ(direct.size(), answers.size());
+  for (size_t i = 0; i < direct.size(); ++i) {
+    EXPECT_EQ(direct[i].answer, answers[i].answer);
+    EXPECT_NEAR(direct[i].score, answers[i].score, 1e-6);
+  }
+}
+
+}  // namespace
