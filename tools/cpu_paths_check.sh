@@ -62,7 +62,7 @@ DTYPE=fp32 A_ENV=ROBERTA_GEMM=own B_ENV=ROBERTA_GEMM=onednn bash tools/bench_ab.
 echo "-- fp32: our AVX-512 kernel's 8 x 32 register blocks (A) vs 12 x 32 (B)"
 DTYPE=fp32 A_ENV=ROBERTA_FP32_ROWS=8 B_ENV=ROBERTA_FP32_ROWS=12 \
   bash tools/bench_ab.sh "$roberta" "$roberta" "$model" 3 2 | tail -4
-# The panel prefetch (src/kernels/packed_gemm.cpp, PanelPrefetch), a column of the table.
+# The panel prefetch (src/kernels/gemm/x86_blocks.h, PanelPrefetch), a column of the table.
 # W1 is where it shows: a product of 16 rows is bound by reading the weights.
 echo "-- fp32: the panel prefetch ahead (A) vs next (B)"
 DTYPE=fp32 WORKLOADS="W1 W3 W4" A_ENV=ROBERTA_PREFETCH=ahead B_ENV=ROBERTA_PREFETCH=next \

@@ -6,7 +6,7 @@
 // with the panel's row stride; x's rows (quantized quads, bf16 pairs) are the A tiles as they are.
 //
 // One call computes a chunk of rows x one panel x a k slice (the Int8BlockFn / bf16 BlockFn
-// contract of packed_gemm_int8.cpp / packed_gemm.cpp), in blocks of 32 rows x 32 columns: 4
+// contract of gemm/int8_blocks.h / gemm/fp32_blocks.h), in blocks of 32 rows x 32 columns: 4
 // accumulator tiles fed by 2 A tiles (16 rows each) and 2 B tiles (16 columns each) per 16 k
 // units. The accumulators then go through a 32 x 32 staging buffer into the same epilogue as the
 // AVX-512 kernels (int8: remove the 128 offset, dequantize; both: add y's earlier slices and the
@@ -37,7 +37,7 @@ using AmxInt8Fn = void (*)(const uint32_t* xq, size_t ldq, size_t rows, const in
                            const int32_t* offset, const float* x_scale, const float* w_scale, const float* bias,
                            bool first, float* y, size_t ldy, size_t cols, bool gelu, uint16_t* y16,
                            const void* next_panel);
-// The bf16 block (packed_gemm.cpp's BlockFn<uint32_t, uint16_t>, and `gelu` as above): y (+)= x
+// The bf16 block (gemm/fp32_blocks.h's BlockFn<uint32_t, uint16_t>, and `gelu` as above): y (+)= x
 // pairs [q0, q1) · panel (32 columns). With y16 set, the block's values go there instead, rounded
 // to bf16 (row stride ldy bf16 values; y unused): only for a product of one k slice (first), on a
 // CPU with AVX512-BF16 (the rounding is to_bf16_pairs_avx512's).

@@ -2,7 +2,7 @@
 // AMX's tile instructions behind two interchangeable policies, internal to the kernels:
 // HardwareTiles (inline assembly; only where usable_isa() >= Isa::kAmx) and EmulatedTiles (each
 // instruction's semantics in C++, from Intel's SDM, on a per-thread tile file), so that every
-// kernel written against them (amx_gemm.cpp, attention.cpp) is tested on any CPU. One palette
+// kernel written against them (gemm/amx.cpp, attention/amx.cpp) is tested on any CPU. One palette
 // for all: the 8 tiles 16 rows x 64 bytes.
 #include <cstddef>
 #include <cstdint>

@@ -1,7 +1,7 @@
 #pragma once
 // How the packed GEMMs' register blocks ask for their weights ahead of use (software prefetch),
-// shared by the fp32 / bf16 kernels (packed_gemm.cpp) and the int8 ones below AMX
-// (packed_gemm_int8.cpp). Internal to the kernels; x86 only.
+// shared by the fp32 / bf16 kernels (gemm/fp32_*.cpp, gemm/bf16_avx512.cpp) and the int8 ones below AMX
+// (gemm/int8_*.cpp). Internal to the kernels; x86 only.
 #if defined(__x86_64__)
 #include <cassert>
 #include <cstddef>

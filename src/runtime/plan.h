@@ -22,7 +22,7 @@ struct KernelPlan {
   bool amx_bf16, amx_int8;       // the CPU has AMX tiles for bf16 / int8 (granted or not; for oneDNN)
   size_t fp32_block_rows;        // 8 or 12: rows of the AVX-512 fp32 blocks in products of > 32 rows
   bool prefetch_next;            // panels a k slice ahead per row chunk, else a distance ahead per block
-  Settings::Gemm gemm;           // ROBERTA_GEMM as given; onednn_gemm.cpp applies it per precision
+  Settings::Gemm gemm;           // ROBERTA_GEMM as given; kernels/onednn_gemm.h applies it per precision
   bool bf16_onednn;              // by default, bf16 products through oneDNN where it has native bf16
   bool bf16_attention;           // attention in bf16 for the bf16 and int8 encoders
   bool int8_fused_epilogue;      // the AVX512-VNNI int8 product applies GELU and writes bf16

@@ -1,10 +1,10 @@
-#include "amx_gemm.h"
+#include "kernels/amx_gemm.h"
 
-#include "amx_tiles.h"
+#include "kernels/amx_tiles.h"
 
-#include "intrinsics.h"
+#include "kernels/intrinsics.h"
 
-#include "avx512_math.h"
+#include "kernels/avx512_math.h"
 
 #include <algorithm>
 #include <cstring>
@@ -38,7 +38,7 @@ __attribute__((target("avx512f"))) inline __mmask16 columns_below(size_t cols, s
 
 // y = the block's sums (+ y's earlier slices) (+ bias), as the AVX-512 kernels' epilogues: int8
 // (offset set) dequantizes them first, x_scale · w_scale · (sum - offset) as int8_epilogue in
-// packed_gemm_int8.cpp; bf16 (offset null) takes the fp32 sums as they are. With y16 set (one k
+// gemm/int8_blocks.h; bf16 (offset null) takes the fp32 sums as they are. With y16 set (one k
 // slice only: first), the values go there rounded to bf16 instead of to y.
 struct Epilogue {
   const int32_t* offset;
