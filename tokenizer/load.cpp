@@ -209,12 +209,31 @@ std::shared_ptr<Tokenizer::Impl> Tokenizer::Impl::from_tokenizer_json(const std:
   else
     throw Error(name + ": model.type \"" + model_type + "\" is not supported (BPE, WordPiece or Unigram)",
                 kInvalidModel);
-  const bool wordpiece = impl->wordpiece != nullptr;
-  const bool unigram = impl->unigram != nullptr;
-
   if (doc.contains("added_tokens") && !doc["added_tokens"].is_null())
     impl->added.tokens = parse_added_tokens(doc["added_tokens"], name);
+  impl->load_normalizer(doc, name, settings);
+  const bool plain_byte_level = impl->load_pre_tokenizer(doc, name, model_type);
+  const bool has_post_processor = impl->load_post_processor(doc, name);
+  impl->load_decoder(doc, name);
+  impl->finish_added_tokens(name, settings.roles);
+  impl->check_template_ids(name);
+  // tokenizer_config.json's add_prefix_space / trim_offsets, where it gives them, replace the
+  // file's, as transformers' RobertaTokenizerFast replaces them in a ByteLevel pre-tokenizer and in
+  // the post-processor. (transformers 4.x also resets them to false / true when the config does not
+  // give them; only a folder whose two files disagree sees the difference.)
+  if (!impl->wordpiece && !impl->unigram) {
+    if (settings.add_prefix_space && plain_byte_level) impl->add_prefix_space = *settings.add_prefix_space;
+    if (settings.add_prefix_space && has_post_processor) impl->trim_add_prefix_space = *settings.add_prefix_space;
+    if (settings.trim_offsets && has_post_processor) impl->trim_offsets = *settings.trim_offsets;
+  }
+  return impl;
+}
 
+// tokenizer.json's normalizer: none (or an empty Sequence), or WordPiece's BertNormalizer, whose
+// settings tokenizer_config.json replaces for a BertTokenizer (Unigram's: load_unigram).
+void Tokenizer::Impl::load_normalizer(const json& doc, const std::string& name, const FolderSettings& settings) {
+  const bool wordpiece = this->wordpiece != nullptr;
+  const bool unigram = this->unigram != nullptr;
   // A normalizer that does nothing (an empty Sequence, as some exports write) is none.
   const bool no_normalizer = !doc.contains("normalizer") || doc["normalizer"].is_null() ||
                              (get_or<std::string>(doc["normalizer"], "type", "", name + ": normalizer") == "Sequence" &&
@@ -240,21 +259,26 @@ std::shared_ptr<Tokenizer::Impl> Tokenizer::Impl::from_tokenizer_json(const std:
       strip_accents = settings.strip_accents;
       chinese = settings.tokenize_chinese_chars.value_or(true);
     }
-    impl->wordpiece->lowercase = lowercase;
-    impl->wordpiece->strip_accents = strip_accents.value_or(lowercase);  // null follows lowercase, as in HF
-    impl->wordpiece->clean_text = get_or<bool>(n, "clean_text", true, name + ": normalizer");
-    impl->wordpiece->handle_chinese_chars = chinese;
+    this->wordpiece->lowercase = lowercase;
+    this->wordpiece->strip_accents = strip_accents.value_or(lowercase);  // null follows lowercase, as in HF
+    this->wordpiece->clean_text = get_or<bool>(n, "clean_text", true, name + ": normalizer");
+    this->wordpiece->handle_chinese_chars = chinese;
   }
+}
 
+// tokenizer.json's pre_tokenizer: ByteLevel for a BPE, BertPreTokenizer for a WordPiece, alone or
+// in a Sequence of one (Unigram's: load_unigram). Returns whether it is a plain ByteLevel (not in
+// a Sequence: transformers rewrites only that one from tokenizer_config.json).
+bool Tokenizer::Impl::load_pre_tokenizer(const json& doc, const std::string& name, const std::string& model_type) {
+  const bool wordpiece = this->wordpiece != nullptr;
   const auto read_byte_level = [&](const json& pt, const std::string& where) {
-    impl->add_prefix_space = get_or<bool>(pt, "add_prefix_space", false, where);
-    impl->use_regex = get_or<bool>(pt, "use_regex", true, where);
+    add_prefix_space = get_or<bool>(pt, "add_prefix_space", false, where);
+    use_regex = get_or<bool>(pt, "use_regex", true, where);
   };
   const std::string wanted_pre_tokenizer = wordpiece ? "BertPreTokenizer" : "ByteLevel";
-  bool plain_byte_level = false;  // (not in a Sequence: transformers rewrites only that one)
-  if (unigram) {
-    // (load_unigram read it)
-  } else if (doc.contains("pre_tokenizer") && !doc["pre_tokenizer"].is_null()) {
+  bool plain_byte_level = false;
+  if (unigram) return false;  // (load_unigram read it)
+  if (doc.contains("pre_tokenizer") && !doc["pre_tokenizer"].is_null()) {
     const json& pt = doc["pre_tokenizer"];
     const std::string type = get_or<std::string>(pt, "type", "", name + ": pre_tokenizer");
     if (type == wanted_pre_tokenizer) {
@@ -273,8 +297,13 @@ std::shared_ptr<Tokenizer::Impl> Tokenizer::Impl::from_tokenizer_json(const std:
                     (wordpiece ? "a WordPiece tokenizer needs BertPreTokenizer" : "a byte-level BPE needs ByteLevel") +
                     ")", kInvalidModel);
   }
+  return plain_byte_level;
+}
 
-  impl->trim_offsets = false;
+// tokenizer.json's post_processor: RobertaProcessing, BertProcessing, TemplateProcessing, ByteLevel
+// or none. Returns whether there is one.
+bool Tokenizer::Impl::load_post_processor(const json& doc, const std::string& name) {
+  trim_offsets = false;
   const bool has_post_processor = doc.contains("post_processor") && !doc["post_processor"].is_null();
   if (has_post_processor) {
     const json& pp = doc["post_processor"];
@@ -291,17 +320,17 @@ std::shared_ptr<Tokenizer::Impl> Tokenizer::Impl::from_tokenizer_json(const std:
       const auto [cls, cls_id] = special("cls");
       const auto [sep, sep_id] = special("sep");
       if (type == "RobertaProcessing") {
-        impl->roberta_template(cls, cls_id, sep, sep_id);
-        impl->trim_offsets = get_or<bool>(pp, "trim_offsets", true, where);
-        impl->trim_add_prefix_space = get_or<bool>(pp, "add_prefix_space", true, where);
+        roberta_template(cls, cls_id, sep, sep_id);
+        trim_offsets = get_or<bool>(pp, "trim_offsets", true, where);
+        trim_add_prefix_space = get_or<bool>(pp, "add_prefix_space", true, where);
       } else {
-        impl->bert_template(cls, cls_id, sep, sep_id);
+        bert_template(cls, cls_id, sep, sep_id);
       }
     } else if (type == "TemplateProcessing") {
-      impl->parse_template(pp, where);
+      parse_template(pp, where);
     } else if (type == "ByteLevel") {
-      impl->trim_offsets = get_or<bool>(pp, "trim_offsets", true, where);
-      impl->trim_add_prefix_space = get_or<bool>(pp, "add_prefix_space", true, where);
+      trim_offsets = get_or<bool>(pp, "trim_offsets", true, where);
+      trim_add_prefix_space = get_or<bool>(pp, "add_prefix_space", true, where);
     } else {
       throw Error(where + " \"" + type +
                       "\" is not supported (RobertaProcessing, BertProcessing, TemplateProcessing or ByteLevel)",
@@ -309,41 +338,39 @@ std::shared_ptr<Tokenizer::Impl> Tokenizer::Impl::from_tokenizer_json(const std:
     }
     // HF trims a token's offsets by the white space of its string; a Unigram token's string is a
     // piece ("\u2581" is no white space) or, unknown, the text itself: not done here.
-    if (unigram && impl->trim_offsets)
+    if (unigram && trim_offsets)
       throw Error(where + " \"" + type + "\" with trim_offsets is not supported for a Unigram model "
                       "(TemplateProcessing, as transformers writes for XLM-RoBERTa)", kInvalidModel);
   }
+  return has_post_processor;
+}
+
+// tokenizer.json's decoder: ByteLevel, WordPiece, the steps decode.cpp knows, or none.
+void Tokenizer::Impl::load_decoder(const json& doc, const std::string& name) {
   if (doc.contains("decoder") && !doc["decoder"].is_null()) {
     const json& d = doc["decoder"];
     const std::string where = name + ": decoder";
     const std::string type = get_or<std::string>(d, "type", "", where);
     if (type == "WordPiece") {
-      impl->wordpiece_decoder = true;
-      impl->decoder_prefix = get_or<std::string>(d, "prefix", "##", where);
-      impl->decoder_cleanup = get_or<bool>(d, "cleanup", true, where);
+      wordpiece_decoder = true;
+      decoder_prefix = get_or<std::string>(d, "prefix", "##", where);
+      decoder_cleanup = get_or<bool>(d, "cleanup", true, where);
     } else if (type != "ByteLevel") {
-      parse_decoder_steps(d, where, impl->decoder_steps);
+      parse_decoder_steps(d, where, decoder_steps);
     }
   } else {
-    impl->no_decoder = true;
+    no_decoder = true;
   }
-  impl->finish_added_tokens(name, settings.roles);
-  for (const auto* layout : {&impl->single_template, &impl->pair_template})
+}
+
+// Every special token id of the templates is in the vocabulary.
+void Tokenizer::Impl::check_template_ids(const std::string& name) const {
+  for (const auto* layout : {&single_template, &pair_template})
     for (const TemplatePiece& piece : *layout)
       for (int32_t id : piece.ids)
-        if (id < 0 || static_cast<size_t>(id) >= impl->has_id.size() || !impl->has_id[id])
+        if (id < 0 || static_cast<size_t>(id) >= has_id.size() || !has_id[id])
           throw Error(name + ": post_processor special token id " + std::to_string(id) + " is not in the vocabulary",
                       kInvalidModel);
-  // tokenizer_config.json's add_prefix_space / trim_offsets, where it gives them, replace the
-  // file's, as transformers' RobertaTokenizerFast replaces them in a ByteLevel pre-tokenizer and in
-  // the post-processor. (transformers 4.x also resets them to false / true when the config does not
-  // give them; only a folder whose two files disagree sees the difference.)
-  if (!wordpiece && !unigram) {
-    if (settings.add_prefix_space && plain_byte_level) impl->add_prefix_space = *settings.add_prefix_space;
-    if (settings.add_prefix_space && has_post_processor) impl->trim_add_prefix_space = *settings.add_prefix_space;
-    if (settings.trim_offsets && has_post_processor) impl->trim_offsets = *settings.trim_offsets;
-  }
-  return impl;
 }
 
 // model of type BPE: byte-level, as RoBERTa's.
@@ -545,136 +572,6 @@ std::shared_ptr<Tokenizer::Impl> Tokenizer::Impl::from_vocab_txt(const std::stri
   impl->added.tokens.insert(impl->added.tokens.end(), settings.added_tokens.begin(), settings.added_tokens.end());
   impl->finish_added_tokens(name, settings.roles);
   return impl;
-}
-
-// A missing folder or missing tokenizer files are kIo, as a missing config.json is.
-Tokenizer Tokenizer::from_dir(const std::filesystem::path& dir) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec))
-    throw Error(dir.string() + (std::filesystem::exists(dir, ec) ? ": is a file, not a model folder" : ": model folder not found"),
-                kIo);
-  // tokenizer_config.json: model_max_length, add_prefix_space, trim_offsets and
-  // clean_up_tokenization_spaces as transformers reads them; added_tokens.json: the tokens added to
-  // a vocab.json + merges.txt tokenizer.
-  Impl::FolderSettings settings;
-  // tokenizer_config.json's or special_tokens_map.json's pad_token, mask_token, unk_token (and for
-  // a vocab.txt, cls_token and sep_token): a string, or an AddedToken object with its "content".
-  const auto read_roles = [&settings](const json& config, const std::string& where) {
-    for (auto [key, value] : {std::pair{"pad_token", &settings.roles.pad_token},
-                              std::pair{"mask_token", &settings.roles.mask_token},
-                              std::pair{"unk_token", &settings.roles.unk_token},
-                              std::pair{"cls_token", &settings.roles.cls_token},
-                              std::pair{"sep_token", &settings.roles.sep_token}}) {
-      if (!config.contains(key) || config[key].is_null()) continue;
-      const json& v = config[key];
-      if (v.is_string())
-        *value = v.get<std::string>();
-      else if (v.is_object() && v.contains("content") && v["content"].is_string())
-        *value = v["content"].get<std::string>();
-      else
-        throw Error(where + ": field \"" + key + "\" must be a token (a string or an object with \"content\")",
-                    kInvalidModel);
-    }
-  };
-  std::optional<size_t> model_max_length;
-  std::optional<bool> clean_up;
-  std::string bert_setting_error;
-  bool config_has_added_tokens_decoder = false;
-  const auto config_file = dir / "tokenizer_config.json";
-  if (std::filesystem::exists(config_file, ec)) {
-    const std::string where = config_file.string();
-    const json config = util::read_json_file(config_file);
-    if (!config.is_object()) throw Error(where + ": expected a JSON object", kInvalidModel);
-    if (config.contains("model_max_length") && config["model_max_length"].is_number()) {
-      const double n = config["model_max_length"].get<double>();
-      if (n < 1 || n != std::floor(n))
-        throw Error(where + ": model_max_length " + config["model_max_length"].dump() + " is not a positive integer",
-                    kInvalidModel);
-      if (n < 1e9) model_max_length = static_cast<size_t>(n);
-    }
-    for (auto [key, value] : {std::pair{"add_prefix_space", &settings.add_prefix_space},
-                              std::pair{"trim_offsets", &settings.trim_offsets},
-                              std::pair{"clean_up_tokenization_spaces", &clean_up}}) {
-      if (!config.contains(key) || config[key].is_null()) continue;
-      if (!config[key].is_boolean())
-        throw Error(where + ": field \"" + key + "\" must be true or false", kInvalidModel);
-      *value = config[key].get<bool>();
-    }
-    read_roles(config, where);
-    config_has_added_tokens_decoder = config.contains("added_tokens_decoder");
-    if (config.contains("tokenizer_class") && config["tokenizer_class"].is_string()) {
-      const std::string cls = config["tokenizer_class"].get<std::string>();
-      settings.bert_tokenizer_class = cls == "BertTokenizer" || cls == "BertTokenizerFast";
-    }
-    // BertTokenizer's settings (used for a vocab.txt, and for a tokenizer.json of tokenizer_class BertTokenizer)
-    for (auto [key, value] : {std::pair{"do_lower_case", &settings.do_lower_case},
-                              std::pair{"tokenize_chinese_chars", &settings.tokenize_chinese_chars},
-                              std::pair{"strip_accents", &settings.strip_accents}}) {
-      if (!config.contains(key) || config[key].is_null()) continue;
-      if (!config[key].is_boolean()) {
-        bert_setting_error = where + ": field \"" + key + "\" must be true, false or null";
-        continue;
-      }
-      *value = config[key].get<bool>();
-    }
-  }
-  // special_tokens_map.json's tokens replace tokenizer_config.json's, as transformers reads them
-  // when the config has no added_tokens_decoder (a config written by transformers 4.34 or later
-  // holds the tokens itself, and the map is not read).
-  const auto map_file = dir / "special_tokens_map.json";
-  if (!config_has_added_tokens_decoder && std::filesystem::exists(map_file, ec)) {
-    const json map = util::read_json_file(map_file);
-    if (!map.is_object()) throw Error(map_file.string() + ": expected a JSON object", kInvalidModel);
-    read_roles(map, map_file.string());
-  }
-  const auto read_added_tokens = [&] {
-    const auto added_file = dir / "added_tokens.json";
-    if (std::filesystem::exists(added_file, ec)) {
-      const json added = util::read_json_file(added_file);
-      if (!added.is_object())
-        throw Error(added_file.string() + ": expected an object of tokens and their ids", kInvalidModel);
-      for (const auto& [content, id] : added.items()) {
-        if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
-          throw Error(added_file.string() + ": the id of \"" + content + "\" must be a non-negative integer",
-                      kInvalidModel);
-        AddedToken t;  // as transformers adds them: not special, normalized
-        t.content = content;
-        t.id = id.get<int32_t>();
-        t.special = false;
-        settings.added_tokens.push_back(t);
-      }
-    }
-  };
-  std::shared_ptr<Impl> impl;
-  if (std::filesystem::exists(dir / "tokenizer.json", ec)) {
-    if (settings.bert_tokenizer_class && !bert_setting_error.empty()) throw Error(bert_setting_error, kInvalidModel);
-    impl =
-        Impl::from_tokenizer_json(util::read_file(dir / "tokenizer.json"), (dir / "tokenizer.json").string(), settings);
-  } else if (std::filesystem::exists(dir / "vocab.json", ec) && std::filesystem::exists(dir / "merges.txt", ec)) {
-    read_added_tokens();
-    impl = Impl::from_vocab_merges(util::read_file(dir / "vocab.json"), util::read_file(dir / "merges.txt"),
-                                   (dir / "vocab.json").string(), (dir / "merges.txt").string(), settings);
-  } else if (std::filesystem::exists(dir / "vocab.txt", ec)) {
-    if (!bert_setting_error.empty()) throw Error(bert_setting_error, kInvalidModel);
-    read_added_tokens();
-    impl = Impl::from_vocab_txt(util::read_file(dir / "vocab.txt"), (dir / "vocab.txt").string(), settings);
-  } else {
-    // A SentencePiece model alone (XLMRobertaTokenizer's, CamembertTokenizer's slow files): what
-    // transformers converts on loading; the converted tokenizer.json is what we read.
-    for (const char* spm : {"sentencepiece.bpe.model", "spiece.model", "sentencepiece.model"})
-      if (std::filesystem::exists(dir / spm, ec))
-        throw Error(dir.string() + ": only a SentencePiece model (" + spm +
-                        ") and no tokenizer.json: save the tokenizer once with transformers "
-                        "(AutoTokenizer.from_pretrained(folder).save_pretrained(folder)) to write the tokenizer.json "
-                        "it converts it to",
-                    kInvalidModel);
-    throw Error(dir.string() + ": no tokenizer found (expected tokenizer.json, vocab.json and merges.txt, or a "
-                    "BERT-style vocab.txt)", kIo);
-  }
-  Tokenizer tok(std::move(impl));
-  tok.model_max_length_ = model_max_length;
-  tok.clean_up_tokenization_spaces_ = clean_up;
-  return tok;
 }
 
 }  // namespace roberta

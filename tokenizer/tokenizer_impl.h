@@ -14,6 +14,7 @@
 //   decode.cpp            decode and the id <-> token lookups
 #include <array>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
@@ -138,6 +139,23 @@ struct Tokenizer::Impl {
   // The Unigram model, its normalizer and pre-tokenizer (and a Metaspace decoder) of tokenizer.json `doc`.
   void load_unigram(const nlohmann::json& doc, const std::string& name);
   void parse_template(const nlohmann::json& post_processor, const std::string& where);
+  // The parts of tokenizer.json after the model (load.cpp).
+  void load_normalizer(const nlohmann::json& doc, const std::string& name, const FolderSettings& settings);
+  bool load_pre_tokenizer(const nlohmann::json& doc, const std::string& name, const std::string& model_type);
+  bool load_post_processor(const nlohmann::json& doc, const std::string& name);
+  void load_decoder(const nlohmann::json& doc, const std::string& name);
+  void check_template_ids(const std::string& name) const;
+  // A model folder's files besides the tokenizer's own (load_folder.cpp): tokenizer_config.json
+  // and special_tokens_map.json, as transformers reads them.
+  struct FolderConfig {
+    FolderSettings settings{};
+    std::optional<size_t> model_max_length{};
+    std::optional<bool> clean_up_tokenization_spaces{};
+    std::string bert_setting_error{};  // a bad BertTokenizer setting: an error where one is used
+  };
+  static FolderConfig read_folder_config(const std::filesystem::path& dir);
+  // added_tokens.json's tokens (beside vocab.json + merges.txt or vocab.txt) into settings.
+  static void read_added_tokens_json(const std::filesystem::path& dir, FolderSettings& settings);
   static std::shared_ptr<Impl> from_tokenizer_json(const std::string& text, const std::string& name,
                                                    const FolderSettings& settings);
   static std::shared_ptr<Impl> from_vocab_txt(const std::string& text, const std::string& name,
