@@ -82,6 +82,152 @@ constexpr size_t kAmxKeyChunk = 2048, kAmxGroup = 8;
 
 }  // namespace
 
+// The steps of one head on AMX tiles (attention_head_amx): its scratch and sizes, the running
+// softmax of each query block of the group, and the four stages of a step.
+template <class Tiles, class In, class Out>
+struct AmxHead {
+  static constexpr size_t R = kAmxQueryRows, G = kAmxGroup;
+  struct Step {
+    size_t block, chunk;
+    bool first() const { return chunk == 0; }
+  };
+
+  Out* ctx;
+  size_t ldc, L;
+  size_t panels, lds, chunk_pairs, blocks, chunks;  // lds: a step's scores' row stride; chunk_pairs: its P's
+  const uint32_t *q2, *kt, *vt;                      // Q scaled as bf16 pairs, K and V packed
+  uint32_t* p_base;                                  // two steps' P, in turn
+  float *s_base, *out_base, *acc_base;               // two steps' scores and contexts; the group's contexts
+  RunningSoftmax softmax_of[G][R];                   // per block of the group (block % G)
+  float row_max[2][R], rescale[2][R], inv[2][R];     // per step, in turn
+
+  Step step(size_t t) const {  // chunk by chunk through a group's blocks
+    const size_t g0 = t / (G * chunks) * G, in_group = std::min(G, blocks - g0), i = t - g0 * chunks;
+    return Step{g0 + i % in_group, i / in_group};
+  }
+  size_t rows_of(Step st) const { return std::min(R, L - st.block * R); }
+  size_t keys_of(Step st) const { return std::min(kAmxKeyChunk, L - st.chunk * kAmxKeyChunk); }
+  bool last(Step st) const { return st.chunk + 1 == chunks; }
+  float* s_of(size_t t) const { return s_base + (t & 1) * R * lds; }
+  uint32_t* p_of(size_t t) const { return p_base + (t & 1) * R * chunk_pairs; }
+  float* out_of(size_t t) const { return out_base + (t & 1) * R * kHead; }
+  // the chunk's padded pairs: its panels' (P is zero past its keys)
+  size_t pairs_of(Step st) const { return (keys_of(st) + kKeyPanel - 1) / kKeyPanel * kKeyPanel / 2; }
+  static constexpr size_t q_stride = kPairs * 4, b_stride = kKeyPanel * 4;
+
+  // Step t's scores (R rows x the chunk's keys) into s_of(t), and each row's maximum.
+  __attribute__((always_inline)) ROBERTA_BF16_TARGET void scores(size_t t) {
+    const size_t s_stride = lds * 4;
+    const Step st = step(t);
+    Tiles::template load<4>(q2 + st.block * R * kPairs, q_stride);
+    Tiles::template load<5>(q2 + st.block * R * kPairs + 16, q_stride);
+    float* s = s_of(t);
+    const uint32_t* kc = kt + st.chunk * kAmxKeyChunk * kPairs;  // the chunk's first panel
+    // The rows' maxima, taken from each panel's scores while the tiles compute the next panel's
+    // (a vector load of a tile store's bytes waits for the store; a pass over the step's scores
+    // afterwards would read them again from L2).
+    __m512 vmax[R];
+    for (size_t r = 0; r < R; ++r) vmax[r] = _mm512_set1_ps(-INFINITY);
+    const size_t n = keys_of(st);
+    size_t p = 0;
+    for (; p * kKeyPanel < n; ++p) {
+      const uint32_t* kp = kc + p * kPairs * kKeyPanel;  // pair c's 64 keys at kp + c * 64
+      Tiles::template zero<0>();
+      Tiles::template zero<1>();
+      Tiles::template zero<2>();
+      Tiles::template zero<3>();
+      amx_score_step<Tiles, 4>(kp, b_stride);                    // pairs 0 .. 15
+      amx_score_step<Tiles, 5>(kp + 16 * kKeyPanel, b_stride);  // pairs 16 .. 31
+      if (p > 0) fold_panel_maxima(vmax, s + (p - 1) * kKeyPanel, lds, (p - 1) * kKeyPanel, n);
+      float* sp = s + p * kKeyPanel;
+      Tiles::template store<0>(sp, s_stride);
+      Tiles::template store<1>(sp + 16, s_stride);
+      Tiles::template store<2>(sp + 32, s_stride);
+      Tiles::template store<3>(sp + 48, s_stride);
+    }
+    fold_panel_maxima(vmax, s + (p - 1) * kKeyPanel, lds, (p - 1) * kKeyPanel, n);
+    for (size_t r = 0; r < R; ++r) row_max[t & 1][r] = _mm512_reduce_max_ps(vmax[r]);
+  }
+
+  // Step t's softmax: P (bf16 pairs) from its scores, the running softmax of its block updated.
+  __attribute__((always_inline)) ROBERTA_BF16_TARGET void softmax(size_t t) {
+    const Step st = step(t);
+    const size_t rows = rows_of(st), n = keys_of(st);
+    const float* s = s_of(t);
+    uint32_t* p2 = p_of(t);
+    RunningSoftmax* running = softmax_of[st.block % G];
+    const size_t pairs = pairs_of(st);
+    for (size_t r = 0; r < rows; ++r) {  // (zero past n: the odd key's partner and the padding)
+      const float* row = s + r * lds;
+      const float max = running[r].next(row_max[t & 1][r], st.first(), rescale[t & 1][r]);
+      inv[t & 1][r] = running[r].add(softmax_exp_bf16(row, n, 2 * pairs, max, p2 + r * chunk_pairs), st.first(),
+                                     rescale[t & 1][r]);
+    }
+    for (size_t r = rows; r < R; ++r) std::fill_n(p2 + r * chunk_pairs, pairs, 0u);
+  }
+
+  // Step t's context, P · V, into out_of(t).
+  __attribute__((always_inline)) ROBERTA_BF16_TARGET void context(size_t t) {
+    const size_t p_stride = chunk_pairs * 4;
+    const Step st = step(t);
+    const uint32_t* p2 = p_of(t);
+    const uint32_t* vc = vt + st.chunk * kAmxKeyChunk / 2 * kHead;  // the chunk's first pair row
+    Tiles::template zero<0>();
+    Tiles::template zero<1>();
+    Tiles::template zero<2>();
+    Tiles::template zero<3>();
+    for (size_t c = 0, pairs = pairs_of(st); c < pairs; c += 16) {  // 16 key pairs a step
+      const uint32_t* vb = vc + c * kHead;            // pair row i's 64 columns at vb + i * 64
+      // (B in three tiles in turn: a load into the tile that the product before still reads waits)
+      Tiles::template load<4>(p2 + c, p_stride);
+      Tiles::template load<5>(vb, b_stride);
+      Tiles::template load<6>(vb + 16, b_stride);
+      Tiles::template load<7>(vb + 32, b_stride);
+      Tiles::template dp_bf16<0, 4, 5>();
+      Tiles::template dp_bf16<1, 4, 6>();
+      Tiles::template dp_bf16<2, 4, 7>();
+      Tiles::template load<5>(vb + 48, b_stride);
+      Tiles::template dp_bf16<3, 4, 5>();
+    }
+    float* out = out_of(t);
+    Tiles::template store<0>(out, kHead * 4);
+    Tiles::template store<1>(out + 16, kHead * 4);
+    Tiles::template store<2>(out + 32, kHead * 4);
+    Tiles::template store<3>(out + 48, kHead * 4);
+  }
+
+  // Step t's context added to its block's (rescaled as the running softmax says) or, at the
+  // block's last chunk, scaled into ctx.
+  __attribute__((always_inline)) ROBERTA_BF16_TARGET void finish(size_t t) {
+    const Step st = step(t);
+    const float* out = out_of(t);
+    float* a0 = acc_base + st.block % G * R * kHead;  // (not used with one chunk)
+    for (size_t r = 0, rows = rows_of(st); r < rows; ++r) {
+      const float* o = out + r * kHead;
+      float* a = a0 + r * kHead;
+      __m512 x[4];
+      for (size_t c = 0; c < 4; ++c) {
+        x[c] = _mm512_load_ps(o + 16 * c);
+        if (!st.first()) x[c] = _mm512_fmadd_ps(_mm512_set1_ps(rescale[t & 1][r]), _mm512_load_ps(a + 16 * c), x[c]);
+      }
+      if (!last(st)) {
+        for (size_t c = 0; c < 4; ++c) _mm512_store_ps(a + 16 * c, x[c]);
+        continue;
+      }
+      const __m512 f = _mm512_set1_ps(inv[t & 1][r]);
+      for (size_t c = 0; c < 4; ++c) x[c] = _mm512_mul_ps(x[c], f);
+      if constexpr (std::is_same_v<Out, uint32_t>) {
+        for (size_t c = 0; c < 2; ++c) {
+          const __m512bh h = _mm512_cvtne2ps_pbh(x[2 * c + 1], x[2 * c]);
+          _mm512_storeu_si512(ctx + (st.block * R + r) * ldc + 16 * c, reinterpret_cast<const __m512i&>(h));
+        }
+      } else {
+        for (size_t c = 0; c < 4; ++c) _mm512_storeu_ps(ctx + (st.block * R + r) * ldc + 16 * c, x[c]);
+      }
+    }
+  }
+};
+
 // A tile load waits until the stores of its bytes have reached the cache (no store forwarding
 // into tiles), and a vector load of a tile store's bytes likewise: so the steps (a block of 16
 // query rows and a chunk of keys) go through a pipeline of three stages, each reading what an
@@ -120,133 +266,15 @@ ROBERTA_BF16_TARGET void attention_head_amx(Out* ctx, size_t ldc, const In* q, c
   const __m512 vs = _mm512_set1_ps(scale);
   for (size_t r = 0; r < L; ++r) to_scaled_bf16_pairs(q2 + r * kPairs, q + r * ld, vs);
   std::fill(q2 + L * kPairs, q2 + blocks * R * kPairs, 0u);
-  const size_t q_stride = kPairs * 4, s_stride = lds * 4, p_stride = chunk_pairs * 4, b_stride = kKeyPanel * 4;
-  RunningSoftmax softmax_of[G][R];               // per block of the group (block % G)
-  float row_max[2][R], rescale[2][R], inv[2][R];  // per step, in turn
-  struct Step {
-    size_t block, chunk;
-    bool first() const { return chunk == 0; }
-  };
-  const auto step = [&](size_t t) {  // chunk by chunk through a group's blocks
-    const size_t g0 = t / (G * chunks) * G, in_group = std::min(G, blocks - g0), i = t - g0 * chunks;
-    return Step{g0 + i % in_group, i / in_group};
-  };
-  const auto rows_of = [&](Step st) { return std::min(R, L - st.block * R); };
-  const auto keys_of = [&](Step st) { return std::min(kAmxKeyChunk, L - st.chunk * kAmxKeyChunk); };
-  const auto last = [&](Step st) { return st.chunk + 1 == chunks; };
-  const auto s_of = [&](size_t t) { return s_scratch.data() + (t & 1) * R * lds; };
-  const auto p_of = [&](size_t t) { return p_scratch.data() + (t & 1) * R * chunk_pairs; };
-  const auto out_of = [&](size_t t) { return out_scratch.data() + (t & 1) * R * kHead; };
-  const auto scores = [&](size_t t) ROBERTA_BF16_TARGET {
-    const Step st = step(t);
-    Tiles::template load<4>(q2 + st.block * R * kPairs, q_stride);
-    Tiles::template load<5>(q2 + st.block * R * kPairs + 16, q_stride);
-    float* s = s_of(t);
-    const uint32_t* kc = kt + st.chunk * kAmxKeyChunk * kPairs;  // the chunk's first panel
-    // The rows' maxima, taken from each panel's scores while the tiles compute the next panel's
-    // (a vector load of a tile store's bytes waits for the store; a pass over the step's scores
-    // afterwards would read them again from L2).
-    __m512 vmax[R];
-    for (size_t r = 0; r < R; ++r) vmax[r] = _mm512_set1_ps(-INFINITY);
-    const size_t n = keys_of(st);
-    size_t p = 0;
-    for (; p * kKeyPanel < n; ++p) {
-      const uint32_t* kp = kc + p * kPairs * kKeyPanel;  // pair c's 64 keys at kp + c * 64
-      Tiles::template zero<0>();
-      Tiles::template zero<1>();
-      Tiles::template zero<2>();
-      Tiles::template zero<3>();
-      amx_score_step<Tiles, 4>(kp, b_stride);                    // pairs 0 .. 15
-      amx_score_step<Tiles, 5>(kp + 16 * kKeyPanel, b_stride);  // pairs 16 .. 31
-      if (p > 0) fold_panel_maxima(vmax, s + (p - 1) * kKeyPanel, lds, (p - 1) * kKeyPanel, n);
-      float* sp = s + p * kKeyPanel;
-      Tiles::template store<0>(sp, s_stride);
-      Tiles::template store<1>(sp + 16, s_stride);
-      Tiles::template store<2>(sp + 32, s_stride);
-      Tiles::template store<3>(sp + 48, s_stride);
-    }
-    fold_panel_maxima(vmax, s + (p - 1) * kKeyPanel, lds, (p - 1) * kKeyPanel, n);
-    for (size_t r = 0; r < R; ++r) row_max[t & 1][r] = _mm512_reduce_max_ps(vmax[r]);
-  };
-  // the chunk's padded pairs: its panels' (P is zero past its keys)
-  const auto pairs_of = [&](Step st) { return (keys_of(st) + kKeyPanel - 1) / kKeyPanel * kKeyPanel / 2; };
-  const auto softmax = [&](size_t t) ROBERTA_BF16_TARGET {
-    const Step st = step(t);
-    const size_t rows = rows_of(st), n = keys_of(st);
-    const float* s = s_of(t);
-    uint32_t* p2 = p_of(t);
-    RunningSoftmax* running = softmax_of[st.block % G];
-    const size_t pairs = pairs_of(st);
-    for (size_t r = 0; r < rows; ++r) {  // (zero past n: the odd key's partner and the padding)
-      const float* row = s + r * lds;
-      const float max = running[r].next(row_max[t & 1][r], st.first(), rescale[t & 1][r]);
-      inv[t & 1][r] = running[r].add(softmax_exp_bf16(row, n, 2 * pairs, max, p2 + r * chunk_pairs), st.first(),
-                                     rescale[t & 1][r]);
-    }
-    for (size_t r = rows; r < R; ++r) std::fill_n(p2 + r * chunk_pairs, pairs, 0u);
-  };
-  const auto context = [&](size_t t) ROBERTA_BF16_TARGET {
-    const Step st = step(t);
-    const uint32_t* p2 = p_of(t);
-    const uint32_t* vc = vt + st.chunk * kAmxKeyChunk / 2 * kHead;  // the chunk's first pair row
-    Tiles::template zero<0>();
-    Tiles::template zero<1>();
-    Tiles::template zero<2>();
-    Tiles::template zero<3>();
-    for (size_t c = 0, pairs = pairs_of(st); c < pairs; c += 16) {  // 16 key pairs a step
-      const uint32_t* vb = vc + c * kHead;            // pair row i's 64 columns at vb + i * 64
-      // (B in three tiles in turn: a load into the tile that the product before still reads waits)
-      Tiles::template load<4>(p2 + c, p_stride);
-      Tiles::template load<5>(vb, b_stride);
-      Tiles::template load<6>(vb + 16, b_stride);
-      Tiles::template load<7>(vb + 32, b_stride);
-      Tiles::template dp_bf16<0, 4, 5>();
-      Tiles::template dp_bf16<1, 4, 6>();
-      Tiles::template dp_bf16<2, 4, 7>();
-      Tiles::template load<5>(vb + 48, b_stride);
-      Tiles::template dp_bf16<3, 4, 5>();
-    }
-    float* out = out_of(t);
-    Tiles::template store<0>(out, kHead * 4);
-    Tiles::template store<1>(out + 16, kHead * 4);
-    Tiles::template store<2>(out + 32, kHead * 4);
-    Tiles::template store<3>(out + 48, kHead * 4);
-  };
-  const auto finish = [&](size_t t) ROBERTA_BF16_TARGET {
-    const Step st = step(t);
-    const float* out = out_of(t);
-    float* acc = acc_scratch.data() + st.block % G * R * kHead;  // (not used with one chunk)
-    for (size_t r = 0, rows = rows_of(st); r < rows; ++r) {
-      const float* o = out + r * kHead;
-      float* a = acc + r * kHead;
-      __m512 x[4];
-      for (size_t c = 0; c < 4; ++c) {
-        x[c] = _mm512_load_ps(o + 16 * c);
-        if (!st.first()) x[c] = _mm512_fmadd_ps(_mm512_set1_ps(rescale[t & 1][r]), _mm512_load_ps(a + 16 * c), x[c]);
-      }
-      if (!last(st)) {
-        for (size_t c = 0; c < 4; ++c) _mm512_store_ps(a + 16 * c, x[c]);
-        continue;
-      }
-      const __m512 f = _mm512_set1_ps(inv[t & 1][r]);
-      for (size_t c = 0; c < 4; ++c) x[c] = _mm512_mul_ps(x[c], f);
-      if constexpr (std::is_same_v<Out, uint32_t>) {
-        for (size_t c = 0; c < 2; ++c) {
-          const __m512bh h = _mm512_cvtne2ps_pbh(x[2 * c + 1], x[2 * c]);
-          _mm512_storeu_si512(ctx + (st.block * R + r) * ldc + 16 * c, reinterpret_cast<const __m512i&>(h));
-        }
-      } else {
-        for (size_t c = 0; c < 4; ++c) _mm512_storeu_ps(ctx + (st.block * R + r) * ldc + 16 * c, x[c]);
-      }
-    }
-  };
+  AmxHead<Tiles, In, Out> head{ctx, ldc, L, panels, lds, chunk_pairs, blocks, chunks, q2, kt, vt,
+                                p_scratch.data(), s_scratch.data(), out_scratch.data(), acc_scratch.data(), {}, {}, {}, {}};
   Tiles::configure();
   const size_t steps = blocks * chunks;
   for (size_t t = 0; t <= steps; ++t) {
-    if (t < steps) scores(t);
-    if (t >= 1) context(t - 1);
-    if (t < steps) softmax(t);
-    if (t >= 1) finish(t - 1);
+    if (t < steps) head.scores(t);
+    if (t >= 1) head.context(t - 1);
+    if (t < steps) head.softmax(t);
+    if (t >= 1) head.finish(t - 1);
   }
   Tiles::release();
 }
