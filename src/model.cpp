@@ -83,7 +83,7 @@ Model Model::load(const std::filesystem::path& dir, const LoadOptions& options) 
   const WeightScope encoder = m.weights.encoder();
   m.embeddings = load_embeddings(encoder, c);
   for (int64_t i = 0; i < c.num_hidden_layers; ++i)
-    m.layers.push_back(load_encoder_layer(encoder.sub("encoder.layer." + std::to_string(i)), c));
+    m.layers.push_back(load_encoder_layer(encoder.sub("encoder.layer." + std::to_string(i)), c, m.activation));
   // As transformers: layers beyond num_hidden_layers are loaded by nobody (a model cut down by
   // editing config.json runs its first layers), with a warning naming them.
   int64_t stored = c.num_hidden_layers;
@@ -256,71 +256,16 @@ Outputs Model::forward(const Batch& batch, const ForwardOptions& options) const 
   for (size_t r : options.logit_rows)
     if (r >= T) throw Error("logit row " + std::to_string(r) + " is outside the batch's " + std::to_string(T) + " tokens");
 
-  const auto H = static_cast<size_t>(c.hidden_size), I = static_cast<size_t>(c.intermediate_size);
-  // Per-thread buffers, kept for the next call only while small (util/scratch.h).
-  thread_local std::vector<float> qkv, context, tmp, intermediate, normed, h_scales, i_scales, c_scales;
-  thread_local std::vector<uint32_t> h_quads, h_pairs, i_pairs, i_quads, qkv_pairs, c_pairs, c_quads;
-  const bool quantized = !m.layers.empty() && m.layers[0].qkv.takes_quantized_input();
-  const bool bf16 = !m.layers.empty() && m.layers[0].qkv.takes_bf16_input();
-  const util::Scratch<uint32_t> h_quads_s(h_quads, quantized ? T * ((H + 3) / 4) : 0);
-  const util::Scratch<float> h_scales_s(h_scales, quantized ? T : 0);
-  // (int8: act(intermediate) as bf16 pairs, then quantized, where the intermediate product writes
-  // bf16: LayerWorkspace)
-  const bool i_bf16 = quantized && m.layers[0].intermediate.writes_bf16_output(m.activation);
-  const util::Scratch<uint32_t> h_pairs_s(h_pairs, bf16 ? T * ((H + 1) / 2) : 0),
-      i_pairs_s(i_pairs, bf16 || i_bf16 ? T * ((I + 1) / 2) : 0), i_quads_s(i_quads, i_bf16 ? T * ((I + 3) / 4) : 0);
-  const util::Scratch<float> i_scales_s(i_scales, i_bf16 ? T : 0);
-  // (Q, K, V in bf16 for the AMX attention, straight from the QKV product: LayerWorkspace)
-  const bool qkv_bf16 = (quantized || bf16) && m.layers[0].qkv.writes_bf16_output(kernels::Activation::kLinear) &&
-                        kernels::attention_takes_bf16(static_cast<size_t>(c.head_size()), m.layers[0].relative,
-                                                      m.layers[0].attention_precision);
-  const util::Scratch<uint32_t> qkv_pairs_s(qkv_pairs, qkv_bf16 ? T * 3 * H / 2 : 0),
-      c_pairs_s(c_pairs, qkv_bf16 ? T * H / 2 : 0), c_quads_s(c_quads, qkv_bf16 && quantized ? T * ((H + 3) / 4) : 0);
-  const util::Scratch<float> c_scales_s(c_scales, qkv_bf16 && quantized ? T : 0);
-  LayerWorkspace ws{};
-  if (quantized) {
-    ws.h_quads = h_quads_s.data();
-    ws.h_scales = h_scales_s.data();
-  }
-  if (bf16) {
-    ws.h_pairs = h_pairs_s.data();
-    ws.i_pairs = i_pairs_s.data();
-  }
-  if (qkv_bf16) {
-    ws.qkv16 = reinterpret_cast<uint16_t*>(qkv_pairs_s.data());
-    ws.context_pairs = c_pairs_s.data();
-    if (quantized) ws.context_quads = c_quads_s.data(), ws.context_scales = c_scales_s.data();
-  }
-  if (i_bf16) {
-    ws.i_pairs = i_pairs_s.data();
-    ws.i_quads = i_quads_s.data();
-    ws.i_scales = i_scales_s.data();
-  }
-  // The fp32 buffers only where a layer uses them (not where the bf16 and int8 encoders keep Q, K,
-  // V, the context or act(intermediate) in bf16: a tenth of int8's peak memory for 8 x 128
-  // roberta-base tokens; docs/performance.md#figures-behind-the-code).
-  LayerF32Needs f32{false, false, false};
-  for (const EncoderLayer& L : m.layers) {
-    const LayerF32Needs n = layer_f32_needs(L, c, m.activation, ws);
-    f32.qkv |= n.qkv, f32.context |= n.context, f32.intermediate |= n.intermediate;
-  }
-  const util::Scratch<float> qkv_s(qkv, f32.qkv ? T * 3 * H : 0), context_s(context, f32.context ? T * H : 0),
-      tmp_s(tmp, T * H), intermediate_s(intermediate, f32.intermediate ? T * I : 0),
-      normed_s(normed, m.final_norm ? T * H : 0);
-  ws.qkv = f32.qkv ? qkv_s.data() : nullptr;
-  ws.context = f32.context ? context_s.data() : nullptr;
-  ws.tmp = tmp_s.data();
-  ws.intermediate = f32.intermediate ? intermediate_s.data() : nullptr;
-  ws.normed = normed_s.data();
+  const auto H = static_cast<size_t>(c.hidden_size);
+  ForwardWorkspace workspace(m.layers, c, T);
+  LayerWorkspace& ws = workspace.layers();
 
   Outputs out;
   Matrix x(T, H);
   embeddings_forward(x, m.embeddings, batch, c);
   if (options.all_hidden_states) out.hidden_states.push_back(x);
-  bool x_converted = false;  // int8, bf16: each layer converts its output for the next one's QKV product
   for (size_t i = 0; i < m.layers.size(); ++i) {
-    x_converted =
-        encoder_layer_forward(x, m.layers[i], batch, c, m.activation, ws, x_converted, i + 1 < m.layers.size());
+    encoder_layer_forward(x, m.layers[i], batch, c, ws, i + 1 < m.layers.size());
     if (options.all_hidden_states) out.hidden_states.push_back(x);
   }
   // roberta-prelayernorm normalises the encoder's output; its hidden_states keep the value before.

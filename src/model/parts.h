@@ -11,6 +11,8 @@
 #include "kernels/activation.h"
 #include "kernels/attention.h"
 #include "model/lazy_packed_weight.h"
+#include "model/layer_plan.h"
+#include "model/layer_workspace.h"
 #include "model/packed_linear.h"
 #include "model/weight_scope.h"
 #include "roberta/config.h"
@@ -43,56 +45,15 @@ struct EncoderLayer {
   // bf16 products in attention for the bf16 and int8 encoders (their matrix inputs are rounded at
   // least as coarsely); fp32 for the fp32 encoder.
   kernels::AttentionPrecision attention_precision = kernels::AttentionPrecision::kFp32;
+  kernels::Activation act = kernels::Activation::kGelu;  // config.hidden_act, after the intermediate product
+  LayerPlan plan;
 };
-EncoderLayer load_encoder_layer(const WeightScope& scope, const ModelConfig& c);
+EncoderLayer load_encoder_layer(const WeightScope& scope, const ModelConfig& c, kernels::Activation act);
 
-// Intermediate buffers of one forward pass, reused by every layer.
-struct LayerWorkspace {
-  // qkv, context, intermediate: null where no layer uses them (layer_f32_needs).
-  float* qkv = nullptr;           // (T, 3H)
-  float* context = nullptr;       // (T, H)
-  float* tmp = nullptr;           // (T, H)
-  float* intermediate = nullptr;  // (T, I)
-  float* normed = nullptr;        // (T, H): the pre-LN block's normalised input
-  // Where the products take their inputs quantized (int8, takes_quantized_input): x as (T, H/4)
-  // quads + (T) scales; else null.
-  uint32_t* h_quads = nullptr;
-  float* h_scales = nullptr;
-  // Where they take them rounded to bf16 (takes_bf16_input): x as (T, H/2) pairs and
-  // act(intermediate) as (T, I/2) pairs; else null.
-  uint32_t* h_pairs = nullptr;
-  uint32_t* i_pairs = nullptr;
-  // int8 where the intermediate product writes bf16 (PackedLinear::writes_bf16_output):
-  // act(intermediate) as bf16 pairs in i_pairs, then quantized from there for the output product:
-  // (T, I/4) quads + (T) scales. Else null.
-  uint32_t* i_quads = nullptr;
-  float* i_scales = nullptr;
-  // Where the attention takes Q, K, V in bf16 (kernels::attention_takes_bf16) and the QKV product
-  // writes bf16: they go there instead of qkv, head by head (3 · heads matrices (T, 64) of bf16
-  // values, as kernels::self_attention takes them). Else null.
-  uint16_t* qkv16 = nullptr;
-  // With qkv16: the attention's context rounded to bf16 pairs (T, H / 2), and for int8 quantized
-  // from there, (T, H / 4) quads + (T) scales, for the attention's output product. Else null.
-  uint32_t* context_pairs = nullptr;
-  uint32_t* context_quads = nullptr;
-  float* context_scales = nullptr;
-};
-// Which of ws's fp32 buffers (qkv, context, intermediate) the layer reads or writes, given the
-// conversion buffers ws has (their pointers decide the layer's paths; the fp32 ones do not): where
-// the bf16 and int8 encoders keep Q, K, V, the context or act(intermediate) in bf16, the fp32
-// buffer is never touched. tmp always is, normed for the pre-LN block.
-struct LayerF32Needs {
-  bool qkv = true, context = true, intermediate = true;
-};
-LayerF32Needs layer_f32_needs(const EncoderLayer& L, const ModelConfig& c, kernels::Activation act,
-                              const LayerWorkspace& ws);
-// x (T, H) = the block applied to x, in place. x_converted: ws holds x in the products' input
-// precision (int8 quads or bf16 pairs; the layer before left it there). convert_x: leave the
-// result converted there too, for the next layer; returns whether it did (only where the layer's
-// products take int8 or bf16 input).
-bool encoder_layer_forward(Matrix& x, const EncoderLayer& L, const Batch& batch, const ModelConfig& c,
-                           kernels::Activation act, const LayerWorkspace& ws, bool x_converted = false,
-                           bool convert_x = false);
+// x (T, H) = the block applied to x, in place, on ws's buffers as L.plan says. next_layer: a
+// layer follows, so leave x converted in ws for it where the plan converts (ws.x_converted).
+void encoder_layer_forward(Matrix& x, const EncoderLayer& L, const Batch& batch, const ModelConfig& c,
+                           LayerWorkspace& ws, bool next_layer);
 
 // ---- RobertaLMHead: dense -> gelu -> LayerNorm -> decoder (tied to the word embeddings or not)
 struct LmHead {
