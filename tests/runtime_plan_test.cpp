@@ -178,17 +178,4 @@ TEST(KernelPlan, SettingsOverrideTheRowAndTheIsaCapsTheCpu) {
   EXPECT_EQ(resolve(zen5(), parse({{"ROBERTA_GEMM", "own"}})).gemm, Settings::Gemm::kOwn);
 }
 
-TEST(KernelPlan, ThisProcesssPlanIsTheRuleAppliedToThisCpu) {
-  const KernelPlan& p = roberta::runtime::plan();
-  const KernelPlan q = resolve(roberta::runtime::detect(), roberta::runtime::from_env());
-  EXPECT_EQ(p.row.choices, q.row.choices);
-  EXPECT_EQ(p.isa, q.isa);
-  EXPECT_EQ(p.detected, roberta::runtime::detect().isa);
-  EXPECT_EQ(p.fp32_block_rows, q.fp32_block_rows);
-  EXPECT_EQ(p.prefetch_next, q.prefetch_next);
-  EXPECT_EQ(p.bf16_attention, q.bf16_attention);
-  EXPECT_EQ(p.int8_fused_epilogue, q.int8_fused_epilogue);
-  EXPECT_EQ(&p, &roberta::runtime::plan());  // made once
-}
-
 }  // namespace
