@@ -51,6 +51,18 @@ __attribute__((target("avx512f,avx512bw"), always_inline)) inline void int8_epil
   }
 }
 
+// int8_epilogue on the four 16-column quarters of an MR x 64 block.
+template <size_t MR>
+__attribute__((target("avx512f,avx512bw"), always_inline)) inline void int8_block_epilogue(
+    const __m512i (&c0)[MR], const __m512i (&c1)[MR], const __m512i (&c2)[MR], const __m512i (&c3)[MR],
+    const int32_t* offset, const float* x_scale, const float* w_scale, const float* bias, bool first, float* y,
+    size_t ldy, size_t cols) {
+  int8_epilogue<MR>(c0, 0, offset, x_scale, w_scale, bias, first, y, ldy, cols);
+  int8_epilogue<MR>(c1, 16, offset, x_scale, w_scale, bias, first, y, ldy, cols);
+  int8_epilogue<MR>(c2, 32, offset, x_scale, w_scale, bias, first, y, ldy, cols);
+  int8_epilogue<MR>(c3, 48, offset, x_scale, w_scale, bias, first, y, ldy, cols);
+}
+
 // MR x 64 block in 4 * MR zmm accumulators. MR is the block's exact row count and the loops are
 // unrolled, and the accumulators are four small arrays rather than one (MR, 4) array: GCC keeps
 // those in registers, while the larger array it leaves on the stack, storing it every k step (the
@@ -88,10 +100,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void int8_block_vnni_rows
     size_t block, size_t blocks) {
   __m512i c0[MR], c1[MR], c2[MR], c3[MR];
   int8_vnni_sums<MR, Next>(c0, c1, c2, c3, xq, ldq, panel, q0, q1, block, blocks);
-  int8_epilogue<MR>(c0, 0, offset, x_scale, w_scale, bias, first, y, ldy, cols);
-  int8_epilogue<MR>(c1, 16, offset, x_scale, w_scale, bias, first, y, ldy, cols);
-  int8_epilogue<MR>(c2, 32, offset, x_scale, w_scale, bias, first, y, ldy, cols);
-  int8_epilogue<MR>(c3, 48, offset, x_scale, w_scale, bias, first, y, ldy, cols);
+  int8_block_epilogue<MR>(c0, c1, c2, c3, offset, x_scale, w_scale, bias, first, y, ldy, cols);
 }
 
 // Any number of rows (a row chunk): blocks of kMaxRows (int8_row_blocks).
@@ -220,10 +229,7 @@ __attribute__((target("avx512f,avx512bw"))) void int8_block_avx512bw_rows(
       c3[r] = _mm512_add_epi32(c3[r], product(b3));
     }
   }
-  int8_epilogue<MR>(c0, 0, kNoOffset, x_scale, w_scale, bias, first, y, ldy, cols);
-  int8_epilogue<MR>(c1, 16, kNoOffset, x_scale, w_scale, bias, first, y, ldy, cols);
-  int8_epilogue<MR>(c2, 32, kNoOffset, x_scale, w_scale, bias, first, y, ldy, cols);
-  int8_epilogue<MR>(c3, 48, kNoOffset, x_scale, w_scale, bias, first, y, ldy, cols);
+  int8_block_epilogue<MR>(c0, c1, c2, c3, kNoOffset, x_scale, w_scale, bias, first, y, ldy, cols);
 }
 
 // Any number of rows: blocks of kAvx512BwRows (int8_row_blocks).
