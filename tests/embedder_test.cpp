@@ -5,10 +5,10 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "lowercase.h"
+#include "tokenizer/lowercase.h"
 #include "roberta/embedder.h"
 #include "test_util.h"
-#include "unicode.h"
+#include "tokenizer/unicode.h"
 
 namespace {
 

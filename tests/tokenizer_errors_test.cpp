@@ -12,7 +12,7 @@
 
 #include "roberta/error.h"
 #include "roberta/tokenizer.h"
-#include "test_hooks.h"
+#include "tokenizer/test_hooks.h"
 #include "test_util.h"
 #include "tokenizer_test_util.h"
 

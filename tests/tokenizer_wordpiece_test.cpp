@@ -12,12 +12,12 @@
 #include <utility>
 #include <vector>
 
-#include "bert_normalizer.h"
+#include "tokenizer/bert_normalizer.h"
 #include "hf_goldens.h"
 #include "roberta/tokenizer.h"
 #include "test_util.h"
 #include "tokenizer_test_util.h"
-#include "unicode.h"
+#include "tokenizer/unicode.h"
 
 namespace {
 

@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "hf_goldens.h"
-#include "precompiled.h"
+#include "tokenizer/precompiled.h"
 #include "roberta/tokenizer.h"
 #include "sha256.h"
 #include "test_util.h"
-#include "unicode.h"
+#include "tokenizer/unicode.h"
 
 namespace {
 

@@ -6,11 +6,11 @@
 #include <optional>
 
 #include "kernels/activations.h"
-#include "lowercase.h"
+#include "tokenizer/lowercase.h"
 #include "pipelines/pipeline_util.h"
 #include "roberta/dev/weights.h"
 #include "roberta/error.h"
-#include "unicode.h"
+#include "tokenizer/unicode.h"
 #include "util/files.h"
 
 namespace roberta {

@@ -8,7 +8,7 @@
 
 #include "roberta/error.h"
 #include "roberta/threads.h"
-#include "unicode.h"
+#include "tokenizer/unicode.h"
 
 namespace roberta::pipeline {
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "lowercase.h"
+#include "tokenizer/lowercase.h"
 #include "pipelines/pipeline_util.h"
 #include "roberta/error.h"
 

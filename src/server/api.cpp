@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "unicode.h"
+#include "tokenizer/unicode.h"
 
 namespace roberta::server {
 

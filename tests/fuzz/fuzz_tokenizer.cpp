@@ -13,7 +13,7 @@
 
 #include "fuzz_util.h"
 #include "roberta/tokenizer.h"
-#include "unicode.h"
+#include "tokenizer/unicode.h"
 
 namespace {
 

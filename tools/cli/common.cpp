@@ -10,7 +10,7 @@
 #include <iostream>
 #include <set>
 
-#include "unicode.h"
+#include "tokenizer/unicode.h"
 
 namespace roberta::cli {
 
