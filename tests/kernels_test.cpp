@@ -12,6 +12,7 @@
 #include <cpuid.h>
 #endif
 
+#include "amx_emulation.h"
 #include "kernels/attention.h"
 #include "kernels/isa.h"
 #include "runtime/cpu.h"

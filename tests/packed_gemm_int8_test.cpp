@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "amx_emulation.h"
 #include "kernels/activations.h"
 #include "kernels/packed_gemm.h"
 #include "kernels/packed_gemm_int8.h"

@@ -52,8 +52,7 @@ using AmxBf16Fn = void (*)(const uint32_t* xb, size_t ldx_pairs, size_t rows, co
 // On the tiles; only where usable_isa() >= Isa::kAmx.
 extern const AmxInt8Fn int8_block_amx;
 extern const AmxBf16Fn bf16_block_amx;
-// The same loops with every tile instruction emulated in C++: any CPU with AVX-512 (the epilogue's).
-extern const AmxInt8Fn int8_block_amx_emulated;
-extern const AmxBf16Fn bf16_block_amx_emulated;
+// (The tests build the same loops on tiles emulated in C++, gemm/amx_blocks.h, and run them
+// through packed_linear_amx_with on any CPU with AVX-512.)
 
 }  // namespace roberta::kernels

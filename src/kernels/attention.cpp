@@ -61,15 +61,10 @@ bool attention_takes_bf16(size_t head_size, const RelativePositions& relative, A
 }
 
 namespace {
-// ctx (fp32, or bf16 pairs) from head-by-head bf16 Q, K, V on the tiles (Tiles) or emulated.
-template <class Tiles, class Out>
-void attention_from_bf16(Out* ctx, const uint16_t* qkv16, const size_t* offsets, size_t num_sequences, size_t heads,
-                         size_t head_size, const RelativePositions& relative, AttentionPrecision precision,
-                         bool parallel) {
-  if (!std::is_same_v<Tiles, amx::EmulatedTiles> && !attention_takes_bf16(head_size, relative, precision))
-    throw Error("self_attention: bf16 Q, K, V need the AMX attention (bf16 precision, heads of 64, absolute "
-                "positions, a CPU with AMX; attention_takes_bf16)");
-#if defined(__x86_64__)
+// ctx (fp32, or bf16 pairs) from head-by-head bf16 Q, K, V, each (sequence, head) by `head`.
+template <class Out>
+void attention_from_bf16(AmxHeadFn<Out> head, Out* ctx, const uint16_t* qkv16, const size_t* offsets,
+                         size_t num_sequences, size_t heads, bool parallel) {
   const size_t H = heads * kHead, T = offsets[num_sequences], part = heads * T * kHead;
   constexpr size_t kPerValue = std::is_same_v<Out, uint32_t> ? 2 : 1;  // (values per element of ctx)
   const size_t ldc = H / kPerValue, per_head = kHead / kPerValue;
@@ -78,14 +73,23 @@ void attention_from_bf16(Out* ctx, const uint16_t* qkv16, const size_t* offsets,
     const size_t begin = offsets[s], L = offsets[s + 1] - begin;
     if (L == 0) return;
     const uint16_t* q = qkv16 + (h * T + begin) * kHead;
-    attention_head_amx<Tiles>(ctx + begin * ldc + h * per_head, ldc, q, q + part, q + 2 * part, kHead, L, 0.125f);
+    head(ctx + begin * ldc + h * per_head, ldc, q, q + part, q + 2 * part, kHead, L, 0.125f);
   };
   if (parallel)
     ThreadPool::global()->parallel_for(num_sequences * heads, task);
   else
     for (size_t t = 0; t < num_sequences * heads; ++t) task(t);
+}
+
+// The AMX attention on the hardware tiles, from bf16 Q, K, V into Out.
+template <class Out>
+AmxHeadFn<Out> hardware_head(size_t head_size, const RelativePositions& relative, AttentionPrecision precision) {
+  if (!attention_takes_bf16(head_size, relative, precision))
+    throw Error("self_attention: bf16 Q, K, V need the AMX attention (bf16 precision, heads of 64, absolute "
+                "positions, a CPU with AMX; attention_takes_bf16)");
+#if defined(__x86_64__)
+  return attention_head_amx<amx::HardwareTiles, uint16_t, Out>;
 #else
-  (void)ctx, (void)qkv16, (void)offsets, (void)num_sequences, (void)heads, (void)parallel;
   throw Error("the AMX attention is x86-64 only");
 #endif
 }
@@ -93,43 +97,24 @@ void attention_from_bf16(Out* ctx, const uint16_t* qkv16, const size_t* offsets,
 
 void self_attention(float* ctx, const uint16_t* qkv16, const size_t* offsets, size_t num_sequences, size_t heads,
                     size_t head_size, const RelativePositions& relative, AttentionPrecision precision) {
-  attention_from_bf16<amx::HardwareTiles>(ctx, qkv16, offsets, num_sequences, heads, head_size, relative, precision,
-                                          true);
+  attention_from_bf16(hardware_head<float>(head_size, relative, precision), ctx, qkv16, offsets, num_sequences, heads,
+                      true);
 }
 
 void self_attention(uint32_t* ctx_pairs, const uint16_t* qkv16, const size_t* offsets, size_t num_sequences,
                     size_t heads, size_t head_size, const RelativePositions& relative, AttentionPrecision precision) {
-  attention_from_bf16<amx::HardwareTiles>(ctx_pairs, qkv16, offsets, num_sequences, heads, head_size, relative,
-                                          precision, true);
+  attention_from_bf16(hardware_head<uint32_t>(head_size, relative, precision), ctx_pairs, qkv16, offsets,
+                      num_sequences, heads, true);
 }
 
-void self_attention_amx_emulated(float* ctx, const uint16_t* qkv16, const size_t* offsets, size_t num_sequences,
-                                 size_t heads) {
-  attention_from_bf16<amx::EmulatedTiles>(ctx, qkv16, offsets, num_sequences, heads, kHead, {},
-                                          AttentionPrecision::kBf16, false);
+void self_attention_amx_with(AmxHeadFn<float> head, float* ctx, const uint16_t* qkv16, const size_t* offsets,
+                             size_t num_sequences, size_t heads) {
+  attention_from_bf16(head, ctx, qkv16, offsets, num_sequences, heads, false);
 }
 
-void self_attention_amx_emulated(uint32_t* ctx_pairs, const uint16_t* qkv16, const size_t* offsets,
-                                 size_t num_sequences, size_t heads) {
-  attention_from_bf16<amx::EmulatedTiles>(ctx_pairs, qkv16, offsets, num_sequences, heads, kHead, {},
-                                          AttentionPrecision::kBf16, false);
-}
-
-void self_attention_amx_emulated(float* ctx, const float* qkv, const size_t* offsets, size_t num_sequences,
-                                 size_t heads) {
-#if defined(__x86_64__)
-  const size_t H = heads * kHead, ld = 3 * H;
-  for (size_t s = 0; s < num_sequences; ++s)
-    for (size_t h = 0; h < heads; ++h) {
-      const size_t begin = offsets[s], L = offsets[s + 1] - begin;
-      if (L == 0) continue;
-      const float* q = qkv + begin * ld + h * kHead;
-      attention_head_amx<amx::EmulatedTiles>(ctx + begin * H + h * kHead, H, q, q + H, q + 2 * H, ld, L, 0.125f);
-    }
-#else
-  (void)ctx, (void)qkv, (void)offsets, (void)num_sequences, (void)heads;
-  throw Error("the AMX attention is x86-64 only");
-#endif
+void self_attention_amx_with(AmxHeadFn<uint32_t> head, uint32_t* ctx_pairs, const uint16_t* qkv16,
+                             const size_t* offsets, size_t num_sequences, size_t heads) {
+  attention_from_bf16(head, ctx_pairs, qkv16, offsets, num_sequences, heads, false);
 }
 
 }  // namespace roberta::kernels

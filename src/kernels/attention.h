@@ -29,12 +29,6 @@ void self_attention(float* ctx, const float* qkv, const size_t* offsets, size_t 
                     size_t head_size, const RelativePositions& relative = {},
                     AttentionPrecision precision = AttentionPrecision::kFp32);
 
-// For tests: kBf16 attention with head size 64 through the AMX kernel, its tile instructions
-// emulated in C++ (amx_tiles.h), one thread; on any CPU with AVX512-BF16. Where the CPU has AMX
-// (and ROBERTA_ISA allows it) self_attention's kBf16 runs the same kernel on the tiles.
-void self_attention_amx_emulated(float* ctx, const float* qkv, const size_t* offsets, size_t num_sequences,
-                                 size_t heads);
-
 // The same from Q, K and V already rounded to bf16, head by head: qkv16 holds 3 · heads matrices
 // (T, 64) of bf16 values, T = offsets[num_sequences], one after the other: Q of heads 0, 1, ...,
 // then K, then V (as the QKV product's epilogue writes them with ColumnGroups{64, T · 32}: no fp32
@@ -47,11 +41,17 @@ void self_attention(float* ctx, const uint16_t* qkv16, const size_t* offsets, si
 // written and read again): the same values as to_bf16_pairs of the fp32 ctx.
 void self_attention(uint32_t* ctx_pairs, const uint16_t* qkv16, const size_t* offsets, size_t num_sequences,
                     size_t heads, size_t head_size, const RelativePositions& relative, AttentionPrecision precision);
-// For tests: those, their tile instructions emulated (any CPU with AVX512-BF16).
-void self_attention_amx_emulated(float* ctx, const uint16_t* qkv16, const size_t* offsets, size_t num_sequences,
-                                 size_t heads);
-void self_attention_amx_emulated(uint32_t* ctx_pairs, const uint16_t* qkv16, const size_t* offsets,
-                                 size_t num_sequences, size_t heads);
+// The AMX attention of one (sequence, head) of 64 from bf16 Q, K, V (attention/amx_head.h):
+// ctx (L, 64) with row stride ldc (Out: float, or uint32_t for bf16 pairs).
+template <class Out>
+using AmxHeadFn = void (*)(Out* ctx, size_t ldc, const uint16_t* q, const uint16_t* k, const uint16_t* v, size_t ld,
+                           size_t L, float scale);
+// For tests: those two with `head` for every (sequence, head), one thread, head size 64: e.g. the
+// AMX attention on the tiles' emulation that the tests build, on any CPU with AVX512-BF16.
+void self_attention_amx_with(AmxHeadFn<float> head, float* ctx, const uint16_t* qkv16, const size_t* offsets,
+                             size_t num_sequences, size_t heads);
+void self_attention_amx_with(AmxHeadFn<uint32_t> head, uint32_t* ctx_pairs, const uint16_t* qkv16,
+                             const size_t* offsets, size_t num_sequences, size_t heads);
 
 // Whether the bf16 and int8 encoders ask for kBf16 attention on this CPU: the kernel plan's
 // choice (runtime/plan.h). ROBERTA_ATTENTION=bf16 or fp32 decides when set. Unset: bf16 where the

@@ -16,6 +16,7 @@
 #include <new>
 
 #include "activation.h"
+#include "amx_gemm.h"
 #include "rows_done.h"
 
 namespace roberta::kernels {
@@ -112,15 +113,14 @@ bool writes_bf16_output(const PackedWeightBf16& w, Activation act);
 // product reads act(intermediate)). Throws roberta::Error where !writes_bf16_output(w, act).
 void packed_linear_to_bf16(uint32_t* out, size_t ldp, const Bf16Rows& x, const PackedWeightBf16& w, const float* bias,
                            size_t M, Activation act, const ColumnGroups& groups = {});
-// For tests: the same through the AMX kernel with its tile instructions emulated (amx_gemm.h), on
-// any CPU with AVX512-BF16 (the same shapes and activations only).
-void packed_linear_to_bf16_amx_emulated(uint32_t* out, size_t ldp, const Bf16Rows& x, const PackedWeightBf16& w,
-                                        const float* bias, size_t M, Activation act, const ColumnGroups& groups = {});
-
-// For tests: the bf16 product through the AMX kernel with every tile instruction emulated in C++
-// (amx_gemm.h), on any CPU with AVX-512 (x is rounded to bf16 by this CPU's conversion).
-void packed_linear_amx_emulated(float* y, size_t ldy, const float* x, const PackedWeightBf16& w, const float* bias,
-                                size_t M, Activation act = Activation::kLinear);
+// For tests: the AMX product's loop (the same shapes and activations) with `block` for its tile
+// blocks, e.g. the blocks on emulated tiles the tests build (amx_gemm.h), on any CPU with
+// AVX512-BF16; the first from x rounded to bf16 by this CPU's conversion.
+void packed_linear_amx_with(AmxBf16Fn block, float* y, size_t ldy, const float* x, const PackedWeightBf16& w,
+                            const float* bias, size_t M, Activation act = Activation::kLinear);
+void packed_linear_to_bf16_amx_with(AmxBf16Fn block, uint32_t* out, size_t ldp, const Bf16Rows& x,
+                                    const PackedWeightBf16& w, const float* bias, size_t M, Activation act,
+                                    const ColumnGroups& groups = {});
 
 // Whether the bf16 product runs on AVX512-BF16 or AMX here (the CPU has it and ROBERTA_ISA allows
 // it); else the fp32 kernels run it on the bf16 values widened to fp32 (at about fp32's speed with

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "activation.h"
+#include "amx_gemm.h"
 #include "rows_done.h"
 
 namespace roberta::kernels {
@@ -93,18 +94,17 @@ bool writes_bf16_output(const PackedWeightInt8& w, Activation act);
 // With groups (ColumnGroups, rows_done.h): the columns in groups.
 void packed_linear_to_bf16(uint32_t* out, size_t ldp, const QuantizedRows& x, const PackedWeightInt8& w,
                            const float* bias, size_t M, Activation act, const ColumnGroups& groups = {});
-// For tests: the same through the AMX kernel with emulated tiles (any CPU with AVX512-BF16).
-void packed_linear_to_bf16_amx_emulated(uint32_t* out, size_t ldp, const QuantizedRows& x, const PackedWeightInt8& w,
-                                        const float* bias, size_t M, Activation act, const ColumnGroups& groups = {});
-
 // Rows of bf16 pairs (rows, ceil(k / 2), row stride ldp) quantized as quantize_rows quantizes the
 // same values widened to fp32: the same quads and scales.
 void quantize_bf16_rows(const uint32_t* pairs, size_t ldp, size_t rows, size_t k, uint32_t* quads, float* scale);
 
-// For tests: the same product through the AMX kernel with every tile instruction emulated in C++
-// (amx_gemm.h), on any CPU with AVX-512.
-void packed_linear_amx_emulated(float* y, size_t ldy, const QuantizedRows& x, const PackedWeightInt8& w,
-                                const float* bias, size_t M, Activation act = Activation::kLinear);
+// For tests: the AMX product's loop with `block` for its tile blocks (as packed_linear_amx_with of
+// packed_gemm.h), on any CPU with AVX-512; the bf16 output also needs AVX512-BF16.
+void packed_linear_amx_with(AmxInt8Fn block, float* y, size_t ldy, const QuantizedRows& x, const PackedWeightInt8& w,
+                            const float* bias, size_t M, Activation act = Activation::kLinear);
+void packed_linear_to_bf16_amx_with(AmxInt8Fn block, uint32_t* out, size_t ldp, const QuantizedRows& x,
+                                    const PackedWeightInt8& w, const float* bias, size_t M, Activation act,
+                                    const ColumnGroups& groups = {});
 
 // Whether this CPU has AVX512-VNNI, ROBERTA_ISA allows it (avx512vnni and up) and this build has
 // our VNNI kernel (GCC).

@@ -157,7 +157,7 @@ void attention_head_avx2(float* ctx, size_t ldc, const float* q, const float* k,
 // bf16 products with fp32 sums, AVX512-BF16 (bf16_avx512.cpp):
 void attention_head_bf16(float* ctx, size_t ldc, const float* q, const float* k, const float* v, size_t ld, size_t L,
                          float scale);
-// bf16 on AMX tiles or their emulation (amx.cpp; Tiles: amx::HardwareTiles or EmulatedTiles). In:
+// bf16 on AMX tiles (amx_head.h; Tiles: amx::HardwareTiles, or the tests' EmulatedTiles). In:
 // float or uint16_t (bf16); Out: float, or uint32_t (bf16 pairs, row stride ldc pairs).
 template <class Tiles, class In, class Out>
 ROBERTA_BF16_TARGET void attention_head_amx(Out* ctx, size_t ldc, const In* q, const In* k, const In* v, size_t ld,

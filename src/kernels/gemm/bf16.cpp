@@ -203,18 +203,19 @@ void packed_linear_to_bf16(uint32_t* out, size_t ldp, const Bf16Rows& x, const P
   packed_linear_to_bf16_with(bf16_kernel().amx, out, ldp, x, w, bias, M, act, groups);
 }
 
-void packed_linear_to_bf16_amx_emulated(uint32_t* out, size_t ldp, const Bf16Rows& x, const PackedWeightBf16& w,
-                                        const float* bias, size_t M, Activation act, const ColumnGroups& groups) {
+void packed_linear_to_bf16_amx_with(AmxBf16Fn block, uint32_t* out, size_t ldp, const Bf16Rows& x,
+                                    const PackedWeightBf16& w, const float* bias, size_t M, Activation act,
+                                    const ColumnGroups& groups) {
   if (!has_bf16_instructions() || !bf16_output_shape(w, act))
-    throw Error("packed_linear_to_bf16_amx_emulated: needs AVX512-BF16 and a product writes_bf16_output allows");
-  check_column_groups(groups, w.n(), "packed_linear_to_bf16_amx_emulated");
-  packed_linear_to_bf16_with(bf16_block_amx_emulated, out, ldp, x, w, bias, M, act, groups);
+    throw Error("packed_linear_to_bf16_amx_with: needs AVX512-BF16 and a product writes_bf16_output allows");
+  check_column_groups(groups, w.n(), "packed_linear_to_bf16_amx_with");
+  packed_linear_to_bf16_with(block, out, ldp, x, w, bias, M, act, groups);
 }
 
-void packed_linear_amx_emulated(float* y, size_t ldy, const float* x, const PackedWeightBf16& w, const float* bias,
-                                size_t M, Activation act) {
-  const Bf16Kernel emulated{nullptr, bf16_block_amx_emulated, nullptr, kAmxBlockRows, "AMX-BF16, emulated"};
-  packed_linear_with(emulated, y, ldy, x, w, bias, M, act, nullptr, nullptr);
+void packed_linear_amx_with(AmxBf16Fn block, float* y, size_t ldy, const float* x, const PackedWeightBf16& w,
+                            const float* bias, size_t M, Activation act) {
+  const Bf16Kernel given{nullptr, block, nullptr, kAmxBlockRows, "AMX-BF16, a given block"};
+  packed_linear_with(given, y, ldy, x, w, bias, M, act, nullptr, nullptr);
 }
 
 }  // namespace roberta::kernels

@@ -208,11 +208,12 @@ void packed_linear_to_bf16(uint32_t* out, size_t ldp, const QuantizedRows& x, co
   packed_linear_to_bf16_with(kern.fused, kern.block_rows, out, ldp, x, w, bias, M, act, groups);
 }
 
-void packed_linear_to_bf16_amx_emulated(uint32_t* out, size_t ldp, const QuantizedRows& x, const PackedWeightInt8& w,
-                                        const float* bias, size_t M, Activation act, const ColumnGroups& groups) {
-  check_bf16_output(w, act, "packed_linear_to_bf16_amx_emulated");
-  check_column_groups(groups, w.n(), "packed_linear_to_bf16_amx_emulated");
-  packed_linear_to_bf16_with(int8_block_amx_emulated, kAmxBlockRows, out, ldp, x, w, bias, M, act, groups);
+void packed_linear_to_bf16_amx_with(AmxInt8Fn block, uint32_t* out, size_t ldp, const QuantizedRows& x,
+                                    const PackedWeightInt8& w, const float* bias, size_t M, Activation act,
+                                    const ColumnGroups& groups) {
+  check_bf16_output(w, act, "packed_linear_to_bf16_amx_with");
+  check_column_groups(groups, w.n(), "packed_linear_to_bf16_amx_with");
+  packed_linear_to_bf16_with(block, kAmxBlockRows, out, ldp, x, w, bias, M, act, groups);
 }
 
 void quantize_bf16_rows(const uint32_t* pairs, size_t ldp, size_t rows, size_t k, uint32_t* quads, float* scale) {
@@ -223,9 +224,9 @@ void quantize_bf16_rows(const uint32_t* pairs, size_t ldp, size_t rows, size_t k
   quantize_bf16_rows_portable(pairs, ldp, rows, k, quads, scale);
 }
 
-void packed_linear_amx_emulated(float* y, size_t ldy, const QuantizedRows& x, const PackedWeightInt8& w,
-                                const float* bias, size_t M, Activation act) {
-  packed_linear_with(nullptr, int8_block_amx_emulated, kAmxBlockRows, y, ldy, x, w, bias, M, act, nullptr, nullptr);
+void packed_linear_amx_with(AmxInt8Fn block, float* y, size_t ldy, const QuantizedRows& x, const PackedWeightInt8& w,
+                            const float* bias, size_t M, Activation act) {
+  packed_linear_with(nullptr, block, kAmxBlockRows, y, ldy, x, w, bias, M, act, nullptr, nullptr);
 }
 
 }  // namespace roberta::kernels
