@@ -258,7 +258,7 @@ Outputs Model::forward(const Batch& batch, const ForwardOptions& options) const 
 
   const auto H = static_cast<size_t>(c.hidden_size);
   ForwardWorkspace workspace(m.layers, c, T);
-  LayerWorkspace& ws = workspace.layers();
+  LayerWorkspace& ws = workspace.ws();
 
   Outputs out;
   Matrix x(T, H);

@@ -2,7 +2,6 @@
 // cased BERT-style WordPiece), or vocab.json + merges.txt with RobertaTokenizer's defaults. Errors about the files'
 // content are ErrorKind::kInvalidModel, files or folders that cannot be read kIo.
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -232,19 +231,18 @@ std::shared_ptr<Tokenizer::Impl> Tokenizer::Impl::from_tokenizer_json(const std:
 // tokenizer.json's normalizer: none (or an empty Sequence), or WordPiece's BertNormalizer, whose
 // settings tokenizer_config.json replaces for a BertTokenizer (Unigram's: load_unigram).
 void Tokenizer::Impl::load_normalizer(const json& doc, const std::string& name, const FolderSettings& settings) {
-  const bool wordpiece = this->wordpiece != nullptr;
-  const bool unigram = this->unigram != nullptr;
+  const bool is_wordpiece = wordpiece != nullptr, is_unigram = unigram != nullptr;
   // A normalizer that does nothing (an empty Sequence, as some exports write) is none.
   const bool no_normalizer = !doc.contains("normalizer") || doc["normalizer"].is_null() ||
                              (get_or<std::string>(doc["normalizer"], "type", "", name + ": normalizer") == "Sequence" &&
                               doc["normalizer"].contains("normalizers") &&
                               doc["normalizer"]["normalizers"].is_array() && doc["normalizer"]["normalizers"].empty());
-  if (!no_normalizer && !unigram) {
+  if (!no_normalizer && !is_unigram) {
     const json& n = doc["normalizer"];
     const std::string type = get_or<std::string>(n, "type", "?", name + ": normalizer");
-    if (!wordpiece || type != "BertNormalizer")
+    if (!is_wordpiece || type != "BertNormalizer")
       throw Error(name + ": normalizer \"" + type + "\" is not supported (" +
-                      (wordpiece ? "WordPiece: BertNormalizer or none" : "RoBERTa tokenizers have none") + ")",
+                      (is_wordpiece ? "WordPiece: BertNormalizer or none" : "RoBERTa tokenizers have none") + ")",
                   kInvalidModel);
     const std::string where = name + ": normalizer";
     bool lowercase = get_or<bool>(n, "lowercase", true, where);
@@ -259,10 +257,10 @@ void Tokenizer::Impl::load_normalizer(const json& doc, const std::string& name, 
       strip_accents = settings.strip_accents;
       chinese = settings.tokenize_chinese_chars.value_or(true);
     }
-    this->wordpiece->lowercase = lowercase;
-    this->wordpiece->strip_accents = strip_accents.value_or(lowercase);  // null follows lowercase, as in HF
-    this->wordpiece->clean_text = get_or<bool>(n, "clean_text", true, name + ": normalizer");
-    this->wordpiece->handle_chinese_chars = chinese;
+    wordpiece->lowercase = lowercase;
+    wordpiece->strip_accents = strip_accents.value_or(lowercase);  // null follows lowercase, as in HF
+    wordpiece->clean_text = get_or<bool>(n, "clean_text", true, name + ": normalizer");
+    wordpiece->handle_chinese_chars = chinese;
   }
 }
 
@@ -270,31 +268,31 @@ void Tokenizer::Impl::load_normalizer(const json& doc, const std::string& name, 
 // in a Sequence of one (Unigram's: load_unigram). Returns whether it is a plain ByteLevel (not in
 // a Sequence: transformers rewrites only that one from tokenizer_config.json).
 bool Tokenizer::Impl::load_pre_tokenizer(const json& doc, const std::string& name, const std::string& model_type) {
-  const bool wordpiece = this->wordpiece != nullptr;
+  const bool is_wordpiece = wordpiece != nullptr;
   const auto read_byte_level = [&](const json& pt, const std::string& where) {
     add_prefix_space = get_or<bool>(pt, "add_prefix_space", false, where);
     use_regex = get_or<bool>(pt, "use_regex", true, where);
   };
-  const std::string wanted_pre_tokenizer = wordpiece ? "BertPreTokenizer" : "ByteLevel";
+  const std::string wanted_pre_tokenizer = is_wordpiece ? "BertPreTokenizer" : "ByteLevel";
   bool plain_byte_level = false;
-  if (unigram) return false;  // (load_unigram read it)
+  if (unigram != nullptr) return false;  // (load_unigram read it)
   if (doc.contains("pre_tokenizer") && !doc["pre_tokenizer"].is_null()) {
     const json& pt = doc["pre_tokenizer"];
     const std::string type = get_or<std::string>(pt, "type", "", name + ": pre_tokenizer");
     if (type == wanted_pre_tokenizer) {
-      plain_byte_level = !wordpiece;
-      if (!wordpiece) read_byte_level(pt, name + ": pre_tokenizer");
+      plain_byte_level = !is_wordpiece;
+      if (!is_wordpiece) read_byte_level(pt, name + ": pre_tokenizer");
     } else if (type == "Sequence" && pt.contains("pretokenizers") && pt["pretokenizers"].is_array() &&
                pt["pretokenizers"].size() == 1 &&
                get_or<std::string>(pt["pretokenizers"][0], "type", "", name) == wanted_pre_tokenizer) {
-      if (!wordpiece) read_byte_level(pt["pretokenizers"][0], name + ": pre_tokenizer.pretokenizers[0]");
+      if (!is_wordpiece) read_byte_level(pt["pretokenizers"][0], name + ": pre_tokenizer.pretokenizers[0]");
     } else {
       throw Error(name + ": pre_tokenizer \"" + type + "\" is not supported (" + model_type + ": only " +
                       wanted_pre_tokenizer + ")", kInvalidModel);
     }
   } else {
     throw Error(name + ": pre_tokenizer is missing (" +
-                    (wordpiece ? "a WordPiece tokenizer needs BertPreTokenizer" : "a byte-level BPE needs ByteLevel") +
+                    (is_wordpiece ? "a WordPiece tokenizer needs BertPreTokenizer" : "a byte-level BPE needs ByteLevel") +
                     ")", kInvalidModel);
   }
   return plain_byte_level;
@@ -317,14 +315,14 @@ bool Tokenizer::Impl::load_post_processor(const json& doc, const std::string& na
       return std::pair{v[0].get<std::string>(), v[1].get<int32_t>()};
     };
     if (type == "RobertaProcessing" || type == "BertProcessing") {
-      const auto [cls, cls_id] = special("cls");
-      const auto [sep, sep_id] = special("sep");
+      const auto [cls, cls_token_id] = special("cls");
+      const auto [sep, sep_token_id] = special("sep");
       if (type == "RobertaProcessing") {
-        roberta_template(cls, cls_id, sep, sep_id);
+        roberta_template(cls, cls_token_id, sep, sep_token_id);
         trim_offsets = get_or<bool>(pp, "trim_offsets", true, where);
         trim_add_prefix_space = get_or<bool>(pp, "add_prefix_space", true, where);
       } else {
-        bert_template(cls, cls_id, sep, sep_id);
+        bert_template(cls, cls_token_id, sep, sep_token_id);
       }
     } else if (type == "TemplateProcessing") {
       parse_template(pp, where);
@@ -338,7 +336,7 @@ bool Tokenizer::Impl::load_post_processor(const json& doc, const std::string& na
     }
     // HF trims a token's offsets by the white space of its string; a Unigram token's string is a
     // piece ("\u2581" is no white space) or, unknown, the text itself: not done here.
-    if (unigram && trim_offsets)
+    if (unigram != nullptr && trim_offsets)
       throw Error(where + " \"" + type + "\" with trim_offsets is not supported for a Unigram model "
                       "(TemplateProcessing, as transformers writes for XLM-RoBERTa)", kInvalidModel);
   }

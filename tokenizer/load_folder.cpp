@@ -20,26 +20,6 @@ using enum ErrorKind;
 
 namespace {
 
-// tokenizer_config.json's or special_tokens_map.json's pad_token, mask_token, unk_token (and for a
-// vocab.txt, cls_token and sep_token): a string, or an AddedToken object with its "content".
-// (Roles is Tokenizer::Impl's: a template, so that it need not be named here.)
-template <class Roles>
-void read_roles(Roles& roles, const json& config, const std::string& where) {
-  for (auto [key, value] : {std::pair{"pad_token", &roles.pad_token}, std::pair{"mask_token", &roles.mask_token},
-                            std::pair{"unk_token", &roles.unk_token}, std::pair{"cls_token", &roles.cls_token},
-                            std::pair{"sep_token", &roles.sep_token}}) {
-    if (!config.contains(key) || config[key].is_null()) continue;
-    const json& v = config[key];
-    if (v.is_string())
-      *value = v.get<std::string>();
-    else if (v.is_object() && v.contains("content") && v["content"].is_string())
-      *value = v["content"].get<std::string>();
-    else
-      throw Error(where + ": field \"" + key + "\" must be a token (a string or an object with \"content\")",
-                  kInvalidModel);
-  }
-}
-
 // The optional booleans `keys` of config, each into its place. Returns the error about the first
 // that is not a boolean (empty: none); the others are read all the same.
 std::string read_flags(const json& config, const std::string& where,
@@ -56,6 +36,24 @@ std::string read_flags(const json& config, const std::string& where,
 }
 
 }  // namespace
+
+// tokenizer_config.json's or special_tokens_map.json's pad_token, mask_token, unk_token (and for a
+// vocab.txt, cls_token and sep_token): a string, or an AddedToken object with its "content".
+void Tokenizer::Impl::read_roles(Roles& roles, const json& config, const std::string& where) {
+  for (auto [key, value] : {std::pair{"pad_token", &roles.pad_token}, std::pair{"mask_token", &roles.mask_token},
+                            std::pair{"unk_token", &roles.unk_token}, std::pair{"cls_token", &roles.cls_token},
+                            std::pair{"sep_token", &roles.sep_token}}) {
+    if (!config.contains(key) || config[key].is_null()) continue;
+    const json& v = config[key];
+    if (v.is_string())
+      *value = v.get<std::string>();
+    else if (v.is_object() && v.contains("content") && v["content"].is_string())
+      *value = v["content"].get<std::string>();
+    else
+      throw Error(where + ": field \"" + key + "\" must be a token (a string or an object with \"content\")",
+                  kInvalidModel);
+  }
+}
 
 Tokenizer::Impl::FolderConfig Tokenizer::Impl::read_folder_config(const std::filesystem::path& dir) {
   FolderConfig out;

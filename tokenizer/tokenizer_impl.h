@@ -2,7 +2,8 @@
 // The private state of a roberta::Tokenizer: the vocabulary, the BPE model, the added tokens and
 // the settings read from tokenizer.json. Internal; shared by the files that implement Tokenizer:
 //
-//   load.cpp              tokenizer.json, vocab.json + merges.txt, from_dir
+//   load.cpp              tokenizer.json, vocab.json + merges.txt, vocab.txt
+//   load_folder.cpp       from_dir: which files a model folder has, and its config files
 //   added_vocabulary.cpp  the added tokens: registering them in the vocabulary, matching them in text
 //   load_unigram.cpp      a Unigram tokenizer.json's model, normalizer, pre-tokenizer and decoder steps
 //   encode.cpp            pre-tokenization + BPE (or WordPiece, or Unigram) with offsets; encode, encode_pair,
@@ -106,7 +107,7 @@ struct Tokenizer::Impl {
   std::string pad_token = "<pad>";
   std::optional<int32_t> mask_id, unk_id;
 
-  // ---- loading (load.cpp)
+  // ---- loading (load.cpp, load_folder.cpp)
   // Registers `token` with the id `id_value` (a JSON integer in [0, max_id]); errors name `where`.
   void add_vocab(const std::string& token, const nlohmann::json& id_value, const std::string& where, size_t max_id);
   // Registers every token -> id of the JSON object `vocab`; returns the map the BPE model needs.
@@ -123,7 +124,7 @@ struct Tokenizer::Impl {
   };
   void finish_added_tokens(const std::string& source, const Roles& roles);
 
-  // ---- loading (load.cpp)
+  // ---- loading (load.cpp, load_folder.cpp)
   // What a model folder's other files (tokenizer_config.json, added_tokens.json) change.
   struct FolderSettings {
     std::optional<bool> add_prefix_space{}, trim_offsets{};
@@ -154,6 +155,8 @@ struct Tokenizer::Impl {
     std::string bert_setting_error{};  // a bad BertTokenizer setting: an error where one is used
   };
   static FolderConfig read_folder_config(const std::filesystem::path& dir);
+  // tokenizer_config.json's or special_tokens_map.json's tokens of each role into roles.
+  static void read_roles(Roles& roles, const nlohmann::json& config, const std::string& where);
   // added_tokens.json's tokens (beside vocab.json + merges.txt or vocab.txt) into settings.
   static void read_added_tokens_json(const std::filesystem::path& dir, FolderSettings& settings);
   static std::shared_ptr<Impl> from_tokenizer_json(const std::string& text, const std::string& name,

@@ -32,7 +32,7 @@ __attribute__((target("avx512f"))) inline __m512 exp_avx512(__m512 x) {
 // erf is 1 in float), the reciprocal as rcp14 plus a Newton step. No exp and no division: faster
 // than 7.1.26, which needs an exp (docs/performance.md#figures-behind-the-code); |error| < 6e-7 of
 // max(1, |gelu|) against double precision (tests/activations_test.cpp). The AMX products' epilogue
-// (gemm/amx.cpp) applies it too, to values in registers: the same function, the same results.
+// (gemm/amx_blocks.h) applies it too, to values in registers: the same function, the same results.
 __attribute__((target("avx512f"))) inline __m512 gelu_avx512(__m512 x) {
   const __m512 z = _mm512_mul_ps(x, _mm512_set1_ps(0.7071067811865476f));
   const __m512 a = _mm512_min_ps(_mm512_abs_ps(z), _mm512_set1_ps(6.0f));

@@ -114,7 +114,7 @@ bool writes_bf16_output(const PackedWeightBf16& w, Activation act);
 void packed_linear_to_bf16(uint32_t* out, size_t ldp, const Bf16Rows& x, const PackedWeightBf16& w, const float* bias,
                            size_t M, Activation act, const ColumnGroups& groups = {});
 // For tests: the AMX product's loop (the same shapes and activations) with `block` for its tile
-// blocks, e.g. the blocks on emulated tiles the tests build (amx_gemm.h), on any CPU with
+// blocks, e.g. the blocks on emulated tiles the tests build (tests/amx_emulation.cpp), on any CPU with
 // AVX512-BF16; the first from x rounded to bf16 by this CPU's conversion.
 void packed_linear_amx_with(AmxBf16Fn block, float* y, size_t ldy, const float* x, const PackedWeightBf16& w,
                             const float* bias, size_t M, Activation act = Activation::kLinear);

@@ -26,11 +26,11 @@ EncoderLayer load_encoder_layer(const WeightScope& s, const ModelConfig& c, kern
     L.relative.key_query = c.position_embedding_type == "relative_key_query";
   }
   L.act = act;
-  L.plan = plan_layer(L, c, act);
+  L.plan = plan_layer(L, c);
   return L;
 }
 
-LayerPlan plan_layer(const EncoderLayer& L, const ModelConfig& c, kernels::Activation act) {
+LayerPlan plan_layer(const EncoderLayer& L, const ModelConfig& c) {
   using Input = LayerPlan::Input;
   LayerPlan p;
   if (L.pre_layer_norm) return p;
@@ -42,7 +42,7 @@ LayerPlan plan_layer(const EncoderLayer& L, const ModelConfig& c, kernels::Activ
                kernels::attention_takes_bf16(static_cast<size_t>(c.head_size()), L.relative, L.attention_precision);
   p.context_converted = p.qkv_bf16 && (p.input == Input::kInt8 ? L.attn_out.takes_quantized_input()
                                                                 : L.attn_out.takes_bf16_input());
-  p.intermediate_bf16 = L.intermediate.writes_bf16_output(act) &&
+  p.intermediate_bf16 = L.intermediate.writes_bf16_output(L.act) &&
                         (p.input == Input::kBf16 || (p.input == Input::kInt8 && L.output.takes_quantized_input()));
   return p;
 }
@@ -103,6 +103,11 @@ class PostLnLayer {
   }
 
   // x = LayerNorm(x + output(act(intermediate(x)))); x left converted for the next layer if any.
+  // act(intermediate) reaches the output product as bf16 pairs where the plan says so, else in
+  // bf16 rounded tile by tile as the intermediate product finishes them (TilesDone); int8 does not
+  // quantize it so inside the product: a row's scale needs the whole row, so the product's tasks
+  // would take whole rows, the whole weight per band, which is slower
+  // (docs/performance.md#figures-behind-the-code).
   void feed_forward_block(bool next_layer) {
     const size_t ip = (I_ + 1) / 2;
     if (p_.intermediate_bf16 && p_.input == Input::kInt8) {
@@ -115,7 +120,7 @@ class PostLnLayer {
         kernels::to_bf16_pairs(ws_.intermediate + m0 * I_ + c0, I_, m1 - m0, c1 - c0,
                                ws_.intermediate_bf16 + m0 * ip + c0 / 2, ip);
       };
-      apply_to_x(L_.intermediate, ws_.intermediate, I_, L_.act, p_.converts(),
+      apply_to_x(L_.intermediate, ws_.intermediate, I_, L_.act, ws_.x_converted,
                  p_.input == Input::kBf16 ? &to_bf16 : nullptr);
     }
     // (the intermediate product, the last reader of x converted, has finished)
@@ -134,9 +139,10 @@ class PostLnLayer {
   }
 
  private:
-  // Q, K, V rounded to bf16 by the QKV product, head by head (each head's a (T, 64) matrix, its rows
-  // 128 bytes apart: kernels::self_attention), and the attention from them; its context as bf16
-  // pairs (int8: quantized from there) where the plan says so.
+  // Q, K, V rounded to bf16 by the QKV product's epilogue, head by head (each head's a (T, 64)
+  // matrix, its rows 128 bytes apart: kernels::self_attention), and the attention from them: the
+  // values the AMX attention would round them to, without fp32 Q, K, V written and read again. The
+  // context comes out as bf16 pairs (int8: quantized from there) where the plan says so.
   void attention_from_bf16_qkv() {
     if (!ws_.x_converted)
       ThreadPool::global()->parallel_for((T_ + 63) / 64, [&](size_t t) {

@@ -8,13 +8,19 @@ namespace roberta {
 
 namespace {
 // The thread's buffers, one per role (util/scratch.h).
-std::vector<uint32_t>& u32_buffer(size_t i) {
-  thread_local std::vector<uint32_t> buffers[7];
-  return buffers[i];
+enum class U32 {
+  kXQuads, kXPairs, kQkvPairs, kContextPairs, kContextQuads, kIntermediatePairs, kIntermediateQuads, kCount
+};
+enum class F32 {
+  kXScales, kContextScales, kIntermediateScales, kQkv, kContext, kTmp, kIntermediate, kNormed, kCount
+};
+std::vector<uint32_t>& buffer(U32 role) {
+  thread_local std::vector<uint32_t> buffers[static_cast<size_t>(U32::kCount)];
+  return buffers[static_cast<size_t>(role)];
 }
-std::vector<float>& f32_buffer(size_t i) {
-  thread_local std::vector<float> buffers[8];
-  return buffers[i];
+std::vector<float>& buffer(F32 role) {
+  thread_local std::vector<float> buffers[static_cast<size_t>(F32::kCount)];
+  return buffers[static_cast<size_t>(role)];
 }
 }  // namespace
 
@@ -36,12 +42,12 @@ ForwardWorkspace::Sizes ForwardWorkspace::sizes(const std::vector<EncoderLayer>&
     need(s.x_scales, int8, T);
     need(s.x_pairs, bf16, T * hp);
     need(s.qkv_pairs, p.qkv_bf16, T * 3 * H / 2);
-    need(s.c_pairs, p.context_converted, T * H / 2);
-    need(s.c_quads, p.context_converted && int8, T * hq);
-    need(s.c_scales, p.context_converted && int8, T);
-    need(s.i_pairs, bf16 || (int8 && p.intermediate_bf16), T * ip);
-    need(s.i_quads, int8 && p.intermediate_bf16, T * iq);
-    need(s.i_scales, int8 && p.intermediate_bf16, T);
+    need(s.context_pairs, p.context_converted, T * H / 2);
+    need(s.context_quads, p.context_converted && int8, T * hq);
+    need(s.context_scales, p.context_converted && int8, T);
+    need(s.intermediate_pairs, bf16 || (int8 && p.intermediate_bf16), T * ip);
+    need(s.intermediate_quads, int8 && p.intermediate_bf16, T * iq);
+    need(s.intermediate_scales, int8 && p.intermediate_bf16, T);
   }
   return s;
 }
@@ -50,11 +56,21 @@ ForwardWorkspace::ForwardWorkspace(const std::vector<EncoderLayer>& layers, cons
     : ForwardWorkspace(sizes(layers, c, T)) {}
 
 ForwardWorkspace::ForwardWorkspace(const Sizes& s)
-    : x_quads_(u32_buffer(0), s.x_quads), x_pairs_(u32_buffer(1), s.x_pairs), i_pairs_(u32_buffer(2), s.i_pairs),
-      i_quads_(u32_buffer(3), s.i_quads), qkv_pairs_(u32_buffer(4), s.qkv_pairs), c_pairs_(u32_buffer(5), s.c_pairs),
-      c_quads_(u32_buffer(6), s.c_quads), x_scales_(f32_buffer(0), s.x_scales), i_scales_(f32_buffer(1), s.i_scales),
-      c_scales_(f32_buffer(2), s.c_scales), qkv_(f32_buffer(3), s.qkv), context_(f32_buffer(4), s.context),
-      tmp_(f32_buffer(5), s.tmp), intermediate_(f32_buffer(6), s.intermediate), normed_(f32_buffer(7), s.normed) {
+    : x_quads_(buffer(U32::kXQuads), s.x_quads),
+      x_pairs_(buffer(U32::kXPairs), s.x_pairs),
+      qkv_pairs_(buffer(U32::kQkvPairs), s.qkv_pairs),
+      context_pairs_(buffer(U32::kContextPairs), s.context_pairs),
+      context_quads_(buffer(U32::kContextQuads), s.context_quads),
+      intermediate_pairs_(buffer(U32::kIntermediatePairs), s.intermediate_pairs),
+      intermediate_quads_(buffer(U32::kIntermediateQuads), s.intermediate_quads),
+      x_scales_(buffer(F32::kXScales), s.x_scales),
+      context_scales_(buffer(F32::kContextScales), s.context_scales),
+      intermediate_scales_(buffer(F32::kIntermediateScales), s.intermediate_scales),
+      qkv_(buffer(F32::kQkv), s.qkv),
+      context_(buffer(F32::kContext), s.context),
+      tmp_(buffer(F32::kTmp), s.tmp),
+      intermediate_(buffer(F32::kIntermediate), s.intermediate),
+      normed_(buffer(F32::kNormed), s.normed) {
   const auto f32 = [](const util::Scratch<float>& b, size_t n) { return n ? b.data() : nullptr; };
   const auto u32 = [](const util::Scratch<uint32_t>& b, size_t n) { return n ? b.data() : nullptr; };
   ws_.qkv = f32(qkv_, s.qkv);
@@ -65,10 +81,11 @@ ForwardWorkspace::ForwardWorkspace(const Sizes& s)
   ws_.x_int8 = {u32(x_quads_, s.x_quads), f32(x_scales_, s.x_scales)};
   ws_.x_bf16 = u32(x_pairs_, s.x_pairs);
   ws_.qkv_bf16 = reinterpret_cast<uint16_t*>(u32(qkv_pairs_, s.qkv_pairs));
-  ws_.context_bf16 = u32(c_pairs_, s.c_pairs);
-  ws_.context_int8 = {u32(c_quads_, s.c_quads), f32(c_scales_, s.c_scales)};
-  ws_.intermediate_bf16 = u32(i_pairs_, s.i_pairs);
-  ws_.intermediate_int8 = {u32(i_quads_, s.i_quads), f32(i_scales_, s.i_scales)};
+  ws_.context_bf16 = u32(context_pairs_, s.context_pairs);
+  ws_.context_int8 = {u32(context_quads_, s.context_quads), f32(context_scales_, s.context_scales)};
+  ws_.intermediate_bf16 = u32(intermediate_pairs_, s.intermediate_pairs);
+  ws_.intermediate_int8 = {u32(intermediate_quads_, s.intermediate_quads),
+                           f32(intermediate_scales_, s.intermediate_scales)};
 }
 
 }  // namespace roberta

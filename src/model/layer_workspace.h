@@ -44,18 +44,21 @@ struct LayerWorkspace {
 class ForwardWorkspace {
  public:
   ForwardWorkspace(const std::vector<EncoderLayer>& layers, const ModelConfig& c, size_t T);
-  LayerWorkspace& layers() { return ws_; }
+  LayerWorkspace& ws() { return ws_; }
 
  private:
+  // Elements of each buffer, named as LayerWorkspace's (quads/pairs: uint32_t; scales: float).
   struct Sizes {
     size_t qkv, context, tmp, intermediate, normed;
-    size_t x_quads, x_scales, x_pairs, qkv_pairs, c_pairs, c_quads, c_scales, i_pairs, i_quads, i_scales;
+    size_t x_quads, x_scales, x_pairs, qkv_pairs, context_pairs, context_quads, context_scales;
+    size_t intermediate_pairs, intermediate_quads, intermediate_scales;
   };
   static Sizes sizes(const std::vector<EncoderLayer>& layers, const ModelConfig& c, size_t T);
   explicit ForwardWorkspace(const Sizes& s);
 
-  util::Scratch<uint32_t> x_quads_, x_pairs_, i_pairs_, i_quads_, qkv_pairs_, c_pairs_, c_quads_;
-  util::Scratch<float> x_scales_, i_scales_, c_scales_;
+  util::Scratch<uint32_t> x_quads_, x_pairs_, qkv_pairs_, context_pairs_, context_quads_, intermediate_pairs_,
+      intermediate_quads_;
+  util::Scratch<float> x_scales_, context_scales_, intermediate_scales_;
   util::Scratch<float> qkv_, context_, tmp_, intermediate_, normed_;
   LayerWorkspace ws_;
 };

@@ -11,8 +11,6 @@
 #if defined(__x86_64__)
 namespace roberta::kernels::attention_impl {
 
-
-
 // The bf16 attention on AMX tiles (amx_tiles.h), 16 query rows at a time, with the same packing
 // and softmax: a key panel's pair rows (pack_keys_bf16) are the score product's B tiles as they
 // are, and the key-pair rows of V (pack_values_bf16) the context product's. Scores: tmm0-3 = 16
@@ -82,10 +80,9 @@ ROBERTA_BF16_TARGET inline void fold_panel_maxima(__m512 (&vmax)[16], const floa
 // 16 rows). Both sizes are the best measured (docs/performance.md#figures-behind-the-code).
 constexpr size_t kAmxKeyChunk = 2048, kAmxGroup = 8;
 
-
 // The steps of one head on AMX tiles (attention_head_amx): its scratch and sizes, the running
 // softmax of each query block of the group, and the four stages of a step.
-template <class Tiles, class In, class Out>
+template <class Tiles, class Out>
 struct AmxHead {
   static constexpr size_t R = kAmxQueryRows, G = kAmxGroup;
   struct Step {
@@ -95,12 +92,12 @@ struct AmxHead {
 
   Out* ctx;
   size_t ldc, L;
-  size_t panels, lds, chunk_pairs, blocks, chunks;  // lds: a step's scores' row stride; chunk_pairs: its P's
+  size_t lds, chunk_pairs, blocks, chunks;  // lds: a step's scores' row stride; chunk_pairs: its P's
   const uint32_t *q2, *kt, *vt;                      // Q scaled as bf16 pairs, K and V packed
   uint32_t* p_base;                                  // two steps' P, in turn
   float *s_base, *out_base, *acc_base;               // two steps' scores and contexts; the group's contexts
-  RunningSoftmax softmax_of[G][R];                   // per block of the group (block % G)
-  float row_max[2][R], rescale[2][R], inv[2][R];     // per step, in turn
+  RunningSoftmax softmax_of[G][R]{};                 // per block of the group (block % G)
+  float row_max[2][R]{}, rescale[2][R]{}, inv[2][R]{};  // per step, in turn
 
   Step step(size_t t) const {  // chunk by chunk through a group's blocks
     const size_t g0 = t / (G * chunks) * G, in_group = std::min(G, blocks - g0), i = t - g0 * chunks;
@@ -267,8 +264,20 @@ ROBERTA_BF16_TARGET void attention_head_amx(Out* ctx, size_t ldc, const In* q, c
   const __m512 vs = _mm512_set1_ps(scale);
   for (size_t r = 0; r < L; ++r) to_scaled_bf16_pairs(q2 + r * kPairs, q + r * ld, vs);
   std::fill(q2 + L * kPairs, q2 + blocks * R * kPairs, 0u);
-  AmxHead<Tiles, In, Out> head{ctx, ldc, L, panels, lds, chunk_pairs, blocks, chunks, q2, kt, vt,
-                                p_scratch.data(), s_scratch.data(), out_scratch.data(), acc_scratch.data(), {}, {}, {}, {}};
+  AmxHead<Tiles, Out> head{.ctx = ctx,
+                           .ldc = ldc,
+                           .L = L,
+                           .lds = lds,
+                           .chunk_pairs = chunk_pairs,
+                           .blocks = blocks,
+                           .chunks = chunks,
+                           .q2 = q2,
+                           .kt = kt,
+                           .vt = vt,
+                           .p_base = p_scratch.data(),
+                           .s_base = s_scratch.data(),
+                           .out_base = out_scratch.data(),
+                           .acc_base = acc_scratch.data()};
   Tiles::configure();
   const size_t steps = blocks * chunks;
   for (size_t t = 0; t <= steps; ++t) {

@@ -35,8 +35,8 @@ __attribute__((target("avx512f"))) inline __mmask16 columns_below(size_t cols, s
 }
 
 // y = the block's sums (+ y's earlier slices) (+ bias), as the AVX-512 kernels' epilogues: int8
-// (offset set) dequantizes them first, x_scale · w_scale · (sum - offset) as int8_epilogue in
-// gemm/int8_blocks.h; bf16 (offset null) takes the fp32 sums as they are. With y16 set (one k
+// (offset set) dequantizes them first, x_scale · w_scale · (sum - offset) as int8_epilogue of
+// gemm/int8_avx512.cpp; bf16 (offset null) takes the fp32 sums as they are. With y16 set (one k
 // slice only: first), the values go there rounded to bf16 instead of to y.
 struct Epilogue {
   const int32_t* offset;

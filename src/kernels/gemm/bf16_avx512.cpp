@@ -65,7 +65,6 @@ __attribute__((target("avx512f,avx512bf16"), flatten)) void bf16_blocks_avx512(c
                              y + r * ldy, ldy, cols, r / MR, blocks);
 }
 
-
 }  // namespace
 
 BlockFn<uint32_t, uint16_t> bf16_blocks_avx512_fn(Prefetch prefetch) {

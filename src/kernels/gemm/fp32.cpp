@@ -103,7 +103,8 @@ size_t packed_gemm_block_rows() { return kernel().rows; }
 
 void packed_linear(float* y, size_t ldy, const float* x, const PackedWeight& w, const float* bias, size_t M,
                    Activation act, const RowsDone* rows_done, const TilesDone* tiles_done) {
-  gemm_impl::packed_linear_steps(kernel(), y, ldy, x, w.k(), w, w.k(), gemm_impl::kMaxDepth, bias, M, act, rows_done, tiles_done);
+  gemm_impl::packed_linear_steps(kernel(), y, ldy, x, w.k(), w, w.k(), gemm_impl::kMaxDepth, bias, M, act, rows_done,
+                                 tiles_done);
 }
 
 }  // namespace roberta::kernels

@@ -138,7 +138,6 @@ __attribute__((target("avx2,fma"), flatten)) void int8_block_avx2(
                       r / kAvx2Rows, blocks);
 }
 
-
 }  // namespace
 
 Int8Kernel avx2_int8_kernel(bool next) {

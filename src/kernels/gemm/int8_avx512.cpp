@@ -338,7 +338,6 @@ __attribute__((target("avx512f,avx512bw"))) void quantize_bf16_rows_avx512(const
   }
 }
 
-
 Int8Kernel amx_int8_kernel() { return {nullptr, int8_block_amx, quantize_rows_avx512, kAmxBlockRows, "AMX-INT8"}; }
 
 Int8Kernel vnni_fused_int8_kernel(bool next) {

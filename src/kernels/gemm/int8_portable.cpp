@@ -101,6 +101,8 @@ float PackedWeightInt8::dequantized(size_t n, size_t k) const {
 
 namespace int8_impl {
 
+namespace {
+// A block of at most kMaxRows rows, in plain C++.
 void int8_block_portable_rows(const uint32_t* xq, size_t ldq, size_t rows, const int8_t* panel, size_t q0, size_t q1,
                               const int32_t* offset, const float* x_scale, const float* w_scale, const float* bias,
                               bool first, float* y, size_t ldy, size_t cols) {
@@ -120,6 +122,7 @@ void int8_block_portable_rows(const uint32_t* xq, size_t ldq, size_t rows, const
       y[r * ldy + j] = bias ? v + bias[j] : v;
     }
 }
+}  // namespace
 
 // Any number of rows, kMaxRows at a time.
 void int8_block_portable(const uint32_t* xq, size_t ldq, size_t rows, const int8_t* panel, size_t q0, size_t q1,

@@ -92,7 +92,6 @@ std::string onednn_implementation(const OneDnnWeight&, size_t) { return ""; }
 
 namespace onednn_impl {
 
-
 const dnnl::engine& cpu_engine() {
   static const dnnl::engine engine = [] {
     runtime::detect();  // asks Linux for the AMX tiles, as a process must before using them (oneDNN asks too)
@@ -117,6 +116,8 @@ dnnl::stream& thread_stream() {
   return stream;
 }
 
+namespace {
+
 // The packed layout of one part (k, cols) of the weight: what oneDNN's matmul picks for a band of
 // kBandRows rows. Bands with fewer rows are created with this layout given explicitly.
 memory::desc packed_weight_desc(Precision p, size_t cols, size_t k) {
@@ -126,10 +127,6 @@ memory::desc packed_weight_desc(Precision p, size_t cols, size_t k) {
   const memory::desc dst({R, C}, result_type(p), memory::format_tag::ab);
   return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, dst), cpu_engine()).weights_desc();
 }
-
-// Elements per row of x as oneDNN reads it: k padded to int8 quads / bf16 pairs, as our
-// quantize_rows / to_bf16_pairs write it.
-
 
 // Whether the blocked layout d keeps the output dimension (n) outermost and dense: then the packing
 // of columns [0, a + b) is the packing of [0, a) followed by that of [a, a + b), for a and b
@@ -168,10 +165,6 @@ struct KeyHash {
   }
 };
 
-// The matmul for a band of `rows` rows (row stride ldx in x's elements) of one part: made once
-// (oneDNN compiles a kernel, ~1 ms) and kept. The cache holds at most a few hundred entries: bands
-// have at most kBandRows rows. `bias`: oneDNN adds an fp32 bias (1, cols) to the fp32 sums, as
-// our epilogue would (fp32 and bf16 only).
 // Held while a oneDNN primitive is created: one creation at a time. Two threads creating
 // primitives at once (the same matmul for two bands, reorders of two weight parts) raced inside
 // oneDNN 2.6's own primitive cache as ThreadSanitizer sees it; creation happens once per shape
@@ -181,6 +174,12 @@ std::mutex& creation_mutex() {
   return m;
 }
 
+}  // namespace
+
+// The matmul for a band of `rows` rows (row stride ldx in x's elements) of one part: made once
+// (oneDNN compiles a kernel) and kept. The cache holds at most a few hundred entries: bands have
+// at most kBandRows rows. `bias`: oneDNN adds an fp32 bias (1, cols) to the fp32 sums, as our
+// epilogue would (fp32 and bf16 only).
 const Primitive& primitive(Precision p, size_t rows, size_t cols, size_t k, size_t ldx, bool bias) {
   static std::shared_mutex mutex;
   static std::unordered_map<Key, std::unique_ptr<const Primitive>, KeyHash> cache;
@@ -224,7 +223,6 @@ const Primitive& primitive(Precision p, size_t rows, size_t cols, size_t k, size
 }  // namespace onednn_impl
 
 using namespace onednn_impl;
-
 
 OneDnnWeight::OneDnnWeight(const float* w, size_t n, size_t k, Precision precision)
     : n_(n), k_(k), precision_(precision) {

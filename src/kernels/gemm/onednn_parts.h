@@ -23,6 +23,8 @@ constexpr size_t kBandRows = 256;
 inline Dt weight_type(Precision p) { return p == Precision::kF32 ? Dt::f32 : p == Precision::kBF16 ? Dt::bf16 : Dt::s8; }
 inline Dt source_type(Precision p) { return p == Precision::kF32 ? Dt::f32 : p == Precision::kBF16 ? Dt::bf16 : Dt::u8; }
 inline Dt result_type(Precision p) { return p == Precision::kInt8 ? Dt::s32 : Dt::f32; }
+// Elements per row of x as oneDNN reads it: k padded to int8 quads / bf16 pairs, as our
+// quantize_rows / to_bf16_pairs write it.
 inline size_t source_stride(Precision p, size_t k) {
   return p == Precision::kInt8 ? (k + 3) / 4 * 4 : p == Precision::kBF16 ? (k + 1) / 2 * 2 : k;
 }
@@ -48,16 +50,15 @@ const Primitive& primitive(Precision p, size_t rows, size_t cols, size_t k, size
 
 }  // namespace onednn_impl
 
-using onednn_impl::memory;
-
 struct OneDnnWeight::Impl {
   struct Free {
     void operator()(char* p) const { ::operator delete[](p, std::align_val_t(64)); }
   };
   std::unique_ptr<char[], Free> storage;  // the full parts, one after the other
   size_t part_bytes = 0;                  // of one full part
-  std::vector<memory> parts;     // part i: columns [i * kPartColumns, ...), packed (k, cols); the
-                                 // full ones in `storage`, a narrower last one in its own memory
+  // part i: columns [i * kPartColumns, ...), packed (k, cols); the full ones in `storage`, a
+  // narrower last one in its own memory
+  std::vector<onednn_impl::memory> parts;
   std::vector<float> scales;     // int8: per output column
   std::vector<int32_t> offsets;  // int8: 128 · the column's sum of weight bytes (the offset of x's bytes)
   size_t bytes = 0;

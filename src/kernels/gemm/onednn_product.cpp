@@ -89,9 +89,7 @@ __attribute__((target("avx512f"))) void dequantize_avx512(float* y, size_t ldy, 
   }
 }
 
-}  // namespace
 
-namespace {
 
 // One oneDNN matmul on this thread: dst (rows, cols) = src · weights (+ bias where the primitive
 // adds one), src and dst dense at the primitive's strides, with this thread's scratchpad.
@@ -156,9 +154,7 @@ bool whole_rows_product(float* y, const float* x, const OneDnnWeight& w, const f
   return true;
 }
 
-}  // namespace
 
-namespace {
 
 // y = act(product + bias) from x in the product's precision: x itself (fp32), or xc: bf16 pairs
 // (M, ldx / 2) or int8 quads (M, ldx / 4) with per-row scales xs.
