@@ -161,4 +161,60 @@ TEST(PipelinesRun, TokenAndQuestionAnsweringHeads) {
   }
 }
 
+// run_batched: the windows of many inputs share forward passes; each input gets what it gets
+// alone (a misplaced row would change its answer), and a bad input only its own error.
+TEST(PipelinesRun, RunBatchedGivesEachInputItsAnswerOrItsOwnError) {
+  test::TempDir ner_dir, qa_dir;
+  write_random_model(ner_dir.path(), "token", {"O", "B-PER", "I-PER", "B-LOC", "I-LOC"});
+  write_random_model(qa_dir.path(), "qa", {"LABEL_0", "LABEL_1"});
+  std::string long_text;
+  for (int i = 0; i < 12; ++i) long_text += "Angela Merkel met Emmanuel Macron in Zürich. ";
+  const TokenClassifier ner = TokenClassifier::load(ner_dir.path());
+  TokenClassifyOptions o;
+  o.aggregation = Aggregation::kNone;
+  o.stride = 8;
+  o.ignore_labels = {};
+  const std::vector<std::string> texts{long_text, "bad \xFF byte", "Macron in Paris.", long_text.substr(0, 90)};
+  const auto results = ner.run_batched(texts, o);
+  ASSERT_EQ(results.size(), texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    SCOPED_TRACE(i);
+    if (i == 1) {
+      ASSERT_FALSE(results[i].ok());
+      EXPECT_NE(std::string(results[i].error->what()).find("invalid UTF-8"), std::string::npos);
+      continue;
+    }
+    ASSERT_TRUE(results[i].ok()) << results[i].error->what();
+    const auto alone = ner(texts[i], o);
+    ASSERT_EQ(results[i].value->size(), alone.size());
+    ASSERT_FALSE(alone.empty());
+    for (size_t k = 0; k < alone.size(); ++k) {
+      EXPECT_EQ((*results[i].value)[k].entity, alone[k].entity);
+      EXPECT_EQ((*results[i].value)[k].index, alone[k].index);
+      EXPECT_EQ((*results[i].value)[k].start, alone[k].start);
+      EXPECT_NEAR((*results[i].value)[k].score, alone[k].score, 1e-6);
+    }
+  }
+
+  const QuestionAnswerer qa = QuestionAnswerer::load(qa_dir.path());
+  QuestionAnswerOptions qo;
+  qo.top_k = 2;
+  const std::vector<QuestionAnswerer::Input> inputs{
+      {"Who met Macron?", long_text}, {"", long_text}, {"Where?", "Macron in Paris."}};
+  const auto answers = qa.run_batched(inputs, qo);
+  ASSERT_EQ(answers.size(), inputs.size());
+  ASSERT_FALSE(answers[1].ok());
+  EXPECT_NE(std::string(answers[1].error->what()).find("question is empty"), std::string::npos);
+  for (size_t i : {size_t{0}, size_t{2}}) {
+    SCOPED_TRACE(i);
+    ASSERT_TRUE(answers[i].ok()) << answers[i].error->what();
+    const auto alone = qa(inputs[i].question, inputs[i].context, qo);
+    ASSERT_EQ(answers[i].value->size(), alone.size());
+    for (size_t k = 0; k < alone.size(); ++k) {
+      EXPECT_EQ((*answers[i].value)[k].answer, alone[k].answer);
+      EXPECT_NEAR((*answers[i].value)[k].score, alone[k].score, 1e-6);
+    }
+  }
+}
+
 }  // namespace

@@ -16,6 +16,7 @@
 //
 //   roberta::set_warning_handler([](const std::string& m) { std::clog << "roberta: " << m << "\n"; });
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -37,6 +38,15 @@ class Error : public std::runtime_error {
 
  private:
   ErrorKind kind_;
+};
+
+// One input's answer, or the Error about that input alone, from a pipeline's run_batched: the
+// other inputs of the call still get theirs.
+template <class T>
+struct Result {
+  std::optional<T> value{};
+  std::optional<Error> error{};
+  bool ok() const { return value.has_value(); }
 };
 
 using WarningHandler = std::function<void(const std::string& message)>;

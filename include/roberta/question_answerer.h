@@ -12,15 +12,18 @@
 // scored on its own (softmax over the context tokens, spans of at most max_answer_len tokens);
 // answers with the same text (case-insensitive) add their scores, as HF does.
 //
-// Steps for batching: prepare (windows), run (start/end logits of every window, packed), finish.
+// Steps for batching: prepare (windows), run (start/end logits of every window, packed), finish;
+// run_batched does the three for many inputs.
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "roberta/config.h"
+#include "roberta/error.h"
 #include "roberta/model.h"
 #include "roberta/tokenizer.h"
 
@@ -72,6 +75,13 @@ class QuestionAnswerer {
                                      const QuestionAnswerOptions& options = {}) const;
   std::vector<QuestionAnswer> operator()(const std::string& question, const std::string& context,
                                          const QuestionAnswerOptions& options = {}) const;
+  // Many questions at once: the windows of every input share forward passes; each input gets its
+  // answers, or the Error its own prepare or finish threw (the others still get theirs).
+  struct Input {
+    std::string question{}, context{};
+  };
+  std::vector<Result<std::vector<QuestionAnswer>>> run_batched(std::span<const Input> inputs,
+                                                               const QuestionAnswerOptions& options = {}) const;
 
   const ModelConfig& config() const { return config_; }
 

@@ -20,7 +20,8 @@
 // score, and its `index` counts in the window it was kept from (as HF, when no aggregation_strategy
 // is given; transformers refuses a stride with an explicit "none", and so does the Python package).
 //
-// Steps for batching: prepare (windows), run (token logits of every window, packed), finish.
+// Steps for batching: prepare (windows), run (token logits of every window, packed), finish;
+// run_batched does the three for many texts.
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "roberta/config.h"
+#include "roberta/error.h"
 #include "roberta/model.h"
 #include "roberta/tokenizer.h"
 
@@ -89,6 +91,10 @@ class TokenClassifier {
   std::vector<TokenEntity> finish(const Prepared& prepared, const Matrix& logits,
                                   const TokenClassifyOptions& options = {}) const;
   std::vector<TokenEntity> operator()(std::string_view text, const TokenClassifyOptions& options = {}) const;
+  // Many texts at once: the windows of every text share forward passes; each text gets its
+  // entities, or the Error its own prepare or finish threw (the others still get theirs).
+  std::vector<Result<std::vector<TokenEntity>>> run_batched(std::span<const std::string> texts,
+                                                            const TokenClassifyOptions& options = {}) const;
   std::vector<TokenEntity> classify_words(std::span<const std::string> words, std::string_view delimiter = " ",
                                           const TokenClassifyOptions& options = {}) const;
 

@@ -44,6 +44,19 @@ auto for_input(size_t i, size_t n, F&& f) {
   }
 }
 
+// The values of a run_batched call's results, or the first failed input's error, worded as
+// for_input words it.
+template <class T>
+std::vector<T> values_or_first_error(std::vector<Result<T>>&& results) {
+  std::vector<T> out;
+  out.reserve(results.size());
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (!results[i].ok()) for_input(i, results.size(), [&]() -> T { throw *results[i].error; });
+    out.push_back(std::move(*results[i].value));
+  }
+  return out;
+}
+
 // "float32"/"fp32", "bfloat16"/"bf16", "int8" (the CLI's --dtype); ValueError otherwise.
 LoadOptions parse_dtype(const std::string& dtype);
 

@@ -139,13 +139,12 @@ void register_span_tasks(py::module_& m) {
           [](const TokenClassifier& c, const std::vector<std::string>& texts, const std::string& aggregation,
              const std::vector<std::string>& ignore_labels, std::optional<size_t> stride) {
             const TokenClassifyOptions o = token_options(aggregation, ignore_labels, stride);
-            std::vector<std::vector<TokenEntity>> results;
+            std::vector<Result<std::vector<TokenEntity>>> results;
             {
               py::gil_scoped_release nogil;
-              for (size_t i = 0; i < texts.size(); ++i)
-                results.push_back(for_input(i, texts.size(), [&] { return c(texts[i], o); }));
+              results = c.run_batched(texts, o);
             }
-            return entity_lists(results, o.aggregation != Aggregation::kNone);
+            return entity_lists(values_or_first_error(std::move(results)), o.aggregation != Aggregation::kNone);
           },
           py::arg("texts"), py::arg("aggregation_strategy") = "none",
           py::arg("ignore_labels") = std::vector<std::string>{"O"}, py::arg("stride") = py::none(),
@@ -185,13 +184,14 @@ void register_span_tasks(py::module_& m) {
             o.max_question_len = max_question_len;
             o.handle_impossible_answer = handle_impossible_answer;
             o.align_to_words = align_to_words;
-            std::vector<std::vector<QuestionAnswer>> results;
+            std::vector<QuestionAnswerer::Input> inputs;
+            for (const auto& [question, context] : examples) inputs.push_back({question, context});
+            std::vector<Result<std::vector<QuestionAnswer>>> batched;
             {
               py::gil_scoped_release nogil;
-              for (size_t i = 0; i < examples.size(); ++i)
-                results.push_back(
-                    for_input(i, examples.size(), [&] { return qa(examples[i].first, examples[i].second, o); }));
+              batched = qa.run_batched(inputs, o);
             }
+            const std::vector<std::vector<QuestionAnswer>> results = values_or_first_error(std::move(batched));
             py::list out;
             for (const auto& r : results) {
               py::list rows;

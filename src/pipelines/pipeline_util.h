@@ -2,6 +2,7 @@
 // Small pieces the task pipelines share (internal): loading a model folder, UTF-8 checks and code
 // point positions, softmax/sigmoid as transformers' numpy code computes them, and the
 // sequence-classification forward pass.
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "roberta/error.h"
 #include "roberta/model.h"
 #include "roberta/tokenizer.h"
 
@@ -75,6 +77,43 @@ void in_passes(std::span<const Encoding> encodings, const std::function<void(con
 
 // (In passes of at most kTokensPerPass tokens.)
 Matrix sequence_logits(const Model& model, std::span<const Encoding> encodings);
+
+// run_batched of a pipeline whose Prepared holds `windows` and whose output is one row per token:
+// input i prepared by prepare(i) (an Error there is that input's result), the windows of all the
+// others run together by run_windows (rows: the tokens of every window, in order), and each
+// input's rows given to finish (an Error there too is that input's alone).
+template <class Output, class Prepared, class Prepare, class RunWindows, class Finish>
+std::vector<Result<Output>> run_batched_windows(size_t n, const Prepare& prepare, const RunWindows& run_windows,
+                                                const Finish& finish) {
+  std::vector<Result<Output>> results(n);
+  std::vector<std::optional<Prepared>> prepared(n);
+  std::vector<Encoding> windows;
+  for (size_t i = 0; i < n; ++i) {
+    try {
+      prepared[i] = prepare(i);
+      windows.insert(windows.end(), prepared[i]->windows.begin(), prepared[i]->windows.end());
+    } catch (const Error& e) {
+      results[i].error = e;
+    }
+  }
+  if (windows.empty()) return results;
+  const Matrix rows = run_windows(std::move(windows));
+  size_t row = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!prepared[i]) continue;
+    size_t tokens = 0;
+    for (const Encoding& w : prepared[i]->windows) tokens += w.size();
+    Matrix mine(tokens, rows.cols);
+    std::copy_n(rows.row(row), tokens * rows.cols, mine.data.begin());
+    row += tokens;
+    try {
+      results[i].value = finish(*prepared[i], mine);
+    } catch (const Error& e) {
+      results[i].error = e;
+    }
+  }
+  return results;
+}
 // The same on a Batch already packed: (batch.num_sequences(), num_labels).
 Matrix batch_sequence_logits(const Model& model, const Batch& batch);
 

@@ -112,6 +112,25 @@ SpanLogits QuestionAnswerer::run(const Prepared& prepared) const {
   return logits;
 }
 
+std::vector<Result<std::vector<QuestionAnswer>>> QuestionAnswerer::run_batched(
+    std::span<const Input> inputs, const QuestionAnswerOptions& options) const {
+  return pipeline::run_batched_windows<std::vector<QuestionAnswer>, Prepared>(
+      inputs.size(), [&](size_t i) { return prepare(inputs[i].question, inputs[i].context, options); },
+      [&](std::vector<Encoding> windows) {  // rows: (start, end) of every token
+        Prepared all;
+        all.windows = std::move(windows);
+        const SpanLogits logits = run(all);
+        Matrix rows(logits.start.size(), 2);
+        for (size_t t = 0; t < rows.rows; ++t) rows.row(t)[0] = logits.start[t], rows.row(t)[1] = logits.end[t];
+        return rows;
+      },
+      [&](const Prepared& p, const Matrix& rows) {
+        SpanLogits logits;
+        for (size_t t = 0; t < rows.rows; ++t) logits.start.push_back(rows.row(t)[0]), logits.end.push_back(rows.row(t)[1]);
+        return finish(p, logits, options);
+      });
+}
+
 namespace {
 
 struct Candidate {

@@ -269,6 +269,18 @@ Matrix TokenClassifier::run(const Prepared& prepared) const {
   return logits;
 }
 
+std::vector<Result<std::vector<TokenEntity>>> TokenClassifier::run_batched(std::span<const std::string> texts,
+                                                                         const TokenClassifyOptions& options) const {
+  return pipeline::run_batched_windows<std::vector<TokenEntity>, Prepared>(
+      texts.size(), [&](size_t i) { return prepare(texts[i], options); },
+      [&](std::vector<Encoding> windows) {
+        Prepared all;
+        all.windows = std::move(windows);
+        return run(all);
+      },
+      [&](const Prepared& p, const Matrix& rows) { return finish(p, rows, options); });
+}
+
 std::vector<TokenEntity> TokenClassifier::finish(const Prepared& prepared, const Matrix& logits,
                                                  const TokenClassifyOptions& options) const {
   const size_t L = static_cast<size_t>(config_.num_labels());

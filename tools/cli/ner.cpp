@@ -45,29 +45,14 @@ int run_ner(const Args& args) {
   LineReader lines = input_lines(args);
   return answer_lines(lines, as_json, kChunkInputs, [&](const std::vector<std::string>& chunk) {
     std::vector<Answer> answers(chunk.size());
-    // The windows of every good text in one forward pass; each text's rows go to its finish.
-    std::vector<TokenClassifier::Prepared> prepared;
-    std::vector<size_t> where;
-    TokenClassifier::Prepared batch;
-    for (size_t i = 0; i < chunk.size(); ++i) {
-      try {
-        prepared.push_back(classifier.prepare(chunk[i], options));
-        for (const Encoding& w : prepared.back().windows) batch.windows.push_back(w);
-        where.push_back(i);
-      } catch (const Error& e) {
-        answers[i].error = line_message(e.what(), "text", "the text");
+    // The windows of every good text share forward passes; a bad text's error is its line's.
+    const auto results = classifier.run_batched(chunk, options);
+    for (size_t k = 0; k < chunk.size(); ++k) {
+      if (!results[k].ok()) {
+        answers[k].error = line_message(results[k].error->what(), "text", "the text");
+        continue;
       }
-    }
-    if (where.empty()) return answers;
-    const Matrix logits = classifier.run(batch);
-    size_t row = 0;
-    for (size_t k = 0; k < where.size(); ++k) {
-      size_t rows = 0;
-      for (const Encoding& w : prepared[k].windows) rows += w.size();
-      Matrix mine(rows, logits.cols);
-      std::copy(logits.row(row), logits.row(row) + rows * logits.cols, mine.data.begin());
-      row += rows;
-      const std::vector<TokenEntity> entities = classifier.finish(prepared[k], mine, options);
+      const std::vector<TokenEntity>& entities = *results[k].value;
       if (as_json) {
         json list = json::array();
         for (const TokenEntity& e : entities) {
@@ -77,12 +62,12 @@ int run_ner(const Args& args) {
             list.push_back({{"entity", e.entity}, {"score", e.score}, {"index", e.index}, {"word", e.word},
                             {"start", e.start}, {"end", e.end}});
         }
-        answers[where[k]].out = json_line(list) + "\n";
+        answers[k].out = json_line(list) + "\n";
       } else {
         size_t width = 0;
         for (const TokenEntity& e : entities) width = std::max(width, e.entity.size());
         std::ostringstream out;
-        out << chunk[where[k]] << "\n";
+        out << chunk[k] << "\n";
         for (const TokenEntity& e : entities) {
           const std::string span = std::to_string(e.start) + "-" + std::to_string(e.end);
           out << "  " << std::left << std::setw(static_cast<int>(width)) << e.entity << "  " << score_text(e.score)
@@ -90,7 +75,7 @@ int run_ner(const Args& args) {
           if (!aggregated) out << " token " << std::setw(3) << e.index;
           out << "  " << json_line(e.word) << "\n";
         }
-        answers[where[k]].out = out.str();
+        answers[k].out = out.str();
       }
     }
     return answers;

@@ -51,43 +51,35 @@ int run_qa(const Args& args) {
   LineReader lines = question ? LineReader::from_texts({""}) : LineReader::from_stdin();
   return answer_lines(lines, as_json, kChunkInputs, [&](const std::vector<std::string>& chunk) {
     std::vector<Answer> answers(chunk.size());
-    // The windows of every good input in one forward pass; each input's logits go to its finish.
-    std::vector<QuestionAnswerer::Prepared> prepared;
-    std::vector<size_t> where;
-    QuestionAnswerer::Prepared batch;
+    // The windows of every good input share forward passes; a bad input's error is its line's.
+    std::vector<QuestionAnswerer::Input> inputs(chunk.size());
+    std::vector<std::optional<Error>> parse_errors(chunk.size());
     for (size_t i = 0; i < chunk.size(); ++i) {
       try {
         const auto [q, c] = question ? std::make_pair(*question, *context) : parse_question(chunk[i]);
-        prepared.push_back(qa.prepare(q, c, options));
-        for (const Encoding& w : prepared.back().windows) batch.windows.push_back(w);
-        where.push_back(i);
+        inputs[i] = {q, c};
       } catch (const Error& e) {
-        answers[i].error = e.what();
+        parse_errors[i] = e;
       }
     }
-    if (where.empty()) return answers;
-    const SpanLogits logits = qa.run(batch);
-    size_t offset = 0;
-    for (size_t k = 0; k < where.size(); ++k) {
-      size_t tokens = 0;
-      for (const Encoding& w : prepared[k].windows) tokens += w.size();
-      const auto at = [&](const std::vector<float>& v) {
-        return std::vector<float>(v.begin() + static_cast<ptrdiff_t>(offset), v.begin() + static_cast<ptrdiff_t>(offset + tokens));
-      };
-      const SpanLogits mine{at(logits.start), at(logits.end)};
-      offset += tokens;
-      const std::vector<QuestionAnswer> found = qa.finish(prepared[k], mine, options);
+    const auto results = qa.run_batched(inputs, options);
+    for (size_t k = 0; k < chunk.size(); ++k) {
+      if (parse_errors[k] || !results[k].ok()) {
+        answers[k].error = (parse_errors[k] ? *parse_errors[k] : *results[k].error).what();
+        continue;
+      }
+      const std::vector<QuestionAnswer>& found = *results[k].value;
       if (as_json) {
         // As HF: one answer is an object, several a list.
         json out = json::array();
         for (const QuestionAnswer& a : found) out.push_back(answer_json(a));
-        answers[where[k]].out = json_line(out.size() == 1 ? out[0] : out) + "\n";
+        answers[k].out = json_line(out.size() == 1 ? out[0] : out) + "\n";
       } else {
         std::ostringstream out;
-        out << prepared[k].question << "\n";
+        out << inputs[k].question << "\n";
         for (const QuestionAnswer& a : found)
           out << "  " << score_text(a.score) << "  " << a.start << "-" << a.end << "  " << json_line(a.answer) << "\n";
-        answers[where[k]].out = out.str();
+        answers[k].out = out.str();
       }
     }
     return answers;
