@@ -194,6 +194,27 @@ TEST(Embedder, TruncationKeepsTheChosenEndBetweenSpecialTokens) {
   EXPECT_THROW(embed.prepare("one two three four five six seven eight nine ten", o), roberta::Error);
 }
 
+// A bad text among several: the error says which (what(): "input 3: ..."), and carries its index
+// and the message without it for a front end to word ("line 3: ...").
+TEST(Embedder, ABadTextsErrorNamesItsInput) {
+  const roberta::Embedder embed = roberta::Embedder::load(kDemo);
+  const std::vector<std::string> texts{"A good text.", "Another.", "bad \xFF byte", "Fine."};
+  try {
+    embed(texts);
+    FAIL() << "no error";
+  } catch (const roberta::Error& e) {
+    ASSERT_TRUE(e.input().has_value());
+    EXPECT_EQ(*e.input(), 2u);
+    EXPECT_EQ(e.kind(), roberta::ErrorKind::kInvalidInput);
+    EXPECT_EQ(std::string(e.what()), "input 3: " + e.detail());
+    EXPECT_NE(e.detail().find("invalid UTF-8"), std::string::npos) << e.detail();
+    EXPECT_EQ(e.detail().find("input"), std::string::npos) << e.detail();
+  }
+  const roberta::Error plain("no index");
+  EXPECT_FALSE(plain.input().has_value());
+  EXPECT_EQ(plain.detail(), "no index");
+}
+
 TEST(Embedder, L2NormalizeMatchesTheNormalizeOption) {
   std::vector<float> v{3, 4};
   roberta::l2_normalize(v);

@@ -31,8 +31,6 @@ struct EmbedOptions {
   size_t max_length = 0;             // tokens incl. <s> </s>; 0: max_seq_length()
   bool truncate = true;              // false: an over-long text is an error
   Side truncation_side = Side::kRight;  // kLeft keeps the end of an over-long text (TEI's "Left")
-  std::string input_label = "input";  // errors say "<input_label> <first_index + i>: ..."
-  size_t first_index = 1;
   // A prompt put before every text, as sentence-transformers' encode(prompt=...) does; or the name
   // of one of the folder's prompts (config_sentence_transformers.json), as encode(prompt_name=...).
   // Neither: the folder's default_prompt_name, if it has one.
@@ -91,7 +89,8 @@ class Embedder {
   static Embedder load(const std::filesystem::path& dir, const LoadOptions& options = {});
 
   // One row per text, in input order. Texts are sorted by length into batches internally.
-  // `truncated`, when given, receives the indices of texts that were cut to max_length.
+  // `truncated`, when given, receives the indices of texts that were cut to max_length. A bad
+  // text's Error names it (Error::input(), what(): "input <i + 1>: ...").
   Matrix operator()(std::span<const std::string> texts, const EmbedOptions& options = {},
                     std::vector<size_t>* truncated = nullptr) const;
 

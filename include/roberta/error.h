@@ -15,6 +15,7 @@
 // from any thread, and from several at once:
 //
 //   roberta::set_warning_handler([](const std::string& m) { std::clog << "roberta: " << m << "\n"; });
+#include <cstddef>
 #include <functional>
 #include <optional>
 #include <stdexcept>
@@ -33,11 +34,25 @@ const char* error_kind_name(ErrorKind kind);  // "invalid input", "invalid model
 class Error : public std::runtime_error {
  public:
   explicit Error(const std::string& message, ErrorKind kind = ErrorKind::kInvalidInput)
-      : std::runtime_error(message), kind_(kind) {}
+      : std::runtime_error(message), kind_(kind), detail_(message) {}
   ErrorKind kind() const { return kind_; }
+
+  // The same error about input `index` (counted from 0) of a call given several inputs: what()
+  // says "input <index + 1>: <detail>"; a front end can word it its own way from input() and
+  // detail() ("line 7: ...").
+  Error about_input(size_t index) const {
+    Error e("input " + std::to_string(index + 1) + ": " + detail_, kind_);
+    e.detail_ = detail_;
+    e.input_ = index;
+    return e;
+  }
+  std::optional<size_t> input() const { return input_; }
+  const std::string& detail() const { return detail_; }  // what() without the input
 
  private:
   ErrorKind kind_;
+  std::string detail_;
+  std::optional<size_t> input_{};
 };
 
 // One input's answer, or the Error about that input alone, from a pipeline's run_batched: the

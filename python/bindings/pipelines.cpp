@@ -17,8 +17,6 @@ EmbedOptions embed_options(std::optional<std::string> prompt, std::optional<std:
   o.prompt_name = std::move(prompt_name);
   o.batch_size = std::max<size_t>(1, batch_size);
   o.max_length = max_length;
-  o.input_label = "input";
-  o.first_index = 0;
   return o;
 }
 
@@ -137,9 +135,12 @@ void register_embedder(py::module_& m) {
              std::optional<std::string> prompt_name, size_t batch_size, size_t max_length) {
             const EmbedOptions o = embed_options(std::move(prompt), std::move(prompt_name), batch_size, max_length);
             Matrix rows;
-            {
+            try {
               py::gil_scoped_release nogil;
               rows = e(texts, o);
+            } catch (const Error& err) {  // the text's position in the list, as Python counts it
+              if (!err.input()) throw;
+              throw Error("input " + std::to_string(*err.input()) + ": " + err.detail(), err.kind());
             }
             return to_numpy(std::move(rows));
           },

@@ -454,7 +454,7 @@ Matrix Embedder::operator()(std::span<const std::string> texts, const EmbedOptio
     try {
       prepared[i] = prepare(texts[i], options);
     } catch (const Error& err) {
-      throw Error(options.input_label + " " + std::to_string(options.first_index + i) + ": " + err.what(), err.kind());
+      throw err.about_input(i);
     }
     if (prepared[i].truncated && truncated) truncated->push_back(i);
   }

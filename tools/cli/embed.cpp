@@ -73,14 +73,18 @@ int run_embed(const Args& args) {
   const size_t chunk_lines = std::max<size_t>(4096, options.batch_size * 16);
   const bool progress = ::isatty(STDERR_FILENO) != 0;
   const auto started = std::chrono::steady_clock::now();
-  options.input_label = lines.unit();
   const auto embed_all = [&](std::ostream& os, bool npy) {
     size_t rows = 0;
     std::vector<std::string> chunk;
     while (lines.next_chunk(chunk, chunk_lines)) {
       std::vector<size_t> truncated;
-      options.first_index = rows + 1;
-      const Matrix e = embedder(chunk, options, &truncated);
+      Matrix e;
+      try {
+        e = embedder(chunk, options, &truncated);
+      } catch (const Error& err) {
+        if (!err.input()) throw;
+        throw Error(lines.label(rows + *err.input()) + ": " + err.detail(), err.kind());
+      }
       for (size_t i : truncated)
         std::cerr << "warning: " << lines.label(rows + i) << " was truncated to the maximum length\n";
       if (npy)
