@@ -103,10 +103,11 @@ class PostLnLayer {
   }
 
   // x = LayerNorm(x + output(act(intermediate(x)))); x left converted for the next layer if any.
-  // act(intermediate) reaches the output product as bf16 pairs where the plan says so, else in
-  // bf16 rounded tile by tile as the intermediate product finishes them (TilesDone); int8 does not
-  // quantize it so inside the product: a row's scale needs the whole row, so the product's tasks
-  // would take whole rows, the whole weight per band, which is slower
+  // In bf16, act(intermediate) reaches the output product as bf16 pairs: written so by the
+  // intermediate product's epilogue where the plan says so, else rounded tile by tile as that
+  // product finishes them (TilesDone). int8 quantizes it from the bf16 pairs, or the output product
+  // quantizes fp32 itself: not inside the intermediate product, where a row's scale would need the
+  // whole row, so its tasks would take whole rows, the whole weight per band, which is slower
   // (docs/performance.md#figures-behind-the-code).
   void feed_forward_block(bool next_layer) {
     const size_t ip = (I_ + 1) / 2;
