@@ -2,9 +2,8 @@
 # Runs the whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer, and the
 # concurrency tests (thread pool, oneDNN products from two threads, the GEMM split and its RowsDone,
 # attention) and the server's tests (in-process and the `roberta serve` program under real
-# clients, faults and load) under ThreadSanitizer, each in its own build folder. The serve_load test
-# checks correctness only here (ROBERTA_SERVE_MIN_RATIO=0: a sanitizer's overhead says nothing
-# about batching), over 5 s per phase.
+# clients, faults and load) under ThreadSanitizer, each in its own build folder, with 5 s per phase
+# of the serve_load test.
 # Usage: bash tools/sanitize.sh [asan|tsan]...   (default: both)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +14,6 @@ for kind in "${kinds[@]}"; do
     asan)
       cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DROBERTA_SANITIZE=address,undefined \
         -DROBERTA_SERVE_LOAD_SECONDS=5 > /dev/null
-      export ROBERTA_SERVE_MIN_RATIO=0
       cmake --build build-asan -j2
       # The CLI fixtures and parity models are made by Python; the C++ side is what is checked.
       export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
@@ -30,7 +28,7 @@ for kind in "${kinds[@]}"; do
         -DROBERTA_SERVE_LOAD_SECONDS=5 > /dev/null
       cmake --build build-tsan -j2 --target concurrency_tests engine_tests roberta_cli server_tests
       # tests/server/tsan.supp: accesses made inside Debian's uninstrumented libcpp-httplib.so.
-      ROBERTA_SERVE_MIN_RATIO=0 TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/tests/server/tsan.supp" ctest --test-dir build-tsan --output-on-failure \
+      TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/tests/server/tsan.supp" ctest --test-dir build-tsan --output-on-failure \
         -R 'make_cli_fixtures|make_serve_model|Concurrency|ThreadPool|OneDnnGemm|BlockSplit|PackedGemm\.RowsDone|Attention|Batcher|Api\.|Metrics\.|Server\.|serve_'
       ;;
     *) echo "unknown kind $kind (asan or tsan)"; exit 2 ;;

@@ -1,22 +1,16 @@
 """Load test of `roberta serve` on loopback: single sentences sent one at a time, then by many
-concurrent clients. No errors, every answer equal to the sequential one, the concurrent requests
-batched (the server's te_batch_next_size histogram: at least --min-batch requests per forward pass on
-average) and batching at least --min-ratio times the sequential throughput.
+concurrent clients. Checks that nothing fails, that every concurrent answer is byte for byte the
+sequential one, and that the concurrent requests were batched (the server's te_batch_next_size
+histogram: at least --min-batch requests per forward pass on average).
 
-The throughput floor is low on purpose: this is a functional test, not a benchmark
-(tools/bench_serve.sh is). On a 2-core CPU in fp32 a pass of ~1,000 tokens runs the GEMMs only ~1.3x
-more efficiently per token than a pass of ~20 (roberta-kernel-bench, Zen 4), and the 64 Python
-clients share the 2 cores with the server, so the ratio sits near 1.4-1.6 there (1.37-1.51 in six
-runs on 2026-11-24) and a 1.5 floor failed on noise alone. On the 2-core Xeon with AMX (fp32, AVX-512)
-it sits lower, 1.28-1.33 in seven runs of 10 s on 2026-11-26 (the binaries before and after that
-day's server changes alike), and a 1.2 floor failed once in CTest: the floor is 1.1.
+Throughput is printed but not checked: speed is measured by tools/bench_serve.sh, not by a test
+(how much batching gains depends on the CPU and on what else shares it; docs/performance.md).
 
-Usage: load_test.py ROBERTA_BINARY MODEL_DIR [--seconds 30] [--clients 64] [--min-ratio 1.1]
+Usage: load_test.py ROBERTA_BINARY MODEL_DIR [--seconds 30] [--clients 64] [--min-batch 8]
 """
 import argparse
 import http.client
 import json
-import os
 import random
 import threading
 import time
@@ -28,8 +22,6 @@ p.add_argument("binary")
 p.add_argument("model")
 p.add_argument("--seconds", type=float, default=30, help="duration of each phase")
 p.add_argument("--clients", type=int, default=64)
-p.add_argument("--min-ratio", type=float, default=float(os.environ.get("ROBERTA_SERVE_MIN_RATIO", 1.1)),
-               help="default 1.1, or $ROBERTA_SERVE_MIN_RATIO (the sanitizer runs set 0)")
 p.add_argument("--min-batch", type=float, default=8.0,
                help="requests per forward pass, on average over the concurrent phase (default 8)")
 p.add_argument("--threads", default=None, help="--threads of the server")
@@ -143,7 +135,6 @@ try:
     c.check(errors == 0 and not bad, f"no errors ({errors} sequential, {len(bad)} concurrent: {bad[:3]})")
     c.check(differ[0] == 0, f"every concurrent answer is byte for byte the sequential one ({differ[0]} differ)")
     c.check(per_pass >= a.min_batch, f"concurrent requests batched: {per_pass:.1f} per pass (>= {a.min_batch})")
-    c.check(conc_rate >= a.min_ratio * seq_rate, f"batched throughput {conc_rate / seq_rate:.2f}x sequential (>= {a.min_ratio})")
 finally:
     code = server.stop()
 c.check(code == 0, f"exit 0 ({code})")
