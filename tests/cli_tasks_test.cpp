@@ -408,6 +408,7 @@ TEST(CliTasks, UsageErrorsExitWithTwo) {
            // options whose values the library refuses: checked before any input is read, so the
            // error is one usage error, not one for every input line
            {"qa", "--model", kQa, "--doc-stride", "500"},
+           {"qa", "--model", kQa, "--max-seq-len", "5", "--doc-stride", "1"},  // (1 token for question and context)
            {"ner", "--model", kNer, "--aggregation", "simple", "--stride", "600"},
            {"embed", "--model", kTiny, "--prompt-name", "nope"},
            {"zero-shot", "--model", kNli, "--labels", "a\xff"},

@@ -59,6 +59,8 @@ namespace roberta::examples {
   for (const auto& e : pa.encodings) batch.add_sequence(e.ids);
   for (const auto& e : pb.encodings) batch.add_sequence(e.ids);
   roberta::Matrix rows = classify.run(batch);
+  for (const auto& r : classify.run_batched(inputs_b))
+    if (!r.ok()) std::cerr << r.error->what() << "\n";
 
   roberta::CrossEncoder ce = roberta::CrossEncoder::load("models/my-reranker");
   const std::vector<std::string> documents{"Berlin is big.", "Paris."};

@@ -110,7 +110,7 @@ TEST(ZeroShot, Errors) {
   o.hypothesis_template = "{label}";
   test::expect_error([&] { zs.prepare(seq, o); }, {"{label}", "not supported"});
   o.hypothesis_template = "This is {}.";
-  test::expect_error([&] { zs.prepare(std::vector<std::string>{""}, o); }, {"sequence 1", "empty"});
+  test::expect_error([&] { zs.prepare(std::vector<std::string>{""}, o); }, {"input 1: the text is empty"});
   o.candidate_labels = {"a very long hypothesis label that cannot fit in twelve tokens at all"};
   test::expect_error([&] { zs.prepare(seq, o); }, {"hypothesis", "at most 12"});
   // Python's str.format("L") (transformers' hypothesis_template.format(label)): '{{x}} {0} {0}' ->
@@ -150,7 +150,7 @@ TEST(CrossEncoder, ConfigAndErrors) {
   EXPECT_EQ(one.default_activation(), CrossEncoderActivation::kSigmoid);
   test::expect_error([&] { one.rank("q", docs); }, {"no model"});
   const std::vector<TextPair> bad{{"q", std::string("\xc3")}};
-  test::expect_error([&] { one.prepare(bad); }, {"pair 1 (second text)", "invalid UTF-8"});
+  test::expect_error([&] { one.prepare(bad); }, {"input 1: second text: invalid UTF-8"});
   EXPECT_TRUE(CrossEncoder::rank_scores({}, {}, {}).empty());
 }
 
@@ -209,7 +209,7 @@ TEST(TokenClassifier, ByteOffsetsAndErrors) {
   test::expect_error([&] { ner.prepare(text, o); }, {"stride 8", "less than the 8"});
   o.stride = 10;
   test::expect_error([&] { ner.prepare(text, o); }, {"stride 10", "window length 10"});
-  test::expect_error([&] { ner.prepare(std::string("\xe2\x82"), {}); }, {"text", "invalid UTF-8"});
+  test::expect_error([&] { ner.prepare(std::string("\xe2\x82"), {}); }, {"invalid UTF-8 at byte 0"});
   test::expect_error([] { parse_aggregation("mean"); }, {"mean", "average"});
   EXPECT_TRUE(ner.finish(ner.prepare("", {}), Matrix(2, 2), {}).empty());
 }

@@ -217,4 +217,85 @@ TEST(PipelinesRun, RunBatchedGivesEachInputItsAnswerOrItsOwnError) {
   }
 }
 
+// The same for the pipelines with one or more rows per input (a sequence's labels, a zero-shot
+// sequence's label pairs, a pair's scores, a text's masks): errors are about_input(i) of the bad
+// input alone, and a bad input shifts no other input's rows.
+TEST(PipelinesRun, RunBatchedOfSequencePipelines) {
+  test::TempDir seq_dir, mlm_dir;
+  write_random_model(seq_dir.path(), "sequence", {"CONTRADICTION", "NEUTRAL", "ENTAILMENT"});
+  write_random_model(mlm_dir.path(), "mlm", {});
+  const auto expect_error = [](const auto& result, size_t input, const std::string& detail) {
+    ASSERT_FALSE(result.ok());
+    EXPECT_EQ(result.error->input(), input);
+    EXPECT_EQ(result.error->detail(), detail);
+    EXPECT_EQ(std::string(result.error->what()), "input " + std::to_string(input + 1) + ": " + detail);
+  };
+
+  const TextClassifier tc = TextClassifier::load(seq_dir.path());
+  TextClassifyOptions all;
+  all.top_k = std::nullopt;
+  const std::vector<TextInput> inputs{{"A first text.", std::nullopt}, {"bad \xFF", std::nullopt},
+                                      {"A man plays.", "Someone makes music."}};
+  const auto labels = tc.run_batched(inputs, all);
+  ASSERT_EQ(labels.size(), 3u);
+  expect_error(labels[1], 1, "invalid UTF-8 at byte 4");
+  for (size_t i : {size_t{0}, size_t{2}}) {
+    ASSERT_TRUE(labels[i].ok());
+    const auto alone = tc(std::span<const TextInput>(&inputs[i], 1), all).at(0);
+    ASSERT_EQ(labels[i].value->size(), alone.size());
+    for (size_t k = 0; k < alone.size(); ++k) {
+      EXPECT_EQ((*labels[i].value)[k].label, alone[k].label);
+      EXPECT_NEAR((*labels[i].value)[k].score, alone[k].score, 1e-6);
+    }
+  }
+
+  const ZeroShotClassifier zs = ZeroShotClassifier::load(seq_dir.path());
+  ZeroShotOptions zo;
+  zo.candidate_labels = {"sports", "politics", "music"};
+  const std::vector<std::string> sequences{"The band played all night.", "", "The match ended late."};
+  const auto zero = zs.run_batched(sequences, zo);
+  ASSERT_EQ(zero.size(), 3u);
+  expect_error(zero[1], 1, "the text is empty");
+  for (size_t i : {size_t{0}, size_t{2}}) {
+    ASSERT_TRUE(zero[i].ok());
+    const ZeroShotResult alone = zs(sequences[i], zo);
+    EXPECT_EQ(zero[i].value->labels, alone.labels);
+    for (size_t k = 0; k < alone.scores.size(); ++k) EXPECT_NEAR(zero[i].value->scores[k], alone.scores[k], 1e-6);
+  }
+  zo.candidate_labels.clear();  // the options' error is the call's
+  test::expect_error([&] { zs.run_batched(sequences, zo); }, {"at least one candidate label"});
+
+  const CrossEncoder ce = CrossEncoder::load(seq_dir.path());
+  const std::vector<TextPair> pairs{{"q", "a"}, {"q", "\xC3"}, {"q", "c"}};
+  const auto scores = ce.run_batched(pairs);
+  ASSERT_EQ(scores.size(), 3u);
+  expect_error(scores[1], 1, "second text: invalid UTF-8 at byte 0");
+  for (size_t i : {size_t{0}, size_t{2}}) {
+    ASSERT_TRUE(scores[i].ok());
+    const Matrix alone = ce.predict(std::span<const TextPair>(&pairs[i], 1));
+    ASSERT_EQ(scores[i].value->size(), alone.cols);
+    for (size_t k = 0; k < alone.cols; ++k) EXPECT_NEAR((*scores[i].value)[k], alone.row(0)[k], 1e-6);
+  }
+  const std::vector<TextPair> many{{"q", "a"}, {"q", "b"}, {"q", "\xFF"}};  // predict counts across batches
+  CrossEncoderOptions pairs_of_two;
+  pairs_of_two.batch_size = 2;
+  test::expect_error([&] { ce.predict(many, pairs_of_two); }, {"input 3: second text: invalid UTF-8"});
+
+  const FillMask fill = FillMask::load(mlm_dir.path());
+  const std::vector<std::string> texts{"Two <mask> and one <mask>.", "no mask here", "The <mask> sat."};
+  const auto filled = fill.run_batched(texts);
+  ASSERT_EQ(filled.size(), 3u);
+  expect_error(filled[1], 1, "no <mask> in the text");
+  for (size_t i : {size_t{0}, size_t{2}}) {
+    ASSERT_TRUE(filled[i].ok());
+    const auto alone = fill(texts[i]);
+    ASSERT_EQ(filled[i].value->size(), alone.size());
+    for (size_t m = 0; m < alone.size(); ++m)
+      for (size_t k = 0; k < alone[m].size(); ++k) {
+        EXPECT_EQ((*filled[i].value)[m][k].token, alone[m][k].token);
+        EXPECT_NEAR((*filled[i].value)[m][k].score, alone[m][k].score, 1e-6);
+      }
+  }
+}
+
 }  // namespace

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "roberta/config.h"
+#include "roberta/error.h"
 #include "roberta/model.h"
 #include "roberta/tokenizer.h"
 
@@ -93,6 +94,9 @@ class CrossEncoder {
   // Model, tokenizer and CrossEncoderConfig::from_dir(dir).
   static CrossEncoder load(const std::filesystem::path& dir, const LoadOptions& options = {});
 
+  // One pair. Errors (kInvalidInput): invalid UTF-8 in the first or second text.
+  Prepared prepare(const TextPair& pair, const CrossEncoderOptions& options = {}) const;
+  // Several pairs; an error is about_input(i) of the first bad one.
   Prepared prepare(std::span<const TextPair> pairs, const CrossEncoderOptions& options = {}) const;
   Matrix run(const Prepared& prepared) const;  // raw logits (pairs, num_labels)
   // The run step on a Batch the caller packed from the encodings of any number of prepare calls:
@@ -105,6 +109,10 @@ class CrossEncoder {
   Matrix predict(const std::vector<TextPair>& pairs, const CrossEncoderOptions& options = {}) const {
     return predict(std::span<const TextPair>(pairs), options);
   }
+  // Each pair's scores (num_labels), or the Error its own prepare threw, about_input(i); the good
+  // pairs share forward passes (options.batch_size does not split them).
+  std::vector<Result<std::vector<float>>> run_batched(std::span<const TextPair> pairs,
+                                                      const CrossEncoderOptions& options = {}) const;
   // Needs a one-label model (Error kInvalidModel otherwise). Sorted by score, best first; equal
   // scores keep document order.
   std::vector<RankedDocument> rank(const std::string& query, std::span<const std::string> documents,

@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "roberta/error.h"
 #include "roberta/model.h"
 #include "roberta/tokenizer.h"
 
@@ -73,6 +74,10 @@ class FillMask {
   // softmax over the vocabulary, the top_k (or the targets), and the filled-in sequences.
   std::vector<std::vector<FillMaskCandidate>> finish(const Prepared& text, const Matrix& logits,
                                                      const FillMaskOptions& options = {}) const;
+  // Many texts at once: each text's candidate lists, or the Error its own prepare or finish threw,
+  // about_input(i) (the others still get theirs). The good texts share forward passes.
+  std::vector<Result<std::vector<std::vector<FillMaskCandidate>>>> run_batched(std::span<const std::string> texts,
+                                                                               const FillMaskOptions& options = {}) const;
 
   // Ids that `targets` resolve to, with a note for each word that was not one token.
   std::vector<int32_t> target_ids(const std::vector<std::string>& targets, std::vector<std::string>* notes) const;

@@ -65,6 +65,10 @@ class QuestionAnswerer {
   QuestionAnswerer(Tokenizer tokenizer, ModelConfig config);
   static QuestionAnswerer load(const std::filesystem::path& dir, const LoadOptions& options = {});
 
+  // The errors prepare throws for the options alone, whatever the input: top_k or max_answer_len
+  // 0, doc_stride > max_seq_len, a max_seq_len that leaves no room for a one-token question and a
+  // context. Lets a front end check its options once.
+  void check_options(const QuestionAnswerOptions& options) const;
   // Errors (kInvalidInput): empty question or context, invalid UTF-8, a question that leaves no
   // room for the context in max_seq_len, doc_stride > max_seq_len or not less than the context
   // part of a window, top_k or max_answer_len 0.
@@ -76,7 +80,8 @@ class QuestionAnswerer {
   std::vector<QuestionAnswer> operator()(const std::string& question, const std::string& context,
                                          const QuestionAnswerOptions& options = {}) const;
   // Many questions at once: the windows of every input share forward passes; each input gets its
-  // answers, or the Error its own prepare or finish threw (the others still get theirs).
+  // answers, or the Error its own prepare or finish threw, about_input(i) (the others still get
+  // theirs).
   struct Input {
     std::string question{}, context{};
   };
@@ -86,6 +91,8 @@ class QuestionAnswerer {
   const ModelConfig& config() const { return config_; }
 
  private:
+  // HF's max_seq_len and doc_stride for these options.
+  std::pair<size_t, size_t> lengths(const QuestionAnswerOptions& options) const;
   std::optional<Model> model_;
   Tokenizer tokenizer_;
   ModelConfig config_;

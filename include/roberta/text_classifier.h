@@ -8,6 +8,9 @@
 //   all.top_k = std::nullopt;                                    // every label, best first
 //   auto scores = classify({{"A man plays.", "Someone makes music."}}, all);  // a text pair
 //
+// Many inputs, each with its own answer or error (a bad input does not fail the others):
+//   for (const auto& r : classify.run_batched(inputs))
+//     if (!r.ok()) std::cerr << r.error->what() << "\n";   // "input 2: the text has 600 tokens; ..."
 // The three steps are public so that a server can batch several requests into one forward pass:
 //   auto prepared = classify.prepare(inputs, options);   // tokenize and check
 //   roberta::Matrix logits = classify.run(prepared);     // (inputs, num_labels)
@@ -26,6 +29,7 @@
 #include <vector>
 
 #include "roberta/config.h"
+#include "roberta/error.h"
 #include "roberta/model.h"
 #include "roberta/tokenizer.h"
 
@@ -81,7 +85,9 @@ class TextClassifier {
   TextClassifier(Tokenizer tokenizer, ModelConfig config);
   static TextClassifier load(const std::filesystem::path& dir, const LoadOptions& options = {});
 
-  // Errors (kInvalidInput) name the input: invalid UTF-8, too long without truncation.
+  // One input. Errors (kInvalidInput): invalid UTF-8, too long without truncation.
+  Prepared prepare(const TextInput& input, const TextClassifyOptions& options = {}) const;
+  // Several inputs; an error is about_input(i) of the first bad one.
   Prepared prepare(std::span<const TextInput> inputs, const TextClassifyOptions& options = {}) const;
   Matrix run(const Prepared& prepared) const;
   // The run step on a Batch the caller packed from the encodings of any number of prepare calls:
@@ -97,6 +103,10 @@ class TextClassifier {
                                                   const TextClassifyOptions& options = {}) const {
     return (*this)(std::span<const TextInput>(inputs), options);
   }
+  // Each input's labels, or the Error its own prepare threw, about_input(i); the good inputs share
+  // forward passes.
+  std::vector<Result<std::vector<LabelScore>>> run_batched(std::span<const TextInput> inputs,
+                                                           const TextClassifyOptions& options = {}) const;
 
   // kDefault resolved for this model's config.
   ClassificationFunction default_function() const;

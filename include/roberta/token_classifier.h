@@ -78,6 +78,10 @@ class TokenClassifier {
   TokenClassifier(Tokenizer tokenizer, ModelConfig config);
   static TokenClassifier load(const std::filesystem::path& dir, const LoadOptions& options = {});
 
+  // The errors prepare throws for the options alone, whatever the text: a max_length that leaves
+  // no room for a token, a stride too large for a window (prepare reports the latter only for a
+  // text longer than a window, as HF does). Lets a front end check its options once.
+  void check_options(const TokenClassifyOptions& options) const;
   // Errors (kInvalidInput): invalid UTF-8, a stride too large for the window.
   Prepared prepare(std::string_view text, const TokenClassifyOptions& options = {}) const;
   // transformers' is_split_into_words=True: `words` joined by `delimiter` are the text that
@@ -92,7 +96,8 @@ class TokenClassifier {
                                   const TokenClassifyOptions& options = {}) const;
   std::vector<TokenEntity> operator()(std::string_view text, const TokenClassifyOptions& options = {}) const;
   // Many texts at once: the windows of every text share forward passes; each text gets its
-  // entities, or the Error its own prepare or finish threw (the others still get theirs).
+  // entities, or the Error its own prepare or finish threw, about_input(i) (the others still get
+  // theirs).
   std::vector<Result<std::vector<TokenEntity>>> run_batched(std::span<const std::string> texts,
                                                             const TokenClassifyOptions& options = {}) const;
   std::vector<TokenEntity> classify_words(std::span<const std::string> words, std::string_view delimiter = " ",
@@ -104,6 +109,7 @@ class TokenClassifier {
   size_t max_length() const;
 
  private:
+  size_t window_length(const TokenClassifyOptions& options) const;  // tokens per window, specials included
   // The windows of `full` (the encoding of `text`), offsets as the tokenizer gave them.
   Prepared windows(std::string text, const Encoding& full, const TokenClassifyOptions& options) const;
   std::optional<Model> model_;

@@ -11,7 +11,7 @@
 //   o.multi_label = true;   // each label on its own: softmax of [contradiction, entailment]
 //
 // Steps for batching across requests: prepare (one pair per sequence and label, in that order),
-// run (logits, one row per pair), finish.
+// run (logits, one row per pair), finish; run_batched does the three for many sequences.
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "roberta/config.h"
+#include "roberta/error.h"
 #include "roberta/model.h"
 #include "roberta/tokenizer.h"
 
@@ -64,15 +65,23 @@ class ZeroShotClassifier {
   ZeroShotClassifier(Tokenizer tokenizer, ModelConfig config);
   static ZeroShotClassifier load(const std::filesystem::path& dir, const LoadOptions& options = {});
 
+  // The errors of the options alone (kInvalidInput): no label, a bad template, invalid UTF-8.
+  void check_options(const ZeroShotOptions& options) const;
   // Each pair is truncated only_first to the model's length; when the hypothesis alone is too long
   // for that, HF tokenizes without truncation and the pair is then an error here.
-  // Errors (kInvalidInput): no label, an empty sequence, a bad template, invalid UTF-8.
+  // Errors (kInvalidInput): the options', an empty sequence, invalid UTF-8.
+  Prepared prepare(const std::string& sequence, const ZeroShotOptions& options) const;
+  // Several sequences; an error of one is about_input(i) of the first bad one.
   Prepared prepare(std::span<const std::string> sequences, const ZeroShotOptions& options) const;
   Matrix run(const Prepared& prepared) const;  // (pairs, num_labels)
   std::vector<ZeroShotResult> finish(const Prepared& prepared, const Matrix& logits,
                                      const ZeroShotOptions& options) const;
   std::vector<ZeroShotResult> operator()(std::span<const std::string> sequences, const ZeroShotOptions& options) const;
   ZeroShotResult operator()(const std::string& sequence, const ZeroShotOptions& options) const;
+  // Each sequence's result, or the Error its own prepare threw, about_input(i); the good sequences
+  // share forward passes. The options' errors are the whole call's.
+  std::vector<Result<ZeroShotResult>> run_batched(std::span<const std::string> sequences,
+                                                  const ZeroShotOptions& options) const;
 
   // The logit columns HF uses: the first label2id entry starting with "entail" (HF walks label2id
   // in the file's order, we in sorted label order: they differ only for a model with two such

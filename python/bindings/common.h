@@ -32,15 +32,15 @@ inline py::array_t<float> to_numpy(Matrix&& m) {
   return to_numpy(std::move(m.data), {rows, cols});
 }
 
-// Errors of one of several inputs name it, counting from 1 as the C++ pipelines' own messages do
-// ("input 2 has 1003 tokens"): "input 3: no <mask> in the text".
+// Errors of one of several inputs name it, counting from 1 as Error::about_input does
+// ("input 3: no <mask> in the text"); the error of a call's only input does not.
 template <class F>
 auto for_input(size_t i, size_t n, F&& f) {
   try {
     return f();
   } catch (const Error& e) {
-    if (n == 1) throw;
-    throw Error("input " + std::to_string(i + 1) + ": " + e.what(), e.kind());
+    if (n == 1) throw Error(e.detail(), e.kind());
+    throw Error(e.detail(), e.kind()).about_input(i);
   }
 }
 

@@ -2,6 +2,7 @@
 // states of feature extraction. Each call converts its Python arguments, releases the GIL for the
 // tokenizer and the model, and builds Python results at the end; arrays take over the C++ buffers.
 #include <algorithm>
+#include <iterator>
 #include <numeric>
 
 #include "common.h"
@@ -66,26 +67,17 @@ void register_fill_mask(py::module_& m) {
             o.top_k = top_k;
             o.targets = targets;
             o.truncation = truncation;
-            const size_t n = texts.size();
-            std::vector<std::vector<std::vector<FillMaskCandidate>>> all(n);
+            const size_t n = texts.size(), step = std::max<size_t>(1, batch_size);
+            std::vector<std::vector<std::vector<FillMaskCandidate>>> all;
             {
               py::gil_scoped_release nogil;
-              // Every text prepared (its error first), then batch_size texts a forward pass.
-              std::vector<FillMask::Prepared> prepared;
-              prepared.reserve(n);
-              for (size_t i = 0; i < n; ++i)
-                prepared.push_back(for_input(i, n, [&] { return fill.prepare(texts[i], o); }));
-              for (size_t b = 0; b < n; b += std::max<size_t>(1, batch_size)) {
-                const size_t e = std::min(n, b + std::max<size_t>(1, batch_size));
-                const Matrix logits = fill.run(std::span(prepared).subspan(b, e - b));
-                size_t row = 0;
-                for (size_t i = b; i < e; ++i) {
-                  Matrix rows(prepared[i].mask_positions.size(), logits.cols);
-                  std::copy_n(logits.row(row), rows.rows * rows.cols, rows.data.data());
-                  row += rows.rows;
-                  all[i] = for_input(i, n, [&] { return fill.finish(prepared[i], rows, o); });
-                }
+              // batch_size texts a forward pass; the first bad text's error once all are done.
+              std::vector<Result<std::vector<std::vector<FillMaskCandidate>>>> results;
+              for (size_t b = 0; b < n; b += step) {
+                auto some = fill.run_batched(std::span(texts).subspan(b, std::min(step, n - b)), o);
+                std::move(some.begin(), some.end(), std::back_inserter(results));
               }
+              all = values_or_first_error(std::move(results));
             }
             py::list per_text;
             for (const auto& masks : all) {
@@ -138,9 +130,9 @@ void register_embedder(py::module_& m) {
             try {
               py::gil_scoped_release nogil;
               rows = e(texts, o);
-            } catch (const Error& err) {  // the text's position in the list, as Python counts it
-              if (!err.input()) throw;
-              throw Error("input " + std::to_string(*err.input()) + ": " + err.detail(), err.kind());
+            } catch (const Error& err) {  // "input N: ..." from 1, as for_input; a call's only text unnamed
+              if (texts.size() == 1) throw Error(err.detail(), err.kind());
+              throw;
             }
             return to_numpy(std::move(rows));
           },

@@ -72,7 +72,7 @@ void register_classifiers(py::module_& m) {
             std::vector<std::vector<LabelScore>> results;
             {
               py::gil_scoped_release nogil;
-              results = c(in, o);
+              results = values_or_first_error(c.run_batched(in, o));
             }
             py::list out;
             for (const auto& r : results) {
@@ -109,7 +109,7 @@ void register_classifiers(py::module_& m) {
             std::vector<ZeroShotResult> results;
             {
               py::gil_scoped_release nogil;
-              results = c(sequences, o);
+              results = values_or_first_error(c.run_batched(sequences, o));
             }
             py::list out;
             for (const auto& r : results) {
@@ -232,9 +232,12 @@ void register_cross_encoder(py::module_& m) {
             o.apply_softmax = apply_softmax;
             o.max_length = max_length;
             Matrix scores;
-            {
+            try {
               py::gil_scoped_release nogil;
               scores = ce.predict(pairs, o);
+            } catch (const Error& err) {  // "input N: ..." from 1, as for_input; a call's only pair unnamed
+              if (pairs.size() == 1) throw Error(err.detail(), err.kind());
+              throw;
             }
             if (scores.rows == 0) scores.cols = static_cast<size_t>(ce.model_config().num_labels());
             return to_numpy(std::move(scores));

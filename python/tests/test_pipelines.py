@@ -388,7 +388,7 @@ def test_pipeline_arguments_as_transformers_takes_them(mlm_model, seq_model):
     # errors of one of several inputs count from 1, in every pipeline
     with pytest.raises(ValueError, match="input 2: no <mask>"):
         fill([MASKED[0], "no mask"])
-    with pytest.raises(ValueError, match="input 2 has"):
+    with pytest.raises(ValueError, match="input 2: the text has"):
         clf(["fine", "word " * 600])
     # transformers' loading arguments: torch dtypes pick the weights, the hub ones change nothing
     torch = pytest.importorskip("torch")

@@ -93,22 +93,41 @@ CrossEncoderActivation CrossEncoder::default_activation() const {
 
 size_t CrossEncoder::max_length() const { return pipeline::truncation_length(model_config_, tokenizer_); }
 
-CrossEncoder::Prepared CrossEncoder::prepare(std::span<const TextPair> pairs, const CrossEncoderOptions& options) const {
+CrossEncoder::Prepared CrossEncoder::prepare(const TextPair& pair, const CrossEncoderOptions& options) const {
+  pipeline::require_utf8(pair.first, "first text");
+  pipeline::require_utf8(pair.second, "second text");
+  EncodeOptions eo;
   // A max_length given replaces the tokenizer's (sentence-transformers sets model_max_length to it).
-  const size_t max_len =
+  eo.max_length =
       options.max_length ? std::min(options.max_length, pipeline::model_max_length(model_config_)) : max_length();
+  eo.truncation = TruncationStrategy::kLongestFirst;
+  eo.truncation_side = options.truncation_side;
+  Prepared p;
+  p.encodings.push_back(tokenizer_.encode_pair(pair.first, pair.second, eo));
+  return p;
+}
+
+CrossEncoder::Prepared CrossEncoder::prepare(std::span<const TextPair> pairs, const CrossEncoderOptions& options) const {
   Prepared p;
   for (size_t i = 0; i < pairs.size(); ++i) {
-    const std::string what = "pair " + std::to_string(i + 1);
-    pipeline::require_utf8(pairs[i].first, what + " (first text)");
-    pipeline::require_utf8(pairs[i].second, what + " (second text)");
-    EncodeOptions eo;
-    eo.max_length = max_len;
-    eo.truncation = TruncationStrategy::kLongestFirst;
-    eo.truncation_side = options.truncation_side;
-    p.encodings.push_back(tokenizer_.encode_pair(pairs[i].first, pairs[i].second, eo));
+    try {
+      p.encodings.push_back(std::move(prepare(pairs[i], options).encodings.front()));
+    } catch (const Error& e) {
+      throw e.about_input(i);
+    }
   }
   return p;
+}
+
+std::vector<Result<std::vector<float>>> CrossEncoder::run_batched(std::span<const TextPair> pairs,
+                                                                  const CrossEncoderOptions& options) const {
+  return pipeline::run_batched<std::vector<float>, Prepared>(
+      pairs.size(), [&](size_t i) { return prepare(pairs[i], options); },
+      [&](std::span<const Prepared> prepared) {
+        return run(Prepared{pipeline::all_encodings(prepared, &Prepared::encodings)});
+      },
+      [](const Prepared& p) { return p.encodings.size(); },
+      [&](const Prepared& p, const Matrix& rows) { return finish(p, rows, options).data; });
 }
 
 Matrix CrossEncoder::run(const Prepared& prepared) const {
@@ -156,7 +175,12 @@ Matrix CrossEncoder::predict(std::span<const TextPair> pairs, const CrossEncoder
   const size_t step = std::max<size_t>(1, options.batch_size);
   for (size_t b = 0; b < pairs.size(); b += step) {
     const auto chunk = pairs.subspan(b, std::min(step, pairs.size() - b));
-    const Prepared p = prepare(chunk, options);
+    Prepared p;
+    try {
+      p = prepare(chunk, options);
+    } catch (const Error& e) {  // about the pair's position in `pairs`, not in the chunk
+      throw e.input() ? Error(e.detail(), e.kind()).about_input(b + *e.input()) : e;
+    }
     const Matrix scores = finish(p, run(p), options);
     std::copy(scores.data.begin(), scores.data.end(), all.row(b));
   }

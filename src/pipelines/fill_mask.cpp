@@ -106,6 +106,25 @@ Matrix FillMask::run(const Batch& batch) const {
   return std::move(out.logits);
 }
 
+std::vector<Result<std::vector<std::vector<FillMaskCandidate>>>> FillMask::run_batched(
+    std::span<const std::string> texts, const FillMaskOptions& options) const {
+  return pipeline::run_batched<std::vector<std::vector<FillMaskCandidate>>, Prepared>(
+      texts.size(), [&](size_t i) { return prepare(texts[i], options); },
+      [&](std::span<const Prepared> prepared) {  // rows: every <mask> of every text, in passes
+        std::vector<Encoding> encodings;
+        for (const Prepared& p : prepared) encodings.push_back(p.encoding);
+        Matrix rows(0, static_cast<size_t>(model_.config().vocab_size));
+        pipeline::in_passes(encodings, [&](const Batch& batch, size_t) {
+          const Matrix pass = run(batch);
+          rows.data.insert(rows.data.end(), pass.data.begin(), pass.data.end());
+          rows.rows += pass.rows;
+        });
+        return rows;
+      },
+      [](const Prepared& p) { return p.mask_positions.size(); },
+      [&](const Prepared& p, const Matrix& rows) { return finish(p, rows, options); });
+}
+
 std::vector<std::vector<FillMaskCandidate>> FillMask::operator()(std::string_view text,
                                                                  const FillMaskOptions& options) const {
   const Prepared p = prepare(text, options);

@@ -30,7 +30,7 @@ ModelAndTokenizer load_model_and_tokenizer(const std::filesystem::path& dir, con
 
 void require_utf8(std::string_view text, const std::string& what) {
   if (auto bad = unicode::find_invalid_utf8(text))
-    throw Error(what + ": invalid UTF-8 at byte " + std::to_string(*bad));
+    throw Error((what.empty() ? "" : what + ": ") + "invalid UTF-8 at byte " + std::to_string(*bad));
 }
 
 CodePoints::CodePoints(std::string_view text) : text_(text) {

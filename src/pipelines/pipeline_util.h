@@ -37,7 +37,8 @@ struct ModelAndTokenizer {
 };
 ModelAndTokenizer load_model_and_tokenizer(const std::filesystem::path& dir, const LoadOptions& options);
 
-// Throws Error (kInvalidInput) "<what>: invalid UTF-8 at byte N" for a text that is not UTF-8.
+// Throws Error (kInvalidInput) "<what>: invalid UTF-8 at byte N" for a text that is not UTF-8
+// ("invalid UTF-8 at byte N" when `what` is empty).
 void require_utf8(std::string_view text, const std::string& what);
 
 // The byte position of every code point of a valid UTF-8 text, for Python-style indexing:
@@ -78,42 +79,57 @@ void in_passes(std::span<const Encoding> encodings, const std::function<void(con
 // (In passes of at most kTokensPerPass tokens.)
 Matrix sequence_logits(const Model& model, std::span<const Encoding> encodings);
 
-// run_batched of a pipeline whose Prepared holds `windows` and whose output is one row per token:
-// input i prepared by prepare(i) (an Error there is that input's result), the windows of all the
-// others run together by run_windows (rows: the tokens of every window, in order), and each
-// input's rows given to finish (an Error there too is that input's alone).
-template <class Output, class Prepared, class Prepare, class RunWindows, class Finish>
-std::vector<Result<Output>> run_batched_windows(size_t n, const Prepare& prepare, const RunWindows& run_windows,
-                                                const Finish& finish) {
+// A pipeline's run_batched: input i prepared alone by prepare(i); the inputs that prepared run
+// together by run (a Matrix holding rows(p) rows for each, input after input, in passes it bounds
+// itself); each input's rows given to finish. An Error in prepare or finish is that input's result
+// alone, about_input(i); an Error in run is the whole call's.
+template <class Output, class Prepared>
+std::vector<Result<Output>> run_batched(size_t n, const std::function<Prepared(size_t)>& prepare,
+                                        const std::function<Matrix(std::span<const Prepared>)>& run,
+                                        const std::function<size_t(const Prepared&)>& rows,
+                                        const std::function<Output(const Prepared&, const Matrix&)>& finish) {
   std::vector<Result<Output>> results(n);
-  std::vector<std::optional<Prepared>> prepared(n);
-  std::vector<Encoding> windows;
+  std::vector<Prepared> good;
+  std::vector<size_t> where;
   for (size_t i = 0; i < n; ++i) {
     try {
-      prepared[i] = prepare(i);
-      windows.insert(windows.end(), prepared[i]->windows.begin(), prepared[i]->windows.end());
+      good.push_back(prepare(i));
+      where.push_back(i);
     } catch (const Error& e) {
-      results[i].error = e;
+      results[i].error = e.about_input(i);
     }
   }
-  if (windows.empty()) return results;
-  const Matrix rows = run_windows(std::move(windows));
+  if (good.empty()) return results;
+  const Matrix all = run(good);
   size_t row = 0;
-  for (size_t i = 0; i < n; ++i) {
-    if (!prepared[i]) continue;
-    size_t tokens = 0;
-    for (const Encoding& w : prepared[i]->windows) tokens += w.size();
-    Matrix mine(tokens, rows.cols);
-    std::copy_n(rows.row(row), tokens * rows.cols, mine.data.begin());
-    row += tokens;
+  for (size_t k = 0; k < good.size(); ++k) {
+    Matrix mine(rows(good[k]), all.cols);
+    if (mine.rows) std::copy_n(all.row(row), mine.rows * all.cols, mine.data.begin());
+    row += mine.rows;
     try {
-      results[i].value = finish(*prepared[i], mine);
+      results[where[k]].value = finish(good[k], mine);
     } catch (const Error& e) {
-      results[i].error = e;
+      results[where[k]].error = e.about_input(where[k]);
     }
   }
   return results;
 }
+
+// The tokens of `encodings`, all together.
+inline size_t tokens_of(std::span<const Encoding> encodings) {
+  size_t n = 0;
+  for (const Encoding& e : encodings) n += e.size();
+  return n;
+}
+
+// The encodings of every prepared input, in order (`member` selects them: windows, encodings).
+template <class Prepared>
+std::vector<Encoding> all_encodings(std::span<const Prepared> prepared, std::vector<Encoding> Prepared::*member) {
+  std::vector<Encoding> out;
+  for (const Prepared& p : prepared) out.insert(out.end(), (p.*member).begin(), (p.*member).end());
+  return out;
+}
+
 // The same on a Batch already packed: (batch.num_sequences(), num_labels).
 Matrix batch_sequence_logits(const Model& model, const Batch& batch);
 

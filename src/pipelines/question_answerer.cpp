@@ -24,22 +24,36 @@ QuestionAnswerer QuestionAnswerer::load(const std::filesystem::path& dir, const 
   return QuestionAnswerer(std::move(model), std::move(tokenizer));
 }
 
+std::pair<size_t, size_t> QuestionAnswerer::lengths(const QuestionAnswerOptions& options) const {
+  // HF's default: min(tokenizer.model_max_length, 384).
+  const size_t max_seq_len =
+      options.max_seq_len.value_or(std::min<size_t>(pipeline::truncation_length(config_, tokenizer_), 384));
+  return {max_seq_len, options.doc_stride.value_or(std::min<size_t>(max_seq_len / 2, 128))};
+}
+
+void QuestionAnswerer::check_options(const QuestionAnswerOptions& options) const {
+  if (options.top_k < 1) throw Error("top_k must be at least 1");
+  if (options.max_answer_len < 1) throw Error("max_answer_len must be at least 1");
+  const auto [max_seq_len, doc_stride] = lengths(options);
+  if (doc_stride > max_seq_len)
+    throw Error("doc_stride (" + std::to_string(doc_stride) + ") is larger than max_seq_len (" +
+                std::to_string(max_seq_len) + ")");
+  const size_t specials = tokenizer_.num_special_tokens_to_add(true);
+  if (max_seq_len <= specials) throw Error("max_seq_len " + std::to_string(max_seq_len) + " leaves no room for text");
+  if (max_seq_len - specials < 2)
+    throw Error("max_seq_len " + std::to_string(max_seq_len) +
+                " leaves no room for a context even after a one-token question");
+}
+
 QuestionAnswerer::Prepared QuestionAnswerer::prepare(const std::string& question, const std::string& context,
                                                      const QuestionAnswerOptions& options) const {
   if (question.empty()) throw Error("the question is empty");
   if (context.empty()) throw Error("the context is empty");
   pipeline::require_utf8(question, "question");
   pipeline::require_utf8(context, "context");
-  if (options.top_k < 1) throw Error("top_k must be at least 1");
-  if (options.max_answer_len < 1) throw Error("max_answer_len must be at least 1");
+  check_options(options);
   const size_t model_max = pipeline::model_max_length(config_);
-  // HF's default: min(tokenizer.model_max_length, 384).
-  const size_t max_seq_len =
-      options.max_seq_len.value_or(std::min<size_t>(pipeline::truncation_length(config_, tokenizer_), 384));
-  const size_t doc_stride = options.doc_stride.value_or(std::min<size_t>(max_seq_len / 2, 128));
-  if (doc_stride > max_seq_len)
-    throw Error("doc_stride (" + std::to_string(doc_stride) + ") is larger than max_seq_len (" +
-                std::to_string(max_seq_len) + ")");
+  const auto [max_seq_len, doc_stride] = lengths(options);
   const Encoding full = tokenizer_.encode_pair(question, context);
   // <s> Q </s> </s> C </s> (BERT's layout: [CLS] Q [SEP] C [SEP])
   size_t q_len = 0, c_len = 0, c_begin = 0;
@@ -54,9 +68,7 @@ QuestionAnswerer::Prepared QuestionAnswerer::prepare(const std::string& question
   Prepared p;
   p.question = question;
   p.context = context;
-  const size_t specials = tokenizer_.num_special_tokens_to_add(true);
-  if (max_seq_len <= specials) throw Error("max_seq_len " + std::to_string(max_seq_len) + " leaves no room for text");
-  const size_t budget = max_seq_len - specials;
+  const size_t budget = max_seq_len - tokenizer_.num_special_tokens_to_add(true);
   // A max_seq_len above the model's is only an error when a window would need it (transformers
   // tokenizes a short example whole, whatever max_seq_len says).
   const auto too_long = [&](size_t tokens) {
@@ -114,16 +126,17 @@ SpanLogits QuestionAnswerer::run(const Prepared& prepared) const {
 
 std::vector<Result<std::vector<QuestionAnswer>>> QuestionAnswerer::run_batched(
     std::span<const Input> inputs, const QuestionAnswerOptions& options) const {
-  return pipeline::run_batched_windows<std::vector<QuestionAnswer>, Prepared>(
+  return pipeline::run_batched<std::vector<QuestionAnswer>, Prepared>(
       inputs.size(), [&](size_t i) { return prepare(inputs[i].question, inputs[i].context, options); },
-      [&](std::vector<Encoding> windows) {  // rows: (start, end) of every token
+      [&](std::span<const Prepared> prepared) {  // rows: (start, end) of every token of every window
         Prepared all;
-        all.windows = std::move(windows);
+        all.windows = pipeline::all_encodings(prepared, &Prepared::windows);
         const SpanLogits logits = run(all);
         Matrix rows(logits.start.size(), 2);
         for (size_t t = 0; t < rows.rows; ++t) rows.row(t)[0] = logits.start[t], rows.row(t)[1] = logits.end[t];
         return rows;
       },
+      [](const Prepared& p) { return pipeline::tokens_of(p.windows); },
       [&](const Prepared& p, const Matrix& rows) {
         SpanLogits logits;
         for (size_t t = 0; t < rows.rows; ++t) logits.start.push_back(rows.row(t)[0]), logits.end.push_back(rows.row(t)[1]);
@@ -157,8 +170,7 @@ std::optional<std::pair<int64_t, int64_t>> word_to_chars(const Encoding& w, int3
 
 std::vector<QuestionAnswer> QuestionAnswerer::finish(const Prepared& prepared, const SpanLogits& logits,
                                                      const QuestionAnswerOptions& options) const {
-  size_t total = 0;
-  for (const Encoding& w : prepared.windows) total += w.size();
+  const size_t total = pipeline::tokens_of(prepared.windows);
   if (logits.start.size() != total || logits.end.size() != total)
     throw Error("QuestionAnswerer::finish: " + std::to_string(logits.start.size()) + " start and " +
                 std::to_string(logits.end.size()) + " end logits for " + std::to_string(total) + " tokens");

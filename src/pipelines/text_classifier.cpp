@@ -40,28 +40,36 @@ ClassificationFunction TextClassifier::default_function() const {
   return ClassificationFunction::kSoftmax;  // single_label_classification or several labels
 }
 
+TextClassifier::Prepared TextClassifier::prepare(const TextInput& input, const TextClassifyOptions& options) const {
+  const size_t max_len = pipeline::model_max_length(config_);
+  pipeline::require_utf8(input.text, "");
+  if (input.text_pair) pipeline::require_utf8(*input.text_pair, "text_pair");
+  EncodeOptions eo;
+  if (options.truncation) {
+    eo.max_length =
+        options.max_length ? std::min(options.max_length, max_len) : pipeline::truncation_length(config_, tokenizer_);
+    eo.truncation = options.truncation_strategy;
+    eo.truncation_side = options.truncation_side;
+  }
+  Encoding e = input.text_pair ? tokenizer_.encode_pair(input.text, *input.text_pair, eo) : tokenizer_.encode(input.text, eo);
+  if (e.size() > max_len)
+    throw Error("the text has " + std::to_string(e.size()) + " tokens; the model allows at most " +
+                std::to_string(max_len) + " (set truncation to cut it)");
+  Prepared p;
+  p.encodings.push_back(std::move(e));
+  return p;
+}
+
 TextClassifier::Prepared TextClassifier::prepare(std::span<const TextInput> inputs,
                                                  const TextClassifyOptions& options) const {
-  const size_t max_len = pipeline::model_max_length(config_);
-  const size_t truncate_at = pipeline::truncation_length(config_, tokenizer_);
   Prepared p;
   p.encodings.reserve(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const std::string what = "input " + std::to_string(i + 1);
-    pipeline::require_utf8(inputs[i].text, what);
-    if (inputs[i].text_pair) pipeline::require_utf8(*inputs[i].text_pair, what + " (text_pair)");
-    EncodeOptions eo;
-    if (options.truncation) {
-      eo.max_length = options.max_length ? std::min(options.max_length, max_len) : truncate_at;
-      eo.truncation = options.truncation_strategy;
-      eo.truncation_side = options.truncation_side;
+    try {
+      p.encodings.push_back(std::move(prepare(inputs[i], options).encodings.front()));
+    } catch (const Error& e) {
+      throw e.about_input(i);
     }
-    Encoding e = inputs[i].text_pair ? tokenizer_.encode_pair(inputs[i].text, *inputs[i].text_pair, eo)
-                                     : tokenizer_.encode(inputs[i].text, eo);
-    if (e.size() > max_len)
-      throw Error(what + " has " + std::to_string(e.size()) + " tokens; the model allows at most " +
-                  std::to_string(max_len) + " (set truncation to cut it)");
-    p.encodings.push_back(std::move(e));
   }
   return p;
 }
@@ -105,6 +113,17 @@ std::vector<std::vector<LabelScore>> TextClassifier::finish(const Prepared& prep
     results.push_back(std::move(list));
   }
   return results;
+}
+
+std::vector<Result<std::vector<LabelScore>>> TextClassifier::run_batched(std::span<const TextInput> inputs,
+                                                                       const TextClassifyOptions& options) const {
+  return pipeline::run_batched<std::vector<LabelScore>, Prepared>(
+      inputs.size(), [&](size_t i) { return prepare(inputs[i], options); },
+      [&](std::span<const Prepared> prepared) {
+        return run(Prepared{pipeline::all_encodings(prepared, &Prepared::encodings)});
+      },
+      [](const Prepared& p) { return p.encodings.size(); },
+      [&](const Prepared& p, const Matrix& rows) { return std::move(finish(p, rows, options).front()); });
 }
 
 std::vector<std::vector<LabelScore>> TextClassifier::operator()(std::span<const TextInput> inputs,

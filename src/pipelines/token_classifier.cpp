@@ -173,8 +173,26 @@ std::vector<TokenEntity> aggregate_overlapping(std::vector<TokenEntity> all) {
 
 size_t TokenClassifier::max_length() const { return pipeline::truncation_length(config_, tokenizer_); }
 
+size_t TokenClassifier::window_length(const TokenClassifyOptions& options) const {
+  // HF truncates at the tokenizer's model_max_length, and cuts windows of it with a stride.
+  return options.max_length ? std::min(options.max_length, pipeline::model_max_length(config_)) : max_length();
+}
+
+void TokenClassifier::check_options(const TokenClassifyOptions& options) const {
+  const size_t max_len = window_length(options);
+  const size_t specials = tokenizer_.encode("").size();  // <s> and </s> around any text
+  if (max_len <= specials) throw Error("max_length " + std::to_string(max_len) + " leaves no room for a token");
+  if (!options.stride) return;
+  const size_t stride = *options.stride;
+  if (stride >= max_len)
+    throw Error("stride " + std::to_string(stride) + " must be less than the window length " + std::to_string(max_len));
+  if (stride >= max_len - specials)
+    throw Error("stride " + std::to_string(stride) + " must be less than the " + std::to_string(max_len - specials) +
+                " text tokens of a window");
+}
+
 TokenClassifier::Prepared TokenClassifier::prepare(std::string_view text, const TokenClassifyOptions& options) const {
-  pipeline::require_utf8(text, "text");
+  pipeline::require_utf8(text, "");
   return windows(std::string(text), tokenizer_.encode(text), options);
 }
 
@@ -209,9 +227,7 @@ TokenClassifier::Prepared TokenClassifier::prepare_words(std::span<const std::st
 
 TokenClassifier::Prepared TokenClassifier::windows(std::string text, const Encoding& full,
                                                    const TokenClassifyOptions& options) const {
-  // HF truncates at the tokenizer's model_max_length, and cuts windows of it with a stride.
-  const size_t max_len = options.max_length ? std::min(options.max_length, pipeline::model_max_length(config_))
-                                            : max_length();
+  const size_t max_len = window_length(options);
   // The special tokens around the text (<s> and </s>; none without a post-processor; all of them
   // before an empty text).
   size_t lead = 0;
@@ -257,8 +273,7 @@ Matrix TokenClassifier::run(const Prepared& prepared) const {
   const Model& model = pipeline::require_model(model_, "TokenClassifier");
   ForwardOptions fo;
   fo.token_logits = true;
-  size_t total = 0;
-  for (const Encoding& w : prepared.windows) total += w.size();
+  const size_t total = pipeline::tokens_of(prepared.windows);
   Matrix logits(total, static_cast<size_t>(config_.num_labels()));
   size_t row = 0;
   pipeline::in_passes(prepared.windows, [&](const Batch& batch, size_t) {
@@ -271,21 +286,21 @@ Matrix TokenClassifier::run(const Prepared& prepared) const {
 
 std::vector<Result<std::vector<TokenEntity>>> TokenClassifier::run_batched(std::span<const std::string> texts,
                                                                          const TokenClassifyOptions& options) const {
-  return pipeline::run_batched_windows<std::vector<TokenEntity>, Prepared>(
+  return pipeline::run_batched<std::vector<TokenEntity>, Prepared>(
       texts.size(), [&](size_t i) { return prepare(texts[i], options); },
-      [&](std::vector<Encoding> windows) {
+      [&](std::span<const Prepared> prepared) {  // rows: the tokens of every window
         Prepared all;
-        all.windows = std::move(windows);
+        all.windows = pipeline::all_encodings(prepared, &Prepared::windows);
         return run(all);
       },
+      [](const Prepared& p) { return pipeline::tokens_of(p.windows); },
       [&](const Prepared& p, const Matrix& rows) { return finish(p, rows, options); });
 }
 
 std::vector<TokenEntity> TokenClassifier::finish(const Prepared& prepared, const Matrix& logits,
                                                  const TokenClassifyOptions& options) const {
   const size_t L = static_cast<size_t>(config_.num_labels());
-  size_t total = 0;
-  for (const Encoding& w : prepared.windows) total += w.size();
+  const size_t total = pipeline::tokens_of(prepared.windows);
   if (logits.rows != total || logits.cols != L)
     throw Error("TokenClassifier::finish: logits are " + std::to_string(logits.rows) + "x" +
                 std::to_string(logits.cols) + ", expected " + std::to_string(total) + "x" + std::to_string(L));

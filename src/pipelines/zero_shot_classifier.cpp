@@ -112,8 +112,7 @@ ZeroShotClassifier ZeroShotClassifier::load(const std::filesystem::path& dir, co
   return ZeroShotClassifier(std::move(model), std::move(tokenizer));
 }
 
-ZeroShotClassifier::Prepared ZeroShotClassifier::prepare(std::span<const std::string> sequences,
-                                                         const ZeroShotOptions& options) const {
+void ZeroShotClassifier::check_options(const ZeroShotOptions& options) const {
   if (options.candidate_labels.empty()) throw Error("zero-shot classification needs at least one candidate label");
   for (size_t i = 0; i < options.candidate_labels.size(); ++i)
     pipeline::require_utf8(options.candidate_labels[i], "candidate label " + std::to_string(i + 1));
@@ -122,33 +121,66 @@ ZeroShotClassifier::Prepared ZeroShotClassifier::prepare(std::span<const std::st
   if (first == options.hypothesis_template)
     throw Error("the hypothesis_template \"" + options.hypothesis_template +
                 "\" has no {} where the label should go");
+}
+
+ZeroShotClassifier::Prepared ZeroShotClassifier::prepare(const std::string& sequence,
+                                                         const ZeroShotOptions& options) const {
+  check_options(options);
+  if (sequence.empty()) throw Error("the text is empty");
+  pipeline::require_utf8(sequence, "");
   const size_t max_len = pipeline::model_max_length(config_);
   Prepared p;
   p.labels = options.candidate_labels;
+  p.sequences.push_back(sequence);
+  for (const std::string& label : options.candidate_labels) {
+    const std::string hypothesis = format_hypothesis(options.hypothesis_template, label);
+    EncodeOptions eo;
+    eo.max_length = pipeline::truncation_length(config_, tokenizer_);
+    eo.truncation = TruncationStrategy::kOnlyFirst;
+    Encoding e;
+    try {
+      e = tokenizer_.encode_pair(sequence, hypothesis, eo);
+    } catch (const Error&) {  // HF: "too short" -> tokenized again without truncation
+      e = tokenizer_.encode_pair(sequence, hypothesis);
+    }
+    if (e.size() > max_len)
+      throw Error("the text with the hypothesis \"" + hypothesis + "\" has " + std::to_string(e.size()) +
+                  " tokens and the hypothesis alone leaves no room: the model allows at most " +
+                  std::to_string(max_len));
+    p.pairs.push_back(std::move(e));
+  }
+  return p;
+}
+
+ZeroShotClassifier::Prepared ZeroShotClassifier::prepare(std::span<const std::string> sequences,
+                                                         const ZeroShotOptions& options) const {
+  check_options(options);
+  Prepared p;
+  p.labels = options.candidate_labels;
   for (size_t s = 0; s < sequences.size(); ++s) {
-    const std::string what = "sequence " + std::to_string(s + 1);
-    if (sequences[s].empty()) throw Error(what + " is empty");
-    pipeline::require_utf8(sequences[s], what);
-    p.sequences.push_back(sequences[s]);
-    for (const std::string& label : options.candidate_labels) {
-      const std::string hypothesis = format_hypothesis(options.hypothesis_template, label);
-      EncodeOptions eo;
-      eo.max_length = pipeline::truncation_length(config_, tokenizer_);
-      eo.truncation = TruncationStrategy::kOnlyFirst;
-      Encoding e;
-      try {
-        e = tokenizer_.encode_pair(sequences[s], hypothesis, eo);
-      } catch (const Error&) {  // HF: "too short" -> tokenized again without truncation
-        e = tokenizer_.encode_pair(sequences[s], hypothesis);
-      }
-      if (e.size() > max_len)
-        throw Error(what + " with the hypothesis \"" + hypothesis + "\" has " + std::to_string(e.size()) +
-                    " tokens and the hypothesis alone leaves no room: the model allows at most " +
-                    std::to_string(max_len));
-      p.pairs.push_back(std::move(e));
+    try {
+      Prepared one = prepare(sequences[s], options);
+      p.sequences.push_back(std::move(one.sequences.front()));
+      for (Encoding& e : one.pairs) p.pairs.push_back(std::move(e));
+    } catch (const Error& e) {
+      throw e.about_input(s);
     }
   }
   return p;
+}
+
+std::vector<Result<ZeroShotResult>> ZeroShotClassifier::run_batched(std::span<const std::string> sequences,
+                                                                    const ZeroShotOptions& options) const {
+  check_options(options);
+  return pipeline::run_batched<ZeroShotResult, Prepared>(
+      sequences.size(), [&](size_t i) { return prepare(sequences[i], options); },
+      [&](std::span<const Prepared> prepared) {
+        Prepared all;
+        all.pairs = pipeline::all_encodings(prepared, &Prepared::pairs);
+        return run(all);
+      },
+      [](const Prepared& p) { return p.pairs.size(); },
+      [&](const Prepared& p, const Matrix& rows) { return std::move(finish(p, rows, options).front()); });
 }
 
 Matrix ZeroShotClassifier::run(const Prepared& prepared) const {

@@ -102,7 +102,6 @@ std::string message_naming(const std::string& message, const std::string& name, 
   std::string m = message;
   if (const size_t hint = m.find("(set truncation to cut it)"); hint != std::string::npos)
     m.replace(hint, std::string::npos, "(send \"truncate\": true to cut it)");
-  if (m.starts_with("input 1 ") || m.starts_with("input 1:")) return name + m.substr(7);
   return prefix ? name + ": " + m : m;
 }
 }  // namespace

@@ -38,8 +38,8 @@ struct ApiError : std::runtime_error {
 // invalid model 424 Backend, I/O 500 Backend.
 ApiError api_error(const Error& e);
 // The message of an error of input i (its JSON index) of a request's `field`, naming it as the
-// request does: "inputs[2]: no <mask> in the text"; the library's own "input 1 ..." of a pipeline
-// that saw this input alone becomes "inputs[2] ..." ("inputs ..." for a single input).
+// request does: "inputs[2]: no <mask> in the text" (no name for a request's single input). The
+// library's hint "(set truncation to cut it)" names the request's field instead.
 std::string input_message(const std::string& message, bool batch, size_t i, const std::string& field = "inputs");
 // The same with the input's full name given ("inputs.sentences[0]: ...").
 std::string named_input_message(const std::string& message, const std::string& name);

@@ -167,13 +167,13 @@ Reply predict(State& s, const Call& call) {
   TextClassifier::Prepared prepared;  // input by input, so that an error names its input
   for (size_t i = 0; i < inputs.size(); ++i) {
     try {
-      prepared.encodings.push_back(std::move(c.prepare(std::span(inputs).subspan(i, 1), o).encodings.front()));
+      prepared.encodings.push_back(std::move(c.prepare(inputs[i], o).encodings.front()));
     } catch (const Error& e) {
       throw input_error(e, batch, i);
     }
     // Untruncated, an input may be as long as /info's max_input_length says (as TEI checks it).
     if (const size_t n = prepared.encodings.back().size(); !o.truncation && n > s.embedder->max_seq_length())
-      throw input_error(Error("input 1 has " + std::to_string(n) + " tokens; the model allows at most " +
+      throw input_error(Error("the text has " + std::to_string(n) + " tokens; the model allows at most " +
                               std::to_string(s.embedder->max_seq_length()) + " (set truncation to cut it)"),
                         batch, i);
   }

@@ -344,7 +344,7 @@ try:
     _, _, start = post_json(server, "/predict", {"inputs": head, "truncate": True})
     c.check(status == 200 and right == start and right != left, f"/predict truncation_direction Right keeps the start")
     status, _, out = post_json(server, "/predict", {"inputs": [["ok"], [head + tail]], "truncate": False})
-    c.check(status == 422 and out["error"].startswith("inputs[1] has "), f"/predict names the bad input inputs[1] ({out})")
+    c.check(status == 422 and out["error"].startswith("inputs[1]: the text has "), f"/predict names the bad input inputs[1] ({out})")
     status, _, _ = post_json(server, "/predict", {"inputs": "a", "truncation_direction": "Sideways"})
     c.check(status == 400, f"/predict truncation_direction Sideways: 400 ({status})")
     want = cli_json(["classify", "--model", sentiment, "--all"] + texts[:3])

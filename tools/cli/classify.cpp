@@ -68,37 +68,37 @@ int run_classify(const Args& args) {
   LineReader lines = input_lines(args);
   return answer_lines(lines, as_json, kChunkInputs, [&](const std::vector<std::string>& chunk) {
     std::vector<Answer> answers(chunk.size());
-    std::vector<TextInput> inputs(chunk.size());
-    TextClassifier::Prepared batch;  // the good inputs of the chunk, for one forward pass
+    std::vector<TextInput> inputs;  // the lines that parse
     std::vector<size_t> where;
     for (size_t i = 0; i < chunk.size(); ++i) {
       try {
-        inputs[i] = jsonl ? parse_text_input(chunk[i]) : TextInput{chunk[i], std::nullopt};
-        auto one = classifier.prepare(std::span<const TextInput>(&inputs[i], 1), options);
-        batch.encodings.push_back(std::move(one.encodings.front()));
+        inputs.push_back(jsonl ? parse_text_input(chunk[i]) : TextInput{chunk[i], std::nullopt});
         where.push_back(i);
       } catch (const Error& e) {
-        std::string message = line_message(e.what(), "input 1", "the text");
-        if (const size_t hint = message.find("(set truncation to cut it)"); hint != std::string::npos)
-          message.replace(hint, std::string::npos, "(--truncate cuts it)");
-        answers[i].error = message;
+        answers[i].error = e.what();
       }
     }
-    if (where.empty()) return answers;
-    const auto results = classifier.finish(batch, classifier.run(batch), options);
+    const auto results = classifier.run_batched(inputs, options);
     for (size_t k = 0; k < where.size(); ++k) {
-      const auto& list = results[k];
+      Answer& answer = answers[where[k]];
+      if (!results[k].ok()) {  // the library's hint names its option; ours is --truncate
+        std::string message = results[k].error->detail();
+        if (const size_t hint = message.find("(set truncation to cut it)"); hint != std::string::npos)
+          message.replace(hint, std::string::npos, "(--truncate cuts it)");
+        answer.error = message;
+        continue;
+      }
+      const auto& list = *results[k].value;
+      const TextInput& in = inputs[k];
       if (as_json) {
         json items = json::array();
         for (const auto& s : list) items.push_back({{"label", s.label}, {"score", s.score}});
-        const bool pair = inputs[where[k]].text_pair.has_value();
-        answers[where[k]].out = json_line(legacy && pair ? items.at(0) : items) + "\n";
+        answer.out = json_line(legacy && in.text_pair ? items.at(0) : items) + "\n";
       } else {
-        const TextInput& in = inputs[where[k]];
         std::vector<std::string> labels;
         std::vector<float> scores;
         for (const auto& s : list) labels.push_back(s.label), scores.push_back(s.score);
-        answers[where[k]].out = in.text + (in.text_pair ? " / " + *in.text_pair : "") + "\n" + label_rows(labels, scores);
+        answer.out = in.text + (in.text_pair ? " / " + *in.text_pair : "") + "\n" + label_rows(labels, scores);
       }
     }
     return answers;
@@ -140,9 +140,9 @@ int run_zero_shot(const Args& args) {
   LineReader lines = input_lines(args);
   return answer_lines(lines, as_json, kChunkInputs, [&](const std::vector<std::string>& chunk) {
     std::vector<Answer> answers(chunk.size());
-    // The good inputs, grouped by their labels (a JSON line may bring its own): one forward pass
+    // The lines that parse, grouped by their labels (a JSON line may bring its own): one run_batched
     // per group.
-    std::map<std::vector<std::string>, std::pair<ZeroShotClassifier::Prepared, std::vector<size_t>>> groups;
+    std::map<std::vector<std::string>, std::pair<std::vector<std::string>, std::vector<size_t>>> groups;
     for (size_t i = 0; i < chunk.size(); ++i) {
       try {
         std::string sequence = chunk[i];
@@ -172,21 +172,25 @@ int run_zero_shot(const Args& args) {
           if (line_options.candidate_labels.empty())
             throw Error("no candidate labels (give --labels, or \"candidate_labels\" in the line)");
         }
-        auto one = classifier.prepare(std::span<const std::string>(&sequence, 1), line_options);
-        auto& [group, where] = groups[line_options.candidate_labels];
-        group.labels = one.labels;
-        group.sequences.push_back(std::move(one.sequences.front()));
-        for (auto& pair : one.pairs) group.pairs.push_back(std::move(pair));
+        classifier.check_options(line_options);  // the line's labels
+        auto& [sequences, where] = groups[line_options.candidate_labels];
+        sequences.push_back(std::move(sequence));
         where.push_back(i);
       } catch (const Error& e) {
-        answers[i].error = line_message(e.what(), "sequence 1", "the text");
+        answers[i].error = e.what();
       }
     }
-    for (const auto& [labels, entry] : groups) {
-      const auto& [group, where] = entry;
-      const auto results = classifier.finish(group, classifier.run(group), options);
+    for (const auto& [labels, group] : groups) {
+      const auto& [sequences, where] = group;
+      ZeroShotOptions group_options = options;
+      group_options.candidate_labels = labels;
+      const auto results = classifier.run_batched(sequences, group_options);
       for (size_t k = 0; k < where.size(); ++k) {
-        const ZeroShotResult& r = results[k];
+        if (!results[k].ok()) {
+          answers[where[k]].error = results[k].error->detail();
+          continue;
+        }
+        const ZeroShotResult& r = *results[k].value;
         answers[where[k]].out = as_json ? json_line({{"sequence", r.sequence}, {"labels", r.labels}, {"scores", r.scores}}) + "\n"
                                         : r.sequence + "\n" + label_rows(r.labels, r.scores);
       }

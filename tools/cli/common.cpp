@@ -394,17 +394,6 @@ int answer_lines(LineReader& lines, bool as_json, size_t chunk_inputs,
   return lines.status();
 }
 
-std::string line_message(const std::string& message, std::string_view subject, std::string_view replacement) {
-  if (!message.starts_with(subject)) return message;
-  const std::string_view rest = std::string_view(message).substr(subject.size());
-  if (rest.starts_with(": ")) return std::string(rest.substr(2));
-  if (rest.starts_with(" (")) {
-    if (const size_t close = rest.find("): "); close != std::string_view::npos)
-      return std::string(rest.substr(2, close - 2)) + ": " + std::string(rest.substr(close + 3));
-  }
-  return std::string(replacement) + std::string(rest);
-}
-
 // ---------------------------------------------------------------- files and JSON
 
 void check_can_write(const std::filesystem::path& path, bool force) {

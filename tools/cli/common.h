@@ -166,11 +166,6 @@ int answer_lines(LineReader& lines, bool as_json, size_t chunk_inputs,
 // Inputs per chunk in the task commands: one forward pass per chunk.
 inline constexpr size_t kChunkInputs = 32;
 
-// A library message about one input of a one-input call, made to read well after "line N: ":
-// "input 1: invalid UTF-8 at byte 3" -> "invalid UTF-8 at byte 3", "pair 1 (first text): ..." ->
-// "first text: ...", "input 1 has 600 tokens" -> "<replacement> has 600 tokens".
-std::string line_message(const std::string& message, std::string_view subject, std::string_view replacement);
-
 // ---------------------------------------------------------------- files and JSON
 
 // Error "PATH: already exists (use --force to overwrite)" unless `force` or PATH is free: lets a

@@ -47,17 +47,18 @@ int run_fill_mask(const Args& args) {
     for (const auto& n : notes) std::cerr << "warning: " << n << "\n";
   }
   const bool as_json = args.flag("json");
-  LineReader texts = args.positional().empty() ? LineReader::from_stdin() : LineReader::from_texts(args.positional());
-  for (std::string text; texts.next(text);) {
-    try {
-      const auto results = fill(text, options);
-      std::cout << (as_json ? json_answer(results) + "\n" : text_answer(text, results)) << std::flush;
-    } catch (const Error& e) {
-      texts.report(texts.count() - 1, e.what());
-      if (as_json) std::cout << json_error(e.what()) << "\n";
+  LineReader lines = input_lines(args);
+  return answer_lines(lines, as_json, kChunkInputs, [&](const std::vector<std::string>& chunk) {
+    std::vector<Answer> answers(chunk.size());
+    const auto results = fill.run_batched(chunk, options);  // the texts share forward passes
+    for (size_t i = 0; i < chunk.size(); ++i) {
+      if (!results[i].ok())
+        answers[i].error = results[i].error->detail();
+      else
+        answers[i].out = as_json ? json_answer(*results[i].value) + "\n" : text_answer(chunk[i], *results[i].value);
     }
-  }
-  return texts.status();
+    return answers;
+  });
 }
 
 }  // namespace roberta::cli

@@ -35,10 +35,8 @@ int run_ner(const Args& args) {
     // Face's pipeline would cut them at the model's length unless given a stride).
     options.stride = std::min(window / 4, window - 3);  // (less than the window's tokens)
   }
-  try {  // the options on a text of more than a window first: their error is a usage error, not one of every line
-    std::string probe = "a";
-    for (size_t i = 0; i < window; ++i) probe += " a";
-    classifier.prepare(probe, options);
+  try {  // the options' errors are usage errors, not errors of every line
+    classifier.check_options(options);
   } catch (const Error& e) {
     throw UsageError(e.what());
   }
@@ -49,7 +47,7 @@ int run_ner(const Args& args) {
     const auto results = classifier.run_batched(chunk, options);
     for (size_t k = 0; k < chunk.size(); ++k) {
       if (!results[k].ok()) {
-        answers[k].error = line_message(results[k].error->what(), "text", "the text");
+        answers[k].error = results[k].error->detail();
         continue;
       }
       const std::vector<TokenEntity>& entities = *results[k].value;

@@ -39,13 +39,10 @@ int run_qa(const Args& args) {
   const bool as_json = args.flag("json");
 
   const QuestionAnswerer qa = QuestionAnswerer::load(model_dir(args), load_options(args, "auto"));
-  try {  // the options on a trivial example first: their error is a usage error, not one of every line
-    qa.prepare("q", "c", options);
+  try {  // the options' errors are usage errors, not errors of every line
+    qa.check_options(options);
   } catch (const Error& e) {
-    const std::string m = e.what();
-    throw UsageError(m.starts_with("the question has") ? "--max-seq-len " + std::to_string(options.max_seq_len.value_or(0)) +
-                                                             " leaves no room for a context even after a one-token question"
-                                                       : m);
+    throw UsageError(e.what());
   }
   // --question and --context: one input (its line is not read); else JSON lines from stdin.
   LineReader lines = question ? LineReader::from_texts({""}) : LineReader::from_stdin();
@@ -65,7 +62,7 @@ int run_qa(const Args& args) {
     const auto results = qa.run_batched(inputs, options);
     for (size_t k = 0; k < chunk.size(); ++k) {
       if (parse_errors[k] || !results[k].ok()) {
-        answers[k].error = (parse_errors[k] ? *parse_errors[k] : *results[k].error).what();
+        answers[k].error = (parse_errors[k] ? *parse_errors[k] : *results[k].error).detail();
         continue;
       }
       const std::vector<QuestionAnswer>& found = *results[k].value;

@@ -16,8 +16,6 @@ TextPair parse_pair(const std::string& line) {
   throw Error("expected a pair [a, b] of two JSON strings");
 }
 
-std::string pair_message(const Error& e) { return line_message(e.what(), "pair 1", "the pair"); }
-
 // --pairs: one score (or list of label scores) per line, as CrossEncoder.predict.
 int run_pairs(const Args& args, const CrossEncoder& encoder, const CrossEncoderOptions& options) {
   const bool as_json = args.flag("json");
@@ -25,24 +23,24 @@ int run_pairs(const Args& args, const CrossEncoder& encoder, const CrossEncoderO
   LineReader lines = input_lines(args);
   return answer_lines(lines, as_json, options.batch_size, [&](const std::vector<std::string>& chunk) {
     std::vector<Answer> answers(chunk.size());
-    CrossEncoder::Prepared batch;
+    std::vector<TextPair> pairs;  // the lines that parse
     std::vector<size_t> where;
     for (size_t i = 0; i < chunk.size(); ++i) {
       try {
-        const TextPair pair = parse_pair(chunk[i]);
-        auto one = encoder.prepare(std::span<const TextPair>(&pair, 1), options);
-        batch.encodings.push_back(std::move(one.encodings.front()));
+        pairs.push_back(parse_pair(chunk[i]));
         where.push_back(i);
       } catch (const Error& e) {
-        answers[i].error = pair_message(e);
+        answers[i].error = e.what();
       }
     }
-    if (where.empty()) return answers;
-    const Matrix scores = encoder.finish(batch, encoder.run(batch), options);
+    const auto results = encoder.run_batched(pairs, options);
     for (size_t k = 0; k < where.size(); ++k) {
-      const float* row = scores.row(k);
-      const json value = labels == 1 ? json(row[0]) : json(std::vector<float>(row, row + labels));
-      answers[where[k]].out = json_line(value) + "\n";
+      if (!results[k].ok()) {
+        answers[where[k]].error = results[k].error->detail();
+        continue;
+      }
+      const std::vector<float>& row = *results[k].value;
+      answers[where[k]].out = json_line(labels == 1 ? json(row[0]) : json(row)) + "\n";
     }
     return answers;
   });
@@ -78,10 +76,9 @@ int run_rerank(const Args& args) {
   // Every document is read (ranking needs them all), scored in chunks of --batch-size pairs.
   const std::string query = *args.get("query");
   try {  // a bad query is a usage error, not an error of every line
-    const TextPair probe{query, "x"};
-    encoder.prepare(std::span<const TextPair>(&probe, 1), scoring);
+    encoder.prepare(TextPair{query, "x"}, scoring);
   } catch (const Error& e) {
-    const std::string m = line_message(pair_message(e), "first text: ", "");
+    const std::string m = e.what();
     throw UsageError((m.find("max_length") != std::string::npos ? "--max-length: " : "--query: ") + m);
   }
   LineReader lines = input_lines(args);
@@ -90,25 +87,19 @@ int run_rerank(const Args& args) {
   std::vector<float> scores;
   std::vector<std::string> chunk;
   for (size_t first = 0; lines.next_chunk(chunk, scoring.batch_size); first += chunk.size()) {
-    CrossEncoder::Prepared batch;
-    size_t good = 0;
+    std::vector<TextPair> pairs;
+    for (const std::string& document : chunk) pairs.emplace_back(query, document);
+    const auto results = encoder.run_batched(pairs, scoring);
     for (size_t i = 0; i < chunk.size(); ++i) {
-      try {
-        const TextPair pair{query, chunk[i]};
-        auto one = encoder.prepare(std::span<const TextPair>(&pair, 1), scoring);
-        batch.encodings.push_back(std::move(one.encodings.front()));
-        documents.push_back(std::move(chunk[i]));
-        corpus_ids.push_back(first + i);
-        ++good;
-      } catch (const Error& e) {
-        std::string message = pair_message(e);
-        if (message.starts_with("second text: ")) message = message.substr(13);  // the document
-        lines.report(first + i, message);
+      if (!results[i].ok()) {  // the query is good: the error is the document's, the pair's second text
+        const std::string& m = results[i].error->detail();
+        lines.report(first + i, m.starts_with("second text: ") ? m.substr(13) : m);
+        continue;
       }
+      documents.push_back(std::move(chunk[i]));
+      corpus_ids.push_back(first + i);
+      scores.push_back(results[i].value->front());
     }
-    if (good == 0) continue;
-    const Matrix s = encoder.finish(batch, encoder.run(batch), scoring);
-    scores.insert(scores.end(), s.data.begin(), s.data.end());
   }
   // rank_scores' corpus_id is the index among the good documents; the output's is the input position.
   const std::vector<RankedDocument> ranked = CrossEncoder::rank_scores(scores, documents, options);
