@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -24,36 +25,54 @@ namespace {
 using json = nlohmann::json;
 using namespace roberta::test;
 
+json wordpiece_base() {
+  std::ifstream in(kHfData + "wordpiece/tokenizer.json");
+  return json::parse(in);
+}
+
+// The base tokenizer's vocabulary as a BertTokenizer's vocab.txt in `dir`, line i ending in
+// line_end(i), with a tokenizer_config.json that keeps case.
+void write_vocab_txt(const std::filesystem::path& dir, const json& base,
+                     const std::function<const char*(size_t)>& line_end) {
+  std::vector<std::string> lines(base["model"]["vocab"].size());
+  for (const auto& [token, id] : base["model"]["vocab"].items()) lines.at(id.get<size_t>()) = token;
+  std::string text;
+  for (size_t i = 0; i < lines.size(); ++i) text += lines[i] + line_end(i);
+  roberta::test::write_text(dir / "vocab.txt", text);
+  roberta::test::write_text(dir / "tokenizer_config.json", R"({"do_lower_case": false})");
+}
+
+// The untruncated single texts of `variant`'s records, with special tokens, against `tok`.
+void expect_variant(const std::vector<json>& records, const roberta::Tokenizer& tok, const std::string& variant,
+                    const std::string& what) {
+  size_t checked = 0;
+  for (const json& r : records)
+    if (r["variant"] == variant && r.contains("a") && r["b"].is_null() && r["truncation"].is_null() &&
+        r["add_special_tokens"] && !r.contains("error")) {
+      const roberta::Encoding e = tok.encode(r["a"].get<std::string>());
+      EXPECT_EQ(diff_encoding(r, e), "") << what << " " << r["a"];
+      ++checked;
+    }
+  EXPECT_GE(checked, 40u) << what;
+}
+
 // A BERT-style WordPiece tokenizer.json (some `model_type: roberta` checkpoints ship one) and its
 // variants against HF (gen_wordpiece_goldens.js): BertNormalizer's clean_text and
 // handle_chinese_chars, BertPreTokenizer, WordPiece with [UNK] for words it cannot cover or that are
 // too long, the post-processors' layouts and type ids, truncation, offsets into the original text,
-// decoding with the WordPiece decoder; from the file and from a model folder.
+// decoding with the WordPiece decoder; the base also as transformers converts a BertTokenizer's
+// vocab.txt (BertConverter).
 TEST(HfGoldens, WordPieceTokenizerAndVariants) {
   const auto records = read_jsonl(kHfData + "wordpiece.jsonl");
   ASSERT_GE(records.size(), 3000u);
-  std::ifstream in(kHfData + "wordpiece/tokenizer.json");
-  const json base = json::parse(in);
+  const json base = wordpiece_base();
   std::map<std::string, roberta::Tokenizer> variants;
-  // The base tokenizer as transformers converts a BertTokenizer's vocab.txt (BertConverter) too.
   roberta::test::TempDir txt_dir;
-  {
-    std::vector<std::string> lines(base["model"]["vocab"].size());
-    for (const auto& [token, id] : base["model"]["vocab"].items()) lines.at(id.get<size_t>()) = token;
-    std::string vocab_txt;
-    for (const std::string& line : lines) vocab_txt += line + "\n";
-    roberta::test::write_text(txt_dir / "vocab.txt", vocab_txt);
-    roberta::test::write_text(txt_dir / "tokenizer_config.json", R"({"do_lower_case": false})");
-  }
+  write_vocab_txt(txt_dir.path(), base, [](size_t) -> const char* { return "\n"; });
   const roberta::Tokenizer from_txt = roberta::Tokenizer::from_dir(txt_dir.path());
   {  // Windows line ends (Python reads a \r\n or a lone \r as a line end)
     roberta::test::TempDir crlf;
-    std::string text;
-    std::vector<std::string> lines(base["model"]["vocab"].size());
-    for (const auto& [token, id] : base["model"]["vocab"].items()) lines.at(id.get<size_t>()) = token;
-    for (size_t i = 0; i < lines.size(); ++i) text += lines[i] + (i % 2 ? "\r\n" : "\r");
-    roberta::test::write_text(crlf / "vocab.txt", text);
-    roberta::test::write_text(crlf / "tokenizer_config.json", R"({"do_lower_case": false})");
+    write_vocab_txt(crlf.path(), base, [](size_t i) -> const char* { return i % 2 ? "\r\n" : "\r"; });
     const std::string sample = "안녕하세요 서울은 한국의 수도입니다. The quick brown fox";
     EXPECT_EQ(roberta::Tokenizer::from_dir(crlf.path()).encode(sample).ids, from_txt.encode(sample).ids);
   }
@@ -114,43 +133,39 @@ TEST(HfGoldens, WordPieceTokenizerAndVariants) {
   EXPECT_EQ(variants.at("other_template").eos_id(), base["model"]["vocab"]["[SEP]"].get<int32_t>());
   EXPECT_EQ(variants.at("no_post_processor").num_special_tokens_to_add(true), 0u);
   EXPECT_EQ(variants.at("other_template").num_special_tokens_to_add(true), 3u);
-  // The untruncated single texts of a variant, with special tokens, against another tokenizer.
-  const auto expect_variant = [&](const roberta::Tokenizer& tok, const std::string& variant, const std::string& what) {
-    size_t checked = 0;
-    for (const json& r : records)
-      if (r["variant"] == variant && r.contains("a") && r["b"].is_null() && r["truncation"].is_null() &&
-          r["add_special_tokens"] && !r.contains("error")) {
-        const roberta::Encoding e = tok.encode(r["a"].get<std::string>());
-        EXPECT_EQ(diff_encoding(r, e), "") << what << " " << r["a"];
-        ++checked;
-      }
-    EXPECT_GE(checked, 40u) << what;
-  };
-  // tokenizer_class BertTokenizer: transformers rebuilds tokenizer.json's normalizer with the
-  // config's do_lower_case (true unless it says false: as the lowercase variant), strip_accents
-  // (null: follows do_lower_case) and tokenize_chinese_chars (false: as the no_chinese_chars variant).
+}
+
+// tokenizer_class BertTokenizer: transformers rebuilds tokenizer.json's normalizer with the
+// config's do_lower_case (true unless it says false: as the lowercase variant), strip_accents
+// (null: follows do_lower_case) and tokenize_chinese_chars (false: as the no_chinese_chars variant).
+// A vocab.txt's BertTokenizer lowercases (and strips accents) unless tokenizer_config.json says
+// otherwise, as transformers' BertConverter builds it.
+TEST(HfGoldens, WordPieceConfigsRebuildTheNormalizer) {
+  const auto records = read_jsonl(kHfData + "wordpiece.jsonl");
+  const json base = wordpiece_base();
+  roberta::test::TempDir txt_dir;
+  write_vocab_txt(txt_dir.path(), base, [](size_t) -> const char* { return "\n"; });
+  const roberta::Tokenizer from_txt = roberta::Tokenizer::from_dir(txt_dir.path());
   roberta::test::TempDir bert_dir;
   roberta::test::write_text(bert_dir / "tokenizer.json", base.dump());
   roberta::test::write_text(bert_dir / "tokenizer_config.json", R"({"tokenizer_class": "BertTokenizer"})");
-  expect_variant(roberta::Tokenizer::from_dir(bert_dir.path()), "lowercase", "BertTokenizer, no do_lower_case");
+  expect_variant(records, roberta::Tokenizer::from_dir(bert_dir.path()), "lowercase", "BertTokenizer, no do_lower_case");
   roberta::test::write_text(bert_dir / "tokenizer_config.json",
                             R"({"tokenizer_class": "BertTokenizer", "strip_accents": false})");
-  expect_variant(roberta::Tokenizer::from_dir(bert_dir.path()), "lowercase_keep_accents",
+  expect_variant(records, roberta::Tokenizer::from_dir(bert_dir.path()), "lowercase_keep_accents",
                  "BertTokenizer, strip_accents false");
   roberta::test::write_text(
       bert_dir / "tokenizer_config.json",
       R"({"tokenizer_class": "BertTokenizer", "do_lower_case": false, "tokenize_chinese_chars": false})");
   const roberta::Tokenizer no_chinese = roberta::Tokenizer::from_dir(bert_dir.path());
-  expect_variant(no_chinese, "no_chinese_chars", "BertTokenizer, tokenize_chinese_chars false");
+  expect_variant(records, no_chinese, "no_chinese_chars", "BertTokenizer, tokenize_chinese_chars false");
   EXPECT_NE(no_chinese.encode("日本語").ids, from_txt.encode("日本語").ids);
   EXPECT_EQ(from_txt.mask_id(), base["model"]["vocab"]["[MASK]"].get<int32_t>());
   EXPECT_EQ(from_txt.pad_id(), base["model"]["vocab"]["[PAD]"].get<int32_t>());
-  // A vocab.txt's BertTokenizer lowercases (and strips accents) unless tokenizer_config.json says
-  // otherwise, as transformers' BertConverter builds it.
   roberta::test::write_text(txt_dir / "tokenizer_config.json", "{}");
-  expect_variant(roberta::Tokenizer::from_dir(txt_dir.path()), "lowercase", "vocab.txt, no do_lower_case");
+  expect_variant(records, roberta::Tokenizer::from_dir(txt_dir.path()), "lowercase", "vocab.txt, no do_lower_case");
   roberta::test::write_text(txt_dir / "tokenizer_config.json", R"({"do_lower_case": false, "strip_accents": true})");
-  expect_variant(roberta::Tokenizer::from_dir(txt_dir.path()), "strip_accents", "vocab.txt, strip_accents true");
+  expect_variant(records, roberta::Tokenizer::from_dir(txt_dir.path()), "strip_accents", "vocab.txt, strip_accents true");
   roberta::test::write_text(txt_dir / "tokenizer_config.json", R"({"do_lower_case": false, "cls_token": "<cls>"})");
   roberta::test::expect_error([&] { roberta::Tokenizer::from_dir(txt_dir.path()); },
                               {"vocab.txt", "special token \"<cls>\" is missing"});
@@ -163,8 +178,12 @@ TEST(HfGoldens, WordPieceTokenizerAndVariants) {
     EXPECT_EQ(roberta::Tokenizer::from_dir(txt_dir.path()).mask_id(), static_cast<int32_t>(n));
     std::filesystem::remove(txt_dir / "added_tokens.json");
   }
-  // The same tokenizer from a model folder: the roles of its special tokens; the post-processor's
-  // counts (2 / 3 for BERT's layout).
+}
+
+// The same tokenizer from a model folder: the roles of its special tokens; the post-processor's
+// counts (2 / 3 for BERT's layout).
+TEST(HfGoldens, WordPieceFolderNamesItsSpecialTokens) {
+  const json base = wordpiece_base();
   roberta::test::TempDir dir;
   roberta::test::write_text(dir / "tokenizer.json", base.dump());
   const roberta::Tokenizer folder = roberta::Tokenizer::from_dir(dir.path());
