@@ -121,13 +121,8 @@ CrossEncoder::Prepared CrossEncoder::prepare(std::span<const TextPair> pairs, co
 
 std::vector<Result<std::vector<float>>> CrossEncoder::run_batched(std::span<const TextPair> pairs,
                                                                   const CrossEncoderOptions& options) const {
-  return pipeline::run_batched<std::vector<float>, Prepared>(
-      pairs.size(), [&](size_t i) { return prepare(pairs[i], options); },
-      [&](std::span<const Prepared> prepared) {
-        return run(Prepared{pipeline::all_encodings(prepared, &Prepared::encodings)});
-      },
-      [](const Prepared& p) { return p.encodings.size(); },
-      [&](const Prepared& p, const Matrix& rows) { return finish(p, rows, options).data; });
+  return pipeline::run_batched_sequences<std::vector<float>>(
+      *this, pairs, options, [&](const Prepared& p, const Matrix& rows) { return finish(p, rows, options).data; });
 }
 
 Matrix CrossEncoder::run(const Prepared& prepared) const {

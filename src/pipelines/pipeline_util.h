@@ -130,6 +130,20 @@ std::vector<Encoding> all_encodings(std::span<const Prepared> prepared, std::vec
   return out;
 }
 
+// run_batched of a pipeline whose Prepared holds `encodings`, one row of logits each, and whose
+// run(Prepared) runs them: pipeline.prepare(inputs[i], options), then finish(prepared, rows).
+template <class Output, class Pipeline, class Input, class Options, class Finish>
+std::vector<Result<Output>> run_batched_sequences(const Pipeline& pipeline, std::span<const Input> inputs,
+                                                  const Options& options, const Finish& finish) {
+  using Prepared = typename Pipeline::Prepared;
+  return run_batched<Output, Prepared>(
+      inputs.size(), [&](size_t i) { return pipeline.prepare(inputs[i], options); },
+      [&](std::span<const Prepared> prepared) {
+        return pipeline.run(Prepared{all_encodings(prepared, &Prepared::encodings)});
+      },
+      [](const Prepared& p) { return p.encodings.size(); }, finish);
+}
+
 // The same on a Batch already packed: (batch.num_sequences(), num_labels).
 Matrix batch_sequence_logits(const Model& model, const Batch& batch);
 

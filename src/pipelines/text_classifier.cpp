@@ -117,12 +117,8 @@ std::vector<std::vector<LabelScore>> TextClassifier::finish(const Prepared& prep
 
 std::vector<Result<std::vector<LabelScore>>> TextClassifier::run_batched(std::span<const TextInput> inputs,
                                                                        const TextClassifyOptions& options) const {
-  return pipeline::run_batched<std::vector<LabelScore>, Prepared>(
-      inputs.size(), [&](size_t i) { return prepare(inputs[i], options); },
-      [&](std::span<const Prepared> prepared) {
-        return run(Prepared{pipeline::all_encodings(prepared, &Prepared::encodings)});
-      },
-      [](const Prepared& p) { return p.encodings.size(); },
+  return pipeline::run_batched_sequences<std::vector<LabelScore>>(
+      *this, inputs, options,
       [&](const Prepared& p, const Matrix& rows) { return std::move(finish(p, rows, options).front()); });
 }
 

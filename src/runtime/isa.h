@@ -1,13 +1,14 @@
 #pragma once
 // The instruction-set levels the x86-64 kernels are written for, lowest first. Each level includes
 // the ones before it, except avxvnni: CPUs with AVX-512 rank above it whether or not they have
-// AVX-VNNI (Ice Lake and Zen 4 do not), so code for AVX-VNNI asks KernelPlan::avx_vnni, not the level.
+// AVX-VNNI (some do not), so code for AVX-VNNI asks KernelPlan::avx_vnni, not the level. Which CPUs
+// have which level: docs/environment.md.
 //
 //   amx         AVX512-BF16 plus AMX-TILE, AMX-INT8 and AMX-BF16, granted by Linux to the process
-//   avx512bf16  AVX512-BF16 and AVX512-VNNI (Cooper Lake, Zen 4, Zen 5)
-//   avx512vnni  AVX-512 with VNNI (Cascade Lake, Ice Lake)
-//   avx512      AVX512F and BW without VNNI (Skylake-SP)
-//   avxvnni     AVX2 and FMA plus the VEX-encoded vpdpbusd (Alder Lake and later)
+//   avx512bf16  AVX512-BF16 and AVX512-VNNI
+//   avx512vnni  AVX-512 with VNNI
+//   avx512      AVX512F and BW without VNNI
+//   avxvnni     AVX2 and FMA plus the VEX-encoded vpdpbusd
 //   avx2        AVX2 and FMA
 //   portable    plain C++ (any CPU, any architecture)
 namespace roberta::runtime {
