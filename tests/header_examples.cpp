@@ -1,4 +1,4 @@
-// The usage examples of the public headers and the README's Library section, compiled with the
+// The usage examples of the public headers and docs/library.md, compiled with the
 // tests so that they cannot drift from the API (never called: their model folders do not exist).
 #include <algorithm>
 #include <cstdio>

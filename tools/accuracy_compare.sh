@@ -8,7 +8,7 @@
 #   tests/demo/run_heldout_agreement.sh makes them (tools/train_demo.py eval --masks-out on the
 #   shared corpus's held-out text: at most MAX_SEQUENCES sequences, default all of them: the demo
 #   model's 844, 15,946 masks, in about 3 minutes). Needs the Python package built in build/python
-#   (the README's build does it). Not part of CI.
+#   (a normal build does it). Not part of CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 model=$(realpath "${1:-models/demo}")  # (relative to the repository, as the other tools/ scripts)

@@ -5,7 +5,7 @@
 # int8 on the paths chosen here, then interleaved A/B runs of each choice against its alternative and
 # the comparison with ONNX Runtime. Meant for the first session on a new kind of CPU (first run in
 # full on an Intel Xeon with AMX on 2026-11-25; on an AMD EPYC Zen 4 on 2026-11-28, its last step,
-# bench_compare.sh, run on its own: README "Measured").
+# bench_compare.sh, run on its own: docs/performance.md).
 # Not part of CI; ~30-40 minutes.
 # Usage: bash tools/cpu_paths_check.sh [BUILD_DIR=build] [MODEL_DIR=/tmp/roberta-bench/base]
 set -euo pipefail

@@ -1,0 +1,57 @@
+"""The README and docs/ as a reader meets them: the README is at most 300 lines with no line over
+300 characters, and every relative link in the README and docs/*.md reaches a file that exists
+and, with a #fragment, a heading of that file (GitHub's anchors: lowercase, punctuation dropped,
+spaces to hyphens).
+
+Usage: links_test.py REPO_ROOT
+"""
+import pathlib
+import re
+import sys
+
+root = pathlib.Path(sys.argv[1])
+failures = []
+
+
+def anchors(path):
+    out = set()
+    fenced = False
+    for line in path.read_text().splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        if fenced or not re.match(r"#{1,6} ", line):
+            continue
+        title = line.lstrip("#").strip().lower()
+        title = re.sub(r"[^\w\- ]", "", title)
+        out.add(title.replace(" ", "-"))
+    return out
+
+
+readme = root / "README.md"
+lines = readme.read_text().splitlines()
+if len(lines) > 300:
+    failures.append(f"README.md has {len(lines)} lines (at most 300)")
+for n, line in enumerate(lines, 1):
+    if len(line) > 300:
+        failures.append(f"README.md:{n}: {len(line)} characters (at most 300)")
+
+pages = [readme] + sorted((root / "docs").glob("*.md"))
+checked = 0
+for page in pages:
+    text = page.read_text()
+    text = re.sub(r"```.*?```", "", text, flags=re.S)  # code blocks hold no links
+    for n, target in ((text[: m.start()].count("\n") + 1, m.group(1)) for m in re.finditer(r"\]\(([^)\s]+)\)", text)):
+        if re.match(r"[a-z]+:", target):  # http:, https:, mailto:
+            continue
+        file_part, _, fragment = target.partition("#")
+        dest = (page.parent / file_part).resolve() if file_part else page
+        checked += 1
+        if not dest.exists():
+            failures.append(f"{page.relative_to(root)}:{n}: link to {target}: no such file")
+        elif fragment and dest.suffix == ".md" and fragment not in anchors(dest):
+            failures.append(f"{page.relative_to(root)}:{n}: link to {target}: no heading #{fragment}")
+
+for f in failures:
+    print("FAIL", f)
+print(f"{checked} links checked in {len(pages)} pages; {len(failures)} failure(s)")
+sys.exit(1 if failures or checked < 20 else 0)
