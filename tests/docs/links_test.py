@@ -1,7 +1,9 @@
 """The README and docs/ as a reader meets them: the README is at most 300 lines with no line over
 300 characters, and every relative link in the README and docs/*.md reaches a file that exists
 and, with a #fragment, a heading of that file (GitHub's anchors: lowercase, punctuation dropped,
-spaces to hyphens).
+spaces to hyphens). A code block right after a line naming a file of the repository ("`examples/cpp/
+embed.cpp`:") must be that file's text (its leading comment lines aside), so the README's examples
+are the ones CI builds and runs.
 
 Usage: links_test.py REPO_ROOT
 """
@@ -50,6 +52,18 @@ for page in pages:
             failures.append(f"{page.relative_to(root)}:{n}: link to {target}: no such file")
         elif fragment and dest.suffix == ".md" and fragment not in anchors(dest):
             failures.append(f"{page.relative_to(root)}:{n}: link to {target}: no heading #{fragment}")
+
+# README code blocks that quote a file of the repository.
+for m in re.finditer(r"`([\w./-]+)`:\n\n```\w*\n(.*?)```", readme.read_text(), flags=re.S):
+    path, block = root / m.group(1), m.group(2)
+    checked += 1
+    if not path.exists():
+        failures.append(f"README.md quotes {m.group(1)}: no such file")
+        continue
+    body = "\n".join(l for l in path.read_text().splitlines() if not (l.startswith("//") or l.startswith("# "))).strip()
+    quoted = "\n".join(l for l in block.splitlines() if not (l.startswith("//") or l.startswith("# "))).strip()
+    if body != quoted:
+        failures.append(f"README.md's block for {m.group(1)} differs from the file")
 
 for f in failures:
     print("FAIL", f)
