@@ -53,7 +53,8 @@ QuestionAnswerer::Prepared QuestionAnswerer::prepare(const std::string& question
   pipeline::require_utf8(context, "context");
   check_options(options);
   const size_t model_max = pipeline::model_max_length(config_);
-  const auto [max_seq_len, doc_stride] = lengths(options);
+  const std::pair<size_t, size_t> resolved = lengths(options);  // (plain names: the lambda below captures them)
+  const size_t max_seq_len = resolved.first, doc_stride = resolved.second;
   const Encoding full = tokenizer_.encode_pair(question, context);
   // <s> Q </s> </s> C </s> (BERT's layout: [CLS] Q [SEP] C [SEP])
   size_t q_len = 0, c_len = 0, c_begin = 0;
