@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/attention.h"
+#include "runtime/cpu.h"
 #include "kernels/onednn_gemm.h"
 #include "kernels/packed_gemm.h"
 #include "kernels/packed_gemm_int8.h"
@@ -170,8 +171,9 @@ __attribute__((target("avx2"))) float sum_avx2(const float* p, size_t n) {
 #endif
 float sum_floats(const float* p, size_t n) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (__builtin_cpu_supports("avx512f")) return sum_avx512(p, n);
-  if (__builtin_cpu_supports("avx2")) return sum_avx2(p, n);
+  const roberta::runtime::Isa isa = roberta::runtime::detect().isa;  // the CPU's level, as the engine detects it
+  if (isa >= roberta::runtime::Isa::kAvx512) return sum_avx512(p, n);
+  if (isa >= roberta::runtime::Isa::kAvx2) return sum_avx2(p, n);
 #endif
   float acc[16] = {};
   size_t i = 0;
