@@ -31,6 +31,8 @@ std::string ms(double seconds);  // whole milliseconds, as TEI's headers give th
 std::pair<std::vector<TextInput>, bool> parse_predict_inputs(const json& body, size_t max_batch);
 
 Reply predict(State& s, const Call& call);
+// POST / on a classifier: /predict in the shape of Hugging Face's text-classification task.
+Reply classify_task(State& s, const Call& call);
 Reply rerank(State& s, const Call& call);
 Reply fill_mask(State& s, const Call& call);
 

@@ -462,10 +462,16 @@ Reply info(State& s, const Call&) {
 
 // TEI's POST / and /invocations (Inference Endpoints' and SageMaker's route): /predict for a
 // classifier, /rerank for a reranker, /embed for an embedding model, or /similarity when the
-// environment has TEI's TASK=sentence-similarity.
+// environment has TEI's TASK=sentence-similarity. POST / on a classifier answers in the shape of
+// Hugging Face's text-classification task, which its clients read (TEI's /predict shape fails there).
 Reply root(State& s, const Call& call) {
-  if (s.cross_encoder) return s.cross_encoder->model_config().num_labels() > 1 ? predict(s, call) : rerank(s, call);
+  if (s.cross_encoder) return s.cross_encoder->model_config().num_labels() > 1 ? classify_task(s, call) : rerank(s, call);
   return s.options.root_task == "sentence-similarity" ? similarity(s, call) : embed(s, call);
+}
+
+Reply invocations(State& s, const Call& call) {
+  if (s.cross_encoder) return s.cross_encoder->model_config().num_labels() > 1 ? predict(s, call) : rerank(s, call);
+  return root(s, call);
 }
 
 // TEI's /vertex (Google Vertex AI's prediction route): {"instances": [request, ...]} answers
@@ -533,7 +539,7 @@ constexpr Route kRoutes[] = {
     {"GET", "/", Style::kTei, true, false, health},      // the Inference API's health route
     {"GET", "/ping", Style::kTei, true, false, health},  // SageMaker's
     {"POST", "/", Style::kTei, false, true, root},
-    {"POST", "/invocations", Style::kTei, false, true, root},
+    {"POST", "/invocations", Style::kTei, false, true, invocations},
     {"POST", "/similarity", Style::kTei, false, true, similarity},
     {"POST", "/vertex", Style::kTei, false, true, vertex},
     {"GET", "/metrics", Style::kTei, true, false, metrics},

@@ -147,7 +147,31 @@ Reply fill_mask(State& s, const Call& call) {
 
 // ---------------------------------------------------------------- /predict, /rerank
 
-Reply predict(State& s, const Call& call) {
+namespace {
+
+// Hugging Face's text-classification task parameters, which its clients send to POST /:
+// {"top_k": n, "function_to_apply": "softmax" | "sigmoid" | "none"}.
+void task_parameters(const json& body, TextClassifyOptions& o) {
+  const json* p = field_of(body, "parameters");
+  if (!p) return;
+  if (!p->is_object()) throw ApiError(400, ErrorType::kValidation, "`parameters` must be an object");
+  try {
+    if (auto k = get_size(*p, "top_k")) {
+      if (*k == 0) throw ApiError(422, ErrorType::kValidation, "`top_k` should be positive");
+      o.top_k = *k;
+    }
+    if (auto f = get_string(*p, "function_to_apply")) o.function_to_apply = parse_classification_function(*f);
+  } catch (const ApiError& e) {
+    throw ApiError(e.status, e.type, std::string("in `parameters`: ") + e.what(), e.metric);
+  } catch (const Error& e) {
+    throw ApiError(422, ErrorType::kValidation, std::string("in `parameters`: ") + e.what());
+  }
+}
+
+// TEI's /predict, and with `task_shape` Hugging Face's text-classification task (POST / on a
+// classifier): the same labels and scores, but one list per input also for a single input (HF's
+// clients read the answer's first element as the list) and the task's `parameters`.
+Reply classify(State& s, const Call& call, bool task_shape) {
   const json body = parse_body(call.body);
   if (!s.classifier)
     throw ApiError(424, ErrorType::kBackend, "the model has no sequence classification head", "model_type");
@@ -158,6 +182,7 @@ Reply predict(State& s, const Call& call) {
   TextClassifyOptions o;
   o.top_k = std::nullopt;  // every label, best first, as TEI answers
   if (get_bool(body, "raw_scores", false)) o.function_to_apply = ClassificationFunction::kNone;
+  if (task_shape) task_parameters(body, o);
   o.truncation = get_bool(body, "truncate", s.options.auto_truncate);
   o.truncation_side = get_truncation_side(body);
   s.metrics->count("te_request_count", "method", method_label(batch));
@@ -190,11 +215,16 @@ Reply predict(State& s, const Call& call) {
     for (const auto& l : list) items.push_back({{"score", l.score}, {"label", l.label}});
     answers.push_back(items);
   }
-  Reply r = json_reply(batch ? answers : answers[0]);
+  Reply r = json_reply(batch || task_shape ? answers : answers[0]);
   timing_headers(s, call, q, r);
   s.metrics->count("te_request_success", "method", method_label(batch));
   return r;
 }
+
+}  // namespace
+
+Reply predict(State& s, const Call& call) { return classify(s, call, false); }
+Reply classify_task(State& s, const Call& call) { return classify(s, call, true); }
 
 // TEI's /rerank: {"query", "texts", "return_text", "raw_scores", "truncate"} -> [{"index", "text"?, "score"}],
 // best first. Scores use the model's activation (sentence-transformers' CrossEncoder: sigmoid for

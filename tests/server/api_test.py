@@ -366,6 +366,21 @@ try:
         status, _, out = post_json(server, path, {"inputs": texts[:3]})
         c.check(status == 200 and len(out) == 3 and all(close(o, w) for o, w in zip(out, want)),
                 f"POST {path} = /predict on a classifier")
+    # POST / in the shape of HF's text-classification task (its clients read answer[0] as the list):
+    # one list also for one text, and the task's parameters top_k and function_to_apply.
+    status, _, out = post_json(server, "/invocations", {"inputs": texts[0]})
+    c.check(status == 200 and close(out, want[0]), f"POST /invocations one text = /predict's shape ({out})")
+    status, _, out = post_json(server, "/", {"inputs": texts[0]})
+    c.check(status == 200 and len(out) == 1 and close(out[0], want[0]), f"POST / one text: [[labels]] ({out})")
+    status, _, out = post_json(server, "/", {"inputs": texts[0], "parameters": {"top_k": 2}})
+    c.check(status == 200 and len(out) == 1 and close(out[0], want[0][:2]), f"POST / parameters.top_k 2 ({out})")
+    _, _, raw = post_json(server, "/predict", {"inputs": [[t] for t in texts[:2]], "raw_scores": True})
+    status, _, out = post_json(server, "/", {"inputs": [[t] for t in texts[:2]], "parameters": {"function_to_apply": "none"}})
+    c.check(status == 200 and len(out) == 2 and all(close(o, r) for o, r in zip(out, raw)),
+            f"POST / parameters.function_to_apply none = /predict raw_scores ({out})")
+    for params, want_status in [({"top_k": 0}, 422), ({"top_k": "2"}, 400), ({"function_to_apply": "tanh"}, 422), ([1], 400)]:
+        status, _, out = post_json(server, "/", {"inputs": texts[0], "parameters": params})
+        c.check(status == want_status and "parameters" in out.get("error", ""), f"POST / parameters {params}: {want_status} ({status} {out})")
     status, _, out = post_json(server, "/rerank", {"query": "q", "texts": ["a"]})
     m = request(server, "GET", "/metrics")[2].decode()
     c.check(status == 424 and "not a reranker" in out["error"] and 'te_request_failure{err="model_type"} 1' in m,
@@ -530,12 +545,12 @@ finally:
     c.check(server.stop() == 0, "exit 0")
 
 # ---- TEI's TASK=sentence-similarity: POST / and /invocations answer as /similarity (on an embedding
-# model; a classifier's stays /predict)
+# model; a classifier's stays /predict, in the shape of HF's text-classification task)
 server = Server(binary, ["--model", sentiment, "--quiet"], env={"TASK": "sentence-similarity"})
 try:
     _, _, want = post_json(server, "/predict", {"inputs": texts[0]})
     status, _, out = post_json(server, "/", {"inputs": texts[0]})
-    c.check(status == 200 and out == want, f"TASK=sentence-similarity on a classifier: POST / = /predict ({out})")
+    c.check(status == 200 and out == [want], f"TASK=sentence-similarity on a classifier: POST / = /predict ({out})")
 finally:
     c.check(server.stop() == 0, "exit 0")
 server = Server(binary, ["--model", model, "--quiet"], env={"TASK": "sentence-similarity"})

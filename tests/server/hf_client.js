@@ -1,10 +1,13 @@
-// node hf_client.js EMBED_URL SIMILARITY_URL TEXTS_FILE REFERENCE_JSONL: Hugging Face's client
-// (@huggingface/inference) with our servers as its Inference Endpoints (npm_client_test.sh).
+// node hf_client.js EMBED_URL SIMILARITY_URL CLASSIFY_URL TEXTS_FILE REFERENCE_JSONL CLASSIFY_JSONL:
+// Hugging Face's client (@huggingface/inference) with our servers as its Inference Endpoints
+// (npm_client_test.sh).
 const fs = require('fs');
 const { InferenceClient, InferenceClientProviderApiError } = require('@huggingface/inference');
-const [embedURL, similarityURL, textsFile, refFile] = process.argv.slice(2);
+const [embedURL, similarityURL, classifyURL, textsFile, refFile, classifyFile] = process.argv.slice(2);
 const texts = fs.readFileSync(textsFile, 'utf8').split('\n').filter((l) => l.length > 0);
-const reference = fs.readFileSync(refFile, 'utf8').split('\n').filter((l) => l.length > 0).map(JSON.parse);
+const jsonLines = (file) => fs.readFileSync(file, 'utf8').split('\n').filter((l) => l.length > 0).map(JSON.parse);
+const reference = jsonLines(refFile);
+const labels = jsonLines(classifyFile);  // roberta classify --all --json: every label, best first
 let failed = 0;
 const check = (ok, what) => { console.log((ok ? 'ok    ' : 'FAIL  ') + what); if (!ok) failed++; };
 const maxDiff = (a, b) => a.length !== b.length ? Infinity : Math.max(...Array.from(a, (x, i) => Math.abs(x - b[i])));
@@ -22,6 +25,12 @@ const dot = (a, b) => a.reduce((s, x, i) => s + x * b[i], 0);  // the reference 
   const want = reference.slice(1).map((r) => dot(reference[0], r));
   check(sims.length === want.length && maxDiff(sims, want) <= 1e-5,
         `sentenceSimilarity = cosines of roberta embed rows: ${sims.slice(0, 3)} / ${want.slice(0, 3)}`);
+  const sameLabels = (got, want) => got.length === want.length &&
+      got.every((g, i) => g.label === want[i].label && Math.abs(g.score - want[i].score) <= 1e-5);
+  const classes = await hf.endpoint(classifyURL).textClassification({ inputs: texts[0] });
+  check(sameLabels(classes, labels[0]), `textClassification = roberta classify --all: ${JSON.stringify(classes)}`);
+  const best = await hf.endpoint(classifyURL).textClassification({ inputs: texts[1], parameters: { top_k: 1 } });
+  check(sameLabels(best, labels[1].slice(0, 1)), `textClassification top_k 1: ${JSON.stringify(best)}`);
   try {
     await new InferenceClient('wrong').endpoint(embedURL).featureExtraction({ inputs: 'x' });
     check(false, 'a wrong key must fail');
