@@ -1,9 +1,9 @@
 """The README and docs/ as a reader meets them: the README is at most 300 lines with no line over
-300 characters, and every relative link in the README and docs/*.md reaches a file that exists
-and, with a #fragment, a heading of that file (GitHub's anchors: lowercase, punctuation dropped,
-spaces to hyphens). A code block right after a line naming a file of the repository ("`examples/cpp/
-embed.cpp`:") must be that file's text (its leading comment lines aside), so the README's examples
-are the ones CI builds and runs.
+300 characters, and every relative link in the README, examples/README.md and docs/*.md reaches a
+file that exists and, with a #fragment, a heading of that file (GitHub's anchors: lowercase,
+punctuation dropped, spaces to hyphens). A code block right after a line naming a file of the
+repository ("`examples/cpp/embed.cpp`:") must be that file's text (its leading comment lines
+aside), so the README's examples are the ones CI builds and runs.
 
 Usage: links_test.py REPO_ROOT
 """
@@ -37,7 +37,7 @@ for n, line in enumerate(lines, 1):
     if len(line) > 300:
         failures.append(f"README.md:{n}: {len(line)} characters (at most 300)")
 
-pages = [readme] + sorted((root / "docs").glob("*.md"))
+pages = [readme, root / "examples" / "README.md"] + sorted((root / "docs").glob("*.md"))
 checked = 0
 for page in pages:
     text = page.read_text()
