@@ -1,6 +1,7 @@
-// Loading a Tokenizer: tokenizer.json (HF's format; what RoBERTa's byte-level BPE uses, or a
-// cased BERT-style WordPiece), or vocab.json + merges.txt with RobertaTokenizer's defaults. Errors about the files'
-// content are ErrorKind::kInvalidModel, files or folders that cannot be read kIo.
+// Loading a Tokenizer: tokenizer.json (HF's format: RoBERTa's byte-level BPE, a BERT-style
+// WordPiece, cased or not, or a Unigram model through load_unigram.cpp), vocab.txt, or vocab.json +
+// merges.txt with RobertaTokenizer's defaults. Errors about the files' content are
+// ErrorKind::kInvalidModel, files or folders that cannot be read kIo.
 #include <algorithm>
 #include <cstdint>
 #include <nlohmann/json.hpp>

@@ -13,6 +13,10 @@
 //   encode_batch.cpp      encode_batch on several threads
 //   truncation.cpp        truncation to max_length, and pad
 //   decode.cpp            decode and the id <-> token lookups
+//   alignment.cpp         Encoding's alignment queries (word_to_tokens, token_to_chars, ...)
+//   normalized_text.cpp   a normalizer's output with each byte's original span (HF's NormalizedString)
+//   bert_normalizer.cpp   BertNormalizer's strip_accents and lowercase, keeping those spans
+//   lowercase.cpp         Python's str.lower(), for sentence-transformers' do_lower_case
 #include <array>
 #include <cstdint>
 #include <filesystem>

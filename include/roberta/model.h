@@ -1,5 +1,6 @@
 #pragma once
-// The RoBERTa encoder: embeddings, N post-LayerNorm blocks, MLM head and pooler, in fp32.
+// The RoBERTa encoder: embeddings, N encoder blocks (post-LayerNorm, or pre-LayerNorm for
+// roberta-prelayernorm), the MLM head and the pooler, in fp32, bf16 or int8 (LoadOptions).
 //
 //   roberta::Model model = roberta::Model::load("models/demo");   // config.json + model.safetensors
 //   roberta::Tokenizer tok = roberta::Tokenizer::from_dir("models/demo");

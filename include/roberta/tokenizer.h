@@ -1,5 +1,6 @@
 #pragma once
-// Byte-level BPE tokenizer with the results of Hugging Face's RobertaTokenizerFast.
+// The tokenizer of a model folder (byte-level BPE, WordPiece or Unigram), with the results of
+// Hugging Face's tokenizers (RobertaTokenizerFast, XLMRobertaTokenizerFast, BertTokenizerFast).
 //
 //   roberta::Tokenizer tok = roberta::Tokenizer::from_dir("models/roberta-base");
 //   roberta::Encoding e = tok.encode("Hello world!");     // ids {0, 31414, 232, 328, 2}

@@ -105,8 +105,8 @@ class BatchEncoding(dict):
 
 
 class Tokenizer(_core.Tokenizer):
-    """roberta.cpp's tokenizer (RoBERTa's byte-level BPE, or a cased BERT-style WordPiece as some
-    checkpoints ship), with Hugging Face's results (ids, tokens, offsets, pairs, truncation,
+    """roberta.cpp's tokenizer (RoBERTa's byte-level BPE, XLM-R's Unigram, or a BERT-style WordPiece,
+    cased or not, as some checkpoints ship), with Hugging Face's results (ids, tokens, offsets, pairs, truncation,
     padding, decode).
 
         >>> tok = Tokenizer.from_pretrained("models/demo")

@@ -7,7 +7,8 @@
 //   PackedLinear out = layer.packed("attention.output.dense", H, H);          // (H, H) + (H)
 //   LayerNormWeights ln = layer.layer_norm("attention.output.LayerNorm", H);   // weight/bias or gamma/beta
 //
-// The loader decides once where the encoder's tensors are (`roberta.` prefix or none), converts
+// The loader decides once where the encoder's tensors are (a `roberta.`, `data2vec_text.` or
+// `roberta_prelayernorm.` prefix, or none), converts
 // F16/BF16/unaligned tensors to fp32, counts parameters, and releases a weight's original once
 // its packed copy exists.
 #include <cstdint>

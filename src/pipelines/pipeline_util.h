@@ -1,7 +1,8 @@
 #pragma once
 // Small pieces the task pipelines share (internal): loading a model folder, UTF-8 checks and code
-// point positions, softmax/sigmoid as transformers' numpy code computes them, and the
-// sequence-classification forward pass.
+// point positions, softmax/sigmoid as transformers' numpy code computes them, the
+// sequence-classification forward pass, and run_batched (many inputs in shared forward passes,
+// one Result each).
 #include <algorithm>
 #include <cmath>
 #include <cstddef>

@@ -1,6 +1,7 @@
 #pragma once
 // The route handlers (internal to the server): routes.cpp holds the embedding, tokenizer and
-// service routes and the table of every route; task_routes.cpp /predict, /rerank and /fill_mask.
+// service routes and the table of every route; task_routes.cpp /predict (and POST / on a
+// classifier), /rerank and /fill_mask.
 // Every handler that runs the model prepares on its own thread, queues a Job on the batcher, and
 // finishes its rows with the pipeline's finish step.
 #include <memory>

@@ -1,5 +1,6 @@
-// The route handlers of the task pipelines: TEI's /predict (TextClassifier) and /rerank
-// (CrossEncoder), and our /fill_mask (FillMask). Each prepares its inputs on the handler thread,
+// The route handlers of the task pipelines: TEI's /predict (TextClassifier; also POST / on a
+// classifier, in the shape of HF's text-classification task) and /rerank (CrossEncoder), and our
+// /fill_mask (FillMask). Each prepares its inputs on the handler thread,
 // queues their token ids on the batcher (kSequenceLogits: /predict and /rerank share passes;
 // kMaskLogits), and finishes its own rows with the pipeline's finish step.
 #include <algorithm>

@@ -3,7 +3,8 @@
 file that exists and, with a #fragment, a heading of that file (GitHub's anchors: lowercase,
 punctuation dropped, spaces to hyphens). A code block right after a line naming a file of the
 repository ("`examples/cpp/embed.cpp`:") must be that file's text (its leading comment lines
-aside), so the README's examples are the ones CI builds and runs.
+aside), so the README's examples are the ones CI builds and runs; the C++ lines of docs/library.md's
+examples must be lines of tests/header_examples.cpp, which compiles them.
 
 Usage: links_test.py REPO_ROOT
 """
@@ -64,6 +65,21 @@ for m in re.finditer(r"`([\w./-]+)`:\n\n```\w*\n(.*?)```", readme.read_text(), f
     quoted = "\n".join(l for l in block.splitlines() if not (l.startswith("//") or l.startswith("# "))).strip()
     if body != quoted:
         failures.append(f"README.md's block for {m.group(1)} differs from the file")
+
+# docs/library.md's C++ examples are compiled in tests/header_examples.cpp: each of their code lines
+# (comments, blank and #include lines aside) must be a line there.
+def code(line):
+    return " ".join(re.sub(r"//.*$", "", line).split())
+
+
+compiled = {code(l) for l in (root / "tests" / "header_examples.cpp").read_text().splitlines()}
+library = root / "docs" / "library.md"
+for n, line in enumerate(library.read_text().splitlines(), 1):
+    c = code(line[4:]) if line.startswith("    ") else ""
+    if "roberta::" in c or c.startswith(("for ", "std::printf", "auto ", "const ")):
+        checked += 1
+        if c not in compiled:
+            failures.append(f"docs/library.md:{n}: `{c}` is not in tests/header_examples.cpp, which compiles the examples")
 
 for f in failures:
     print("FAIL", f)
