@@ -10,14 +10,15 @@ does not show:
 Two kinds of block run:
 - a shell session: lines starting with `$ ` are commands (a trailing `\\` continues one), the lines
   after a command up to the next are its expected output (stdout and stderr). Output lines compare
-  with runs of spaces collapsed; a number matches within 5 units of its last printed digit (the
-  docs show rounded figures); `...` inside a line matches any text, and a line of only `...` any
+  with runs of spaces collapsed; a decimal number matches within 5 units of its last printed digit
+  (the docs show rounded figures) or 2e-5 of its value (last bits differ between CPUs), an integer
+  exactly; `...` inside a line matches any text, and a line of only `...` any
   number of lines. A command must exit 0.
 - a Python session (```python with `>>>` prompts): run by Python's own doctest module with
   ELLIPSIS and NORMALIZE_WHITESPACE.
 
-Everything runs in a scratch folder that links every top-level entry of the repository and has
-`build` pointing at the build tree, so the docs' `./build/roberta` and `models/demo` work and
+Everything runs in a scratch folder that links every top-level entry of the repository (and
+`../shared` beside it) and has `build` pointing at the build tree, so the docs' `./build/roberta` and `models/demo` work and
 nothing is written into the repository; `/tmp/` in a command becomes the scratch folder's tmp/.
 `server=ARGS` starts `roberta serve ARGS` on a free port for the block (the block's `8080` becomes
 that port) and stops it after. `requires=` skips the block, saying so, when a Python module
@@ -47,7 +48,7 @@ node_modules = build / "serve-npm" / "node_modules"
 failures, ran, skipped = [], 0, []
 
 MARK = re.compile(r"<!--\s*doctest(?::\s*(.*?))?\s*-->\s*$")
-NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?[,;)\]]*$")
+NUMBER = re.compile(r"(-?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?)")
 
 
 def blocks(path):
@@ -89,20 +90,23 @@ def missing(requires):
 
 
 def number_close(got, want):
-    g, w = NUMBER.match(got), NUMBER.match(want)
-    if not (g and w):
+    """Integers exactly; decimals within 5 units of the last printed digit, or 2e-5 of the value
+    (float32's precision, for numbers printed with more digits than a float holds)."""
+    if not re.search(r"[.eE]", want):
         return got == want
-    digits = len(w.group(1).split(".")[1]) if "." in w.group(1) else 0
-    unit = 10.0 ** -digits * (10.0 ** int(w.group(2)[1:]) if w.group(2) else 1)
-    return abs(float(got.rstrip(",;)]")) - float(want.rstrip(",;)]"))) <= 5 * unit
+    mantissa, _, exponent = want.lower().partition("e")
+    digits = len(mantissa.split(".")[1]) if "." in mantissa else 0
+    unit = 10.0 ** (int(exponent or 0) - digits)
+    return abs(float(got) - float(want)) <= max(5 * unit, 2e-5 * abs(float(want)))
 
 
 def line_matches(got, want):
     if "..." in want:
         pattern = ".*".join(re.escape(" ".join(p.split())) for p in want.split("..."))
         return re.fullmatch(pattern, " ".join(got.split())) is not None
-    g, w = got.split(), want.split()
-    return len(g) == len(w) and all(number_close(a, b) for a, b in zip(g, w))
+    g, w = NUMBER.split(" ".join(got.split())), NUMBER.split(" ".join(want.split()))
+    return len(g) == len(w) and all(a == b if k % 2 == 0 else number_close(a, b)
+                                    for k, (a, b) in enumerate(zip(g, w)))
 
 
 def output_matches(got, want):
@@ -172,7 +176,10 @@ class Server:
 
 
 with tempfile.TemporaryDirectory() as scratch:
-    cwd = pathlib.Path(scratch)
+    cwd = pathlib.Path(scratch) / "repo"
+    cwd.mkdir()
+    if (root.parent / "shared").is_dir():  # ../shared, the test assets beside the repository
+        (cwd.parent / "shared").symlink_to(root.parent / "shared")
     for entry in root.iterdir():
         if entry.name not in ("build", ".git"):
             (cwd / entry.name).symlink_to(entry)
