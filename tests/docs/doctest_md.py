@@ -121,7 +121,7 @@ def run_shell(code, cwd, env, where):
     commands, current = [], None
     for line in code.splitlines():
         if current is not None and current.endswith("\\"):
-            current = current[:-1] + "\n" + line
+            current = current + "\n" + line  # bash reads the backslash-newline as one line
             commands[-1][0] = current
         elif line.startswith("$ "):
             current = line[2:]
