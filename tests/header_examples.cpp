@@ -101,6 +101,9 @@ namespace roberta::examples {
   // embedder.h
   roberta::Embedder embed = roberta::Embedder::load("models/my-sentence-model");
   roberta::Matrix e = embed(std::vector<std::string>{"first text", "second text"});
+  // hub.h
+  std::string dir = roberta::resolve_model("sentence-transformers/all-distilroberta-v1");
+  roberta::Embedder st = roberta::Embedder::load(dir);  // <cache>/models--.../snapshots/<commit>
   // model.h
   roberta::Model model = roberta::Model::load("models/demo");
   roberta::Tokenizer tok = roberta::Tokenizer::from_dir("models/demo");

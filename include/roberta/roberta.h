@@ -3,6 +3,7 @@
 // (Developer-facing pieces — safetensors and .npy readers — are in roberta/dev/.)
 #include "roberta/config.h"
 #include "roberta/error.h"
+#include "roberta/hub.h"
 #include "roberta/model.h"
 #include "roberta/pipelines.h"
 #include "roberta/runtime.h"

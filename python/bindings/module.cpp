@@ -5,6 +5,7 @@
 
 #include "common.h"
 #include "roberta/error.h"
+#include "roberta/hub.h"
 #include "roberta/runtime.h"
 #include "roberta/threads.h"
 
@@ -40,6 +41,10 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "num_threads", [] { return roberta::num_threads(); },
       "The number of threads model calls started now use.");
+  m.def("resolve_model", &roberta::resolve_model, py::arg("name_or_path"), py::arg("revision") = "",
+        py::arg("cache_dir") = "",
+        "name_or_path when it exists, else the snapshot folder of a Hugging Face Hub id ('org/name',\n"
+        "'org/name@revision') in the local Hugging Face cache (roberta::resolve_model).");
   m.def(
       "runtime_info",
       [] {

@@ -40,6 +40,7 @@ from ._core import (
     set_num_threads,
 )
 from .cross_encoder import CrossEncoder
+from .hub import resolve_model
 from .model import Model
 from .pipelines import (
     SUPPORTED_TASKS,
@@ -68,6 +69,7 @@ __all__ = [
     "IoError",
     "Model",
     "ModelError",
+    "resolve_model",
     "NotFoundError",
     "Pipeline",
     "QuestionAnsweringPipeline",

@@ -13,6 +13,7 @@ import numpy as np
 from . import _core
 from ._checks import check_count, check_texts
 from ._compat import check_device, check_loading, engine_dtype
+from .hub import resolve_model
 from .model import _apply_threads
 
 logger = logging.getLogger("roberta_cpp")
@@ -133,12 +134,13 @@ class CrossEncoder:
         if renamed:
             raise TypeError(f"CrossEncoder() got unexpected keyword arguments {sorted(renamed)}")
         if model_name_or_path is None:
-            raise ValueError("CrossEncoder needs model_name_or_path: a local folder (roberta_cpp downloads nothing)")
+            raise ValueError("CrossEncoder needs model_name_or_path: a local folder or a Hub id in the local cache "
+                             "(roberta_cpp downloads nothing)")
         check_device(device)
         dtype = check_loading({"model_kwargs": model_kwargs, "tokenizer_kwargs": tokenizer_kwargs,
                                "config_kwargs": config_kwargs}, backend, engine_dtype(dtype))
         _apply_threads(threads)
-        self.model_path = os.fspath(model_name_or_path)
+        self.model_path = resolve_model(model_name_or_path, revision, cache_folder)
         self._ce = _core.CrossEncoder(self.model_path, dtype)
         if num_labels is not None:
             if isinstance(num_labels, bool) or not isinstance(num_labels, int):

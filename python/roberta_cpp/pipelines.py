@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Type, Union
 
 from . import _core
+from .hub import resolve_model
 from ._checks import check_batch_size as _check_batch_size
 from ._checks import check_count as _check_count
 from ._checks import check_text as _check_text
@@ -595,8 +596,9 @@ def pipeline(
     transformers' checkpoint dtype) weights, or torch.float32 / torch.bfloat16 as transformers'
     dtype and torch_dtype (also in model_kwargs) take them (torch_dtype="auto" keeps float32).
     threads: the engine's threads
-    (process-wide). revision, use_fast, token and trust_remote_code have no effect on a local
-    folder; device and device_map must name the CPU; config must be None (the folder's is read).
+    (process-wide). A Hub id ("org/name", or "org/name@revision", or with revision=) is its
+    snapshot in the local Hugging Face cache (roberta_cpp.hub). use_fast, token and
+    trust_remote_code have no effect; device and device_map must name the CPU; config must be None (the folder's is read).
     Other keyword arguments (top_k, targets, truncation, ...) become defaults of every call.
     """
     if model is None:
@@ -613,7 +615,7 @@ def pipeline(
     dtype = check_loading({"model_kwargs": model_kwargs}, "torch", dtype_name(torch_dtype, "torch_dtype") or dtype)
     if framework not in (None, "pt", "np"):
         raise ValueError(f"framework={framework!r} is not supported")
-    path = None if isinstance(model, Model) else os.fspath(model)
+    path = None if isinstance(model, Model) else resolve_model(model, revision)
     if task is None:
         if path is None:
             raise ValueError("pass task= when model is a loaded Model")

@@ -12,6 +12,7 @@ import numpy as np
 from . import _core
 from ._checks import check_count, check_text, check_texts
 from ._compat import check_device, check_loading, engine_dtype
+from .hub import resolve_model
 from .model import _apply_threads
 from .tokenizer import Tokenizer, _model_max_length
 
@@ -137,6 +138,22 @@ _SIMILARITY_PAIRWISE = {"cosine": _pairwise_cos, "dot": _pairwise_dot, "euclidea
                         "manhattan": _pairwise_manhattan}
 
 
+
+# The names sentence-transformers loads without its "sentence-transformers/" prefix (models of no
+# organization on the Hub); of its list, the RoBERTa-family ones.
+_UNPREFIXED = {"camembert-base", "distilroberta-base", "roberta-base", "roberta-base-openai-detector",
+               "roberta-large", "roberta-large-mnli", "roberta-large-openai-detector", "xlm-roberta-base",
+               "xlm-roberta-large", "xlm-roberta-large-finetuned-conll02-dutch",
+               "xlm-roberta-large-finetuned-conll02-spanish", "xlm-roberta-large-finetuned-conll03-english",
+               "xlm-roberta-large-finetuned-conll03-german"}
+
+
+def _hub_name(name: str) -> str:
+    """As sentence-transformers names a model that is not a path: a bare name is one of its own."""
+    if os.path.exists(name) or "/" in name or "\\" in name or name.split("@")[0].lower() in _UNPREFIXED:
+        return name
+    return "sentence-transformers/" + name
+
 class SentenceTransformer:
     """sentence-transformers' SentenceTransformer for a local folder, on roberta.cpp.
 
@@ -177,12 +194,14 @@ class SentenceTransformer:
         dtype: str = "float32",
         threads: Optional[int] = None,
     ):
-        """sentence-transformers' arguments in its order (the hub and cache ones have no effect on a
-        local folder; model_kwargs' torch_dtype / dtype float32 or bfloat16 picks the weights'
-        precision), then ours, by keyword: dtype ("float32", "bfloat16", "int8", "auto") and threads."""
+        """sentence-transformers' arguments in its order (a Hub id is looked up in the local Hugging
+        Face cache, at `revision`, in `cache_folder` if given, and a bare name gets the
+        "sentence-transformers/" prefix as there; the token and remote-code ones have no effect;
+        model_kwargs' torch_dtype / dtype float32 or bfloat16 picks the weights' precision), then
+        ours, by keyword: dtype ("float32", "bfloat16", "int8", "auto") and threads."""
         if model_name_or_path is None:
             raise ValueError("SentenceTransformer needs model_name_or_path: a local sentence-transformers or "
-                             "Hugging Face folder (roberta_cpp downloads nothing)")
+                             "Hugging Face folder, or a Hub id in the local cache (roberta_cpp downloads nothing)")
         if modules is not None:
             hint = (f" (dtype is a keyword argument here: SentenceTransformer(path, dtype={modules!r}))"
                     if isinstance(modules, str) else "")
@@ -192,7 +211,7 @@ class SentenceTransformer:
         dtype = check_loading({"model_kwargs": model_kwargs, "tokenizer_kwargs": tokenizer_kwargs,
                                "config_kwargs": config_kwargs}, backend, engine_dtype(dtype))
         _apply_threads(threads)
-        path = os.fspath(model_name_or_path)
+        path = resolve_model(_hub_name(os.fspath(model_name_or_path)), revision, cache_folder)
         self._embedder = _core.Embedder(path, dtype)
         self.model_path = path
         # As sentence-transformers 5: "query" and "document" always exist (empty unless set), the

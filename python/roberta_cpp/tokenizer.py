@@ -120,11 +120,15 @@ class Tokenizer(_core.Tokenizer):
     """
 
     @classmethod
-    def from_pretrained(cls, path: Union[str, os.PathLike]) -> "Tokenizer":
-        """Loads the tokenizer of a local model folder: tokenizer.json, else vocab.json + merges.txt.
+    def from_pretrained(cls, path: Union[str, os.PathLike], revision: Optional[str] = None,
+                        cache_dir: Optional[Union[str, os.PathLike]] = None) -> "Tokenizer":
+        """Loads the tokenizer of a local model folder, or of a Hub id's snapshot in the local
+        Hugging Face cache (see roberta_cpp.hub): tokenizer.json, else vocab.json + merges.txt.
         model_max_length comes from tokenizer_config.json, else from config.json."""
-        tok = cls(os.fspath(path))
-        tok._model_max_length = _model_max_length(os.fspath(path))
+        from .hub import resolve_model
+        folder = resolve_model(path, revision, cache_dir)
+        tok = cls(folder)
+        tok._model_max_length = _model_max_length(folder)
         tok.name_or_path = os.fspath(path)
         return tok
 

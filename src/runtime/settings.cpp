@@ -77,4 +77,17 @@ Settings from_env() {
   return parse_settings([](const char* name) { return static_cast<const char*>(std::getenv(name)); });
 }
 
+std::string hub_cache_dir(const std::function<const char*(const char*)>& get) {
+  const auto var = [&](const char* name) { return std::string(value_of(get, name)); };
+  if (std::string dir = var("HF_HUB_CACHE"); !dir.empty()) return dir;
+  if (std::string dir = var("HUGGINGFACE_HUB_CACHE"); !dir.empty()) return dir;
+  if (std::string home = var("HF_HOME"); !home.empty()) return home + "/hub";
+  if (std::string xdg = var("XDG_CACHE_HOME"); !xdg.empty()) return xdg + "/huggingface/hub";
+  return var("HOME") + "/.cache/huggingface/hub";
+}
+
+std::string hub_cache_dir() {
+  return hub_cache_dir([](const char* name) { return static_cast<const char*>(std::getenv(name)); });
+}
+
 }  // namespace roberta::runtime

@@ -1,5 +1,6 @@
 #pragma once
-// The ROBERTA_* environment variables that steer the kernels, parsed in one place. Each one
+// The ROBERTA_* environment variables that steer the kernels, parsed in one place (and, at the
+// end, where Hugging Face's hub cache is). Each one
 // overrides a choice the kernel plan (runtime/plan.h) would otherwise make from the CPU; unset or
 // empty means "let the CPU decide". A value that is not accepted is an error naming the variable and
 // the accepted values, raised when the plan is first made (Model::load, or the first kernel call).
@@ -11,6 +12,7 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "runtime/isa.h"
@@ -41,5 +43,11 @@ Isa parse_isa(std::string_view value);
 Settings parse_settings(const std::function<const char*(const char*)>& get);
 // The settings of this process's environment (read at each call; the plan reads them once).
 Settings from_env();
+
+// The Hugging Face hub cache folder, found as huggingface_hub finds it: HF_HUB_CACHE, else
+// HUGGINGFACE_HUB_CACHE (its older name), else HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub,
+// else $HOME/.cache/huggingface/hub. From `get` (tests) or this process's environment.
+std::string hub_cache_dir(const std::function<const char*(const char*)>& get);
+std::string hub_cache_dir();
 
 }  // namespace roberta::runtime

@@ -436,7 +436,7 @@ ordered_json runtime_json() {
 Reply info(State& s, const Call&) {
   const Embedder& e = embedder(s);
   ordered_json j = {
-      {"model_id", s.options.model_dir},
+      {"model_id", s.options.model_id},
       {"model_sha", nullptr},
       {"model_dtype", s.model_dtype},
       {"served_model_name", s.options.served_model_name},

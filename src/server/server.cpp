@@ -396,7 +396,8 @@ void Server::Impl::add_error_handlers() {
 
 Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
   ServerOptions& o = impl_->state.options;
-  if (o.served_model_name.empty()) o.served_model_name = o.model_dir;
+  if (o.model_id.empty()) o.model_id = o.model_dir;
+  if (o.served_model_name.empty()) o.served_model_name = o.model_id;
   impl_->configure();
 }
 

@@ -22,6 +22,7 @@ namespace roberta::server {
 
 struct ServerOptions {
   std::string model_dir;
+  std::string model_id;                  // the model as named (a Hub id): /info's model_id; default: model_dir
   LoadOptions load;
   std::string host = "127.0.0.1";
   int port = 8080;                       // 0: any free port
@@ -32,7 +33,7 @@ struct ServerOptions {
   size_t payload_limit = 2'000'000;      // bytes of a request body; more: 413
   bool auto_truncate = true;             // default of `truncate`; false: over-long input is 422
   std::string api_key;                   // non-empty: every route but the health routes and /metrics needs "Bearer KEY"
-  std::string served_model_name;         // default: model_dir
+  std::string served_model_name;         // default: model_id
   bool quiet = false;                    // no line per request
   double request_timeout = 30;           // seconds a client has to send a whole request
   double io_timeout = 10;                // seconds one read or write may block

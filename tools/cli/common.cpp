@@ -21,7 +21,8 @@ namespace {
 constexpr Option kOptions[] = {
     // every command
     {"model", "DIR",
-     "the model folder (Hugging Face layout); default: $ROBERTA_MODEL, else the demo model installed with the program"},
+     "the model folder (Hugging Face layout), or a Hub id (org/name[@revision]) in the local Hugging Face cache; "
+     "default: $ROBERTA_MODEL, else the demo model installed with the program"},
     {"threads", "N", "threads to use, 1 to 1024 (default: all cores)"},
     {"help", "", "print this help"},
     // the commands that run the model
@@ -266,7 +267,7 @@ std::optional<double> Args::number(std::string_view name) const {
 
 // ---------------------------------------------------------------- model, threads
 
-std::string model_dir(const Args& args) {
+std::string model_name(const Args& args) {
   namespace fs = std::filesystem;
   if (auto dir = args.get("model")) return *dir;
   if (const char* env = std::getenv("ROBERTA_MODEL"); env && *env) return env;
@@ -284,6 +285,8 @@ std::string model_dir(const Args& args) {
                    (built.empty() ? "" : ", and the demo model named in " + pointer.string() + " (" + built +
                                              ") is not there"));
 }
+
+std::string model_dir(const Args& args) { return resolve_model(model_name(args)); }
 
 LoadOptions load_options(const Args& args, const char* default_dtype) {
   LoadOptions o;

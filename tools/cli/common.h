@@ -99,6 +99,9 @@ class Args {
 // --model, else $ROBERTA_MODEL, else <dir of this program>/../share/roberta/models/demo (an
 // installed demo model), else the folder named in <dir of this program>/roberta-default-model (the
 // build tree's pointer to the source tree's demo model). UsageError when there is none.
+std::string model_name(const Args& args);
+// model_name's folder: a Hugging Face Hub id ("org/name[@revision]") becomes its snapshot folder in
+// the local Hugging Face cache (roberta::resolve_model); roberta::Error when it is not there.
 std::string model_dir(const Args& args);
 // --dtype fp32|bf16: how the encoder's matrices are held.
 // --dtype as LoadOptions; `default_dtype` when the option is absent ("auto" for the commands that

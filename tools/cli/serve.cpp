@@ -28,7 +28,8 @@ extern "C" void on_signal(int) {
 
 int run_serve(const Args& args) {
   server::ServerOptions o;
-  o.model_dir = model_dir(args);
+  o.model_id = model_name(args);
+  o.model_dir = resolve_model(o.model_id);
   o.load = load_options(args, "auto");
   o.host = args.get("host").value_or("127.0.0.1");
   if (auto n = args.integer("port", 0, 65535)) o.port = static_cast<int>(*n);
