@@ -69,7 +69,6 @@ __all__ = [
     "IoError",
     "Model",
     "ModelError",
-    "resolve_model",
     "NotFoundError",
     "Pipeline",
     "QuestionAnsweringPipeline",
@@ -84,5 +83,6 @@ __all__ = [
     "runtime_info",
     "pipeline",
     "quantize_embeddings",
+    "resolve_model",
     "set_num_threads",
 ]

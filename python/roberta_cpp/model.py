@@ -7,6 +7,7 @@ from typing import Any, Dict, Optional, Union
 import numpy as np
 
 from . import _core
+from .hub import resolve_model
 
 _HEAD_OUTPUTS = {
     "masked_lm": ("logits",),
@@ -65,11 +66,11 @@ class Model:
         """Loads config.json and model.safetensors (sharded or not; F32/F16/BF16 stored) of a local
         folder. dtype: "float32" (default), "bfloat16" (bf16 matrices, about 3 significant digits)
         or "int8" (dynamic int8 quantization), or "auto" (bfloat16 where the CPU multiplies it
-        natively, AVX512-BF16 or AMX; float32 elsewhere: what the command line uses by default). threads: set the engine's threads (process-wide).
-        A Hub id ("org/name") is its snapshot in the local Hugging Face cache (`revision`, `cache_dir`
-        as transformers' from_pretrained takes them; see roberta_cpp.hub)."""
+        natively, AVX512-BF16 or AMX; float32 elsewhere: what the command line uses by default).
+        threads: set the engine's threads (process-wide). A Hub id ("org/name") is its snapshot in
+        the local Hugging Face cache (`revision`, `cache_dir` as transformers' from_pretrained takes
+        them; see roberta_cpp.hub)."""
         _apply_threads(threads)
-        from .hub import resolve_model
         return cls(_core.Model(resolve_model(path, revision, cache_dir), dtype))
 
     @property

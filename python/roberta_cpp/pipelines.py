@@ -598,7 +598,8 @@ def pipeline(
     threads: the engine's threads
     (process-wide). A Hub id ("org/name", or "org/name@revision", or with revision=) is its
     snapshot in the local Hugging Face cache (roberta_cpp.hub). use_fast, token and
-    trust_remote_code have no effect; device and device_map must name the CPU; config must be None (the folder's is read).
+    trust_remote_code have no effect; device and device_map must name the CPU; config must be
+    None (the folder's is read).
     Other keyword arguments (top_k, targets, truncation, ...) become defaults of every call.
     """
     if model is None:

@@ -8,6 +8,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _core
+from .hub import resolve_model
 from ._checks import check_count, check_ids, check_text, check_texts
 
 TextInput = Union[str, Tuple[str, str]]
@@ -125,7 +126,6 @@ class Tokenizer(_core.Tokenizer):
         """Loads the tokenizer of a local model folder, or of a Hub id's snapshot in the local
         Hugging Face cache (see roberta_cpp.hub): tokenizer.json, else vocab.json + merges.txt.
         model_max_length comes from tokenizer_config.json, else from config.json."""
-        from .hub import resolve_model
         folder = resolve_model(path, revision, cache_dir)
         tok = cls(folder)
         tok._model_max_length = _model_max_length(folder)
