@@ -12,8 +12,9 @@ namespace roberta::python {
 namespace {
 
 EmbedOptions embed_options(std::optional<std::string> prompt, std::optional<std::string> prompt_name,
-                           size_t batch_size, size_t max_length) {
+                           size_t batch_size, size_t max_length, bool strip) {
   EmbedOptions o;
+  o.strip = strip;
   o.prompt = std::move(prompt);
   o.prompt_name = std::move(prompt_name);
   o.batch_size = std::max<size_t>(1, batch_size);
@@ -124,8 +125,9 @@ void register_embedder(py::module_& m) {
       .def(
           "encode",
           [](const Embedder& e, const std::vector<std::string>& texts, std::optional<std::string> prompt,
-             std::optional<std::string> prompt_name, size_t batch_size, size_t max_length) {
-            const EmbedOptions o = embed_options(std::move(prompt), std::move(prompt_name), batch_size, max_length);
+             std::optional<std::string> prompt_name, size_t batch_size, size_t max_length, bool strip) {
+            const EmbedOptions o =
+                embed_options(std::move(prompt), std::move(prompt_name), batch_size, max_length, strip);
             Matrix rows;
             try {
               py::gil_scoped_release nogil;
@@ -137,13 +139,14 @@ void register_embedder(py::module_& m) {
             return to_numpy(std::move(rows));
           },
           py::arg("texts"), py::arg("prompt") = py::none(), py::arg("prompt_name") = py::none(),
-          py::arg("batch_size") = 32, py::arg("max_length") = 0,
+          py::arg("batch_size") = 32, py::arg("max_length") = 0, py::arg("strip") = true,
           "(N, dimension) float32 sentence embeddings with the folder's pooling, Dense and Normalize.")
       .def(
           "encode_tokens",
           [](const Embedder& e, const std::vector<std::string>& texts, std::optional<std::string> prompt,
-             std::optional<std::string> prompt_name, size_t batch_size, size_t max_length) {
-            const EmbedOptions o = embed_options(std::move(prompt), std::move(prompt_name), batch_size, max_length);
+             std::optional<std::string> prompt_name, size_t batch_size, size_t max_length, bool strip) {
+            const EmbedOptions o =
+                embed_options(std::move(prompt), std::move(prompt_name), batch_size, max_length, strip);
             std::vector<Matrix> states;
             {
               py::gil_scoped_release nogil;
@@ -160,13 +163,13 @@ void register_embedder(py::module_& m) {
             return out;
           },
           py::arg("texts"), py::arg("prompt") = py::none(), py::arg("prompt_name") = py::none(),
-          py::arg("batch_size") = 32, py::arg("max_length") = 0,
+          py::arg("batch_size") = 32, py::arg("max_length") = 0, py::arg("strip") = true,
           "One (tokens, hidden) float32 array of last hidden states per text (prompt included).")
       .def(
           "prepare",
           [](const Embedder& e, const std::vector<std::string>& texts, std::optional<std::string> prompt,
-             std::optional<std::string> prompt_name, size_t max_length) {
-            const EmbedOptions o = embed_options(std::move(prompt), std::move(prompt_name), 1, max_length);
+             std::optional<std::string> prompt_name, size_t max_length, bool strip) {
+            const EmbedOptions o = embed_options(std::move(prompt), std::move(prompt_name), 1, max_length, strip);
             std::vector<PreparedText> prepared;
             {
               py::gil_scoped_release nogil;
@@ -178,9 +181,9 @@ void register_embedder(py::module_& m) {
             return out;
           },
           py::arg("texts"), py::arg("prompt") = py::none(), py::arg("prompt_name") = py::none(),
-          py::arg("max_length") = 0,
-          "(ids, pooling_start) per text: the tokens encode() runs (prompt, stripped, lower-cased and cut as "
-          "sentence-transformers tokenizes) and the first one pooling counts.")
+          py::arg("max_length") = 0, py::arg("strip") = true,
+          "(ids, pooling_start) per text: the tokens encode() runs (prompt + text, stripped unless strip is "
+          "false, lower-cased and cut as sentence-transformers tokenizes) and the first one pooling counts.")
       .def_property_readonly("include_prompt", [](const Embedder& e) { return e.config().include_prompt; })
       .def_property_readonly("dimension", [](const Embedder& e) { return e.dimension(); })
       .def_property_readonly("max_seq_length", &Embedder::max_seq_length)

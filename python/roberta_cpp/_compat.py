@@ -1,16 +1,79 @@
-"""The loading arguments of sentence-transformers and transformers that a local folder on the CPU
-makes moot (hub, cache, device, backend), accepted as those libraries accept them; the ones that
-would change results and that roberta_cpp cannot honour are errors naming them, never ignored."""
+"""The arguments of sentence-transformers and transformers as those libraries take them: loading
+arguments a local folder on the CPU makes moot (hub, cache, device, backend) are accepted, the ones
+that would change results and that roberta_cpp cannot honour are errors naming them, never ignored;
+renamed arguments move to their new names with the libraries' warnings; prompts resolve as there."""
 from __future__ import annotations
 
+import logging
 from typing import Any, Dict, Optional
 
-# Keys of model_kwargs / tokenizer_kwargs / config_kwargs that change nothing at inference here.
+from ._checks import check_text
+
+logger = logging.getLogger("roberta_cpp")
+
+# Keys of model_kwargs / processor_kwargs (formerly tokenizer_kwargs) / config_kwargs that change
+# nothing at inference here.
 _MOOT_KEYS = {
     "model_kwargs": {"attn_implementation", "low_cpu_mem_usage", "device_map"},
-    "tokenizer_kwargs": {"padding_side", "use_fast"},
+    "processor_kwargs": {"padding_side", "use_fast"},
     "config_kwargs": {"classifier_dropout", "hidden_dropout_prob", "attention_probs_dropout_prob"},
 }
+
+# The messages warn_once has logged: as transformers' logger.warning_once, which
+# sentence-transformers' deprecation decorators use, each is logged once per process.
+_warned: set = set()
+
+
+def warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        logger.warning(message)
+
+
+def renamed(kwargs: Dict[str, Any], old: str, new: str, message: Optional[str] = None) -> None:
+    """sentence-transformers' deprecated_kwargs: kwargs[old] moves to kwargs[new] (dropped when new
+    is given too), with its warning (once)."""
+    if old in kwargs:
+        warn_once(message or f"The `{old}` argument was renamed and is now deprecated. Please use `{new}` instead.")
+        value = kwargs.pop(old)
+        kwargs.setdefault(new, value)
+
+
+def resolve_prompt(prompts: Dict[str, str], default_prompt_name: Optional[str], prompt_name: Optional[str],
+                   prompt: Optional[str]) -> str:
+    """The prompt of a call, as sentence-transformers resolves it: `prompt` wins over `prompt_name`
+    (a key of prompts, else a ValueError); neither: the default prompt name's, else none."""
+    if prompt is not None:
+        check_text(prompt, "prompt")
+        if prompt_name is not None:
+            logger.warning("Provide either a `prompt`, a `prompt_name`, or neither, but not both. "
+                           "Ignoring the `prompt_name` in favor of `prompt`.")
+        return prompt
+    if prompt_name is not None:
+        if prompt_name not in prompts:
+            raise ValueError(f"Prompt name '{prompt_name}' not found in the configured prompts dictionary with "
+                             f"keys {list(prompts.keys())!r}.")
+        return prompts[prompt_name]
+    if default_prompt_name is not None:
+        return prompts.get(default_prompt_name) or ""
+    return ""
+
+
+def cpu_device() -> Any:
+    """torch.device("cpu") as sentence-transformers' `device` gives it; "cpu" without torch."""
+    try:
+        import torch
+    except ImportError:
+        return "cpu"
+    return torch.device("cpu")
+
+
+def check_devices(device: Any) -> Any:
+    """A device, or a list of them (sentence-transformers' multi-process form), each checked with
+    check_device; returns device."""
+    for d in (device if isinstance(device, list) else [device]):
+        check_device(d)
+    return device
 
 
 def check_device(device: Any, what: str = "device") -> None:

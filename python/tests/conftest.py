@@ -53,10 +53,11 @@ def make_model(work: Path, name: str, *options: str) -> Path:
     return out
 
 
-def dump_reference(model: Path, out: Path, *, texts=None, ids=None, padding="right", mask=None, st_prompt=None):
+def dump_reference(model: Path, out: Path, *, texts=None, ids=None, padding="right", mask=None, st_prompt=None,
+                   strip=False):
     """tools/dump_reference.py on texts (one per line) or id lists; returns {name: array}. st_prompt
-    (texts only): the texts as sentence-transformers' encode(prompt=st_prompt) tokenizes them,
-    stripped (--prompt --strip)."""
+    (texts only): the texts as sentence-transformers' encode(prompt=st_prompt) tokenizes them
+    (--prompt; strip: also str.strip()ped, as versions 5.3 and earlier did, --strip)."""
     if out.exists():
         shutil.rmtree(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -66,7 +67,7 @@ def dump_reference(model: Path, out: Path, *, texts=None, ids=None, padding="rig
         f.write_text("".join(t + "\n" for t in texts), encoding="utf-8")
         cmd += ["--text-file", str(f)]
         if st_prompt is not None:
-            cmd += ["--strip", "--prompt", st_prompt]
+            cmd += ["--prompt", st_prompt] + (["--strip"] if strip else [])
     elif mask is not None:
         np.save(out.parent / (out.name + "-ids.npy"), np.asarray(ids, np.int64))
         np.save(out.parent / (out.name + "-mask.npy"), np.asarray(mask, np.int64))
