@@ -45,6 +45,9 @@ RuntimeInfo runtime_info() {
   r.isa = runtime::isa_name(plan.isa);
   if (plan.isa != plan.detected)
     r.isa += std::string(" (ROBERTA_ISA; the CPU has ") + runtime::isa_name(plan.detected) + ")";
+  if (const std::string arm = runtime::arm_features_text(runtime::detect().arm); !arm.empty())
+    r.isa += " (64-bit ARM with " + arm + "; the kernels are the portable C++ ones, which the compiler vectorises "
+             "for NEON)";
   using kernels::Precision;
   for (const auto& [p, name] :
        {std::pair{Precision::kF32, "fp32"}, {Precision::kBF16, "bf16"}, {Precision::kInt8, "int8"}})

@@ -6,6 +6,10 @@
 
 #include "runtime/cpu.h"
 
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#endif
+
 namespace {
 
 using roberta::runtime::choices_for;
@@ -54,11 +58,49 @@ TEST(CpuChoices, DescribesThisCpu) {
 #if defined(__x86_64__)
   EXPECT_FALSE(cpu.vendor.empty());
   EXPECT_NE(d.find("family " + std::to_string(cpu.family)), std::string::npos);
+#elif defined(__aarch64__)
+  EXPECT_TRUE(cpu.arm.asimd);  // every AArch64 CPU Linux runs on
+  EXPECT_EQ(roberta::runtime::this_cpu().choices->name, std::string("64-bit ARM (not measured)"));
 #endif
   EXPECT_EQ(roberta::runtime::describe({"AuthenticAMD", 23, 49, "AMD Ryzen 9 3900X"},
                                        choices_for({"AuthenticAMD", 23, 49, ""})),
             "AMD Ryzen 9 3900X (AuthenticAMD family 23 model 49): not in the table, the closest known: AMD Zen 4 "
             "(family 25)");
+}
+
+// An ARM CPU takes the ARM row (measured on none yet), whoever made it.
+TEST(CpuChoices, ArmCpusTakeTheArmRow) {
+  CpuFeatures neoverse{"Arm", 0x41, 0xd0c, "Neoverse N1"};
+  neoverse.arm.asimd = true;
+  EXPECT_EQ(row(neoverse), "64-bit ARM (not measured)");
+  EXPECT_EQ(roberta::runtime::describe(neoverse, choices_for(neoverse)),
+            "Neoverse N1 (Arm part 0xd0c): 64-bit ARM (not measured)");
+  CpuFeatures apple{"Apple", 0x61, 0x032, ""};
+  apple.arm.asimd = true;
+  EXPECT_EQ(row(apple), "64-bit ARM (not measured)");
+}
+
+// The extensions named from Linux's hardware-capability bits: on ARM against the kernel's own
+// header (asm/hwcap.h); everywhere, that the names come out in order with the SVE length.
+TEST(CpuChoices, ArmExtensionsFromLinuxHardwareCapabilities) {
+  using roberta::runtime::arm_features_from_hwcaps;
+  using roberta::runtime::arm_features_text;
+#if defined(__aarch64__) && defined(__linux__)
+  EXPECT_TRUE(arm_features_from_hwcaps(HWCAP_ASIMD, 0).asimd);
+  EXPECT_TRUE(arm_features_from_hwcaps(HWCAP_ASIMDDP, 0).dotprod);
+  EXPECT_TRUE(arm_features_from_hwcaps(HWCAP_SVE, 0).sve);
+  EXPECT_TRUE(arm_features_from_hwcaps(0, HWCAP2_SVE2).sve2);
+  EXPECT_TRUE(arm_features_from_hwcaps(0, HWCAP2_I8MM).i8mm);
+  EXPECT_TRUE(arm_features_from_hwcaps(0, HWCAP2_BF16).bf16);
+  EXPECT_EQ(arm_features_text(arm_features_from_hwcaps(HWCAP_ASIMD | HWCAP_FP | HWCAP_AES, HWCAP2_SVEAES)), "asimd");
+#endif
+  roberta::runtime::ArmFeatures a;
+  EXPECT_EQ(arm_features_text(a), "");
+  a.asimd = a.bf16 = a.sve = true;
+  a.sve_bits = 256;
+  EXPECT_EQ(arm_features_text(a), "asimd bf16 sve (SVE 256 bits)");
+  const auto none = arm_features_from_hwcaps(0, 0);
+  EXPECT_FALSE(none.asimd || none.dotprod || none.i8mm || none.bf16 || none.sve || none.sve2);
 }
 
 }  // namespace

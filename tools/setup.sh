@@ -8,10 +8,14 @@
 #                                targets, rsvg-convert to render plots, pytest, Dask's distributed
 #                                and venv for the Python package's tests, curl and node/npm for the
 #                                server tests' clients)
+#   bash tools/setup.sh --arm64  on x86-64: what cross-building for 64-bit ARM and running its tests
+#                                under emulation needs (tools/arm64_test.sh)
 set -euo pipefail
 # libcpp-httplib-dev: the HTTP layer of `roberta serve` (cpp-httplib, as llama.cpp's server uses)
-# libdnnl-dev: oneDNN's matmul for the matrix products (faster than ours; AMX where the CPU has it)
-packages=(cmake g++ make pkg-config libopenblas-dev nlohmann-json3-dev libcpp-httplib-dev libdnnl-dev)
+# libdnnl-dev: oneDNN's matmul for the matrix products (faster than ours; AMX where the CPU has it).
+# Not on ARM, where it has not been measured (docs/arm64.md).
+packages=(cmake g++ make pkg-config libopenblas-dev nlohmann-json3-dev libcpp-httplib-dev)
+if [ "$(dpkg --print-architecture)" = amd64 ]; then packages+=(libdnnl-dev); fi
 python=(python3-dev python3-pybind11 python3-setuptools python3-wheel python3-numpy)
 case "${1:-}" in
   "") ;;
@@ -22,8 +26,14 @@ case "${1:-}" in
     # node and npm (the server tests' OpenAI client): Debian's, unless a Node.js with its own npm
     # (e.g. NodeSource's, which conflicts with Debian's npm package) is installed already.
     command -v node > /dev/null && command -v npm > /dev/null || packages+=(nodejs npm) ;;
+  --arm64)
+    # the :arm64 libraries beside the machine's own (Debian's multiarch), the cross compiler and
+    # qemu-user; nlohmann-json is headers only, the same for both
+    dpkg --print-foreign-architectures | grep -qx arm64 || { dpkg --add-architecture arm64; apt-get update -qq; }
+    packages+=(crossbuild-essential-arm64 qemu-user python3-torch libopenblas-dev:arm64 libgtest-dev:arm64
+               libcpp-httplib-dev:arm64) ;;
   *)
-    echo "usage: bash tools/setup.sh [--python|--test]" >&2
+    echo "usage: bash tools/setup.sh [--python|--test|--arm64]" >&2
     exit 2 ;;
 esac
 missing=()

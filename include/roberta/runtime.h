@@ -12,7 +12,8 @@ namespace roberta {
 
 struct RuntimeInfo {
   std::string cpu;              // the processor, and the row of the kernel choices table it takes
-  std::string isa;              // "avx512bf16", or "avx2 (ROBERTA_ISA; the CPU has avx512bf16)"
+  std::string isa;              // "avx512bf16", or "avx2 (ROBERTA_ISA; the CPU has avx512bf16)"; on ARM
+                                // "portable (64-bit ARM with asimd dotprod ...)"
   std::string matrix_products;  // per precision: our kernels (ISA, blocks, prefetch) or oneDNN (ISA)
   std::string attention;        // for bf16 and int8 weights: bf16 or fp32, and why
   std::string default_dtype;    // "bf16" or "fp32": what --dtype auto picks, and why

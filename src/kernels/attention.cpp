@@ -35,10 +35,12 @@ void self_attention(float* ctx, const float* qkv, const size_t* offsets, size_t 
                     size_t head_size, const RelativePositions& relative, AttentionPrecision precision) {
   const size_t H = heads * head_size, ld = 3 * H;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_size));
-  const bool avx2 = !relative.distance && head_size == 64 && usable_isa() >= Isa::kAvx2;
-  const bool fast = avx2 && usable_isa() >= Isa::kAvx512;
-  const bool bf16 = fast && precision == AttentionPrecision::kBf16 && usable_isa() >= Isa::kAvx512Bf16;
-  const bool tiles = bf16 && usable_isa() >= Isa::kAmx;
+  // (the x86-64 kernels; elsewhere only the general one)
+  [[maybe_unused]] const bool avx2 = !relative.distance && head_size == 64 && usable_isa() >= Isa::kAvx2;
+  [[maybe_unused]] const bool fast = avx2 && usable_isa() >= Isa::kAvx512;
+  [[maybe_unused]] const bool bf16 =
+      fast && precision == AttentionPrecision::kBf16 && usable_isa() >= Isa::kAvx512Bf16;
+  [[maybe_unused]] const bool tiles = bf16 && usable_isa() >= Isa::kAmx;
   ThreadPool::global()->parallel_for(num_sequences * heads, [&](size_t task) {
     const size_t s = task / heads, h = task % heads;
     const size_t begin = offsets[s], L = offsets[s + 1] - begin;

@@ -1,7 +1,10 @@
 #include "runtime/cpu.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <utility>
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -9,6 +12,10 @@
 #if defined(__linux__) && defined(__x86_64__)
 #include <sys/syscall.h>
 #include <unistd.h>
+#endif
+#if defined(__linux__) && defined(__aarch64__)
+#include <sys/auxv.h>
+#include <sys/prctl.h>
 #endif
 
 namespace roberta::runtime {
@@ -20,7 +27,9 @@ namespace {
 constexpr CpuChoices kZen4{"AMD Zen 4 (family 25)", 8, false, true, true, false};
 constexpr CpuChoices kZen5{"AMD Zen 5 (family 26)", 12, true, true, true, true};
 constexpr CpuChoices kXeonAmx{"Intel Xeon with AMX (Sapphire, Emerald, Granite Rapids)", 12, true, true, false, false};
-constexpr CpuChoices kTable[] = {kZen4, kZen5, kXeonAmx};
+// No ARM CPU has been measured: the x86 fields do not apply there (the kernels are portable).
+constexpr CpuChoices kArm{"64-bit ARM (not measured)", 8, false, false, false, false};
+constexpr CpuChoices kTable[] = {kZen4, kZen5, kXeonAmx, kArm};
 
 }  // namespace
 
@@ -104,7 +113,85 @@ void read_features(CpuFeatures& c) {
 }
 #endif
 
+#if defined(__aarch64__)
+// MIDR_EL1's implementer codes and, for Arm Ltd's cores, the part numbers of the server and
+// desktop cores (the Arm Architecture Reference Manual's and Linux's arch/arm64 cputype.h lists).
+const char* arm_implementer(unsigned code) {
+  switch (code) {
+    case 0x41: return "Arm";
+    case 0x42: return "Broadcom";
+    case 0x43: return "Cavium";
+    case 0x46: return "Fujitsu";
+    case 0x48: return "HiSilicon";
+    case 0x4e: return "NVIDIA";
+    case 0x51: return "Qualcomm";
+    case 0x61: return "Apple";
+    case 0xc0: return "Ampere";
+  }
+  return "";
+}
+
+const char* arm_core(unsigned implementer, unsigned part) {
+  if (implementer == 0x46 && part == 0x001) return "A64FX";
+  if (implementer != 0x41) return "";
+  switch (part) {
+    case 0xd03: return "Cortex-A53";
+    case 0xd07: return "Cortex-A57";
+    case 0xd08: return "Cortex-A72";
+    case 0xd0b: return "Cortex-A76";
+    case 0xd0c: return "Neoverse N1";
+    case 0xd40: return "Neoverse V1";
+    case 0xd49: return "Neoverse N2";
+    case 0xd4f: return "Neoverse V2";
+    case 0xd83: return "Neoverse V3AE";
+    case 0xd84: return "Neoverse V3";
+    case 0xd8e: return "Neoverse N3";
+  }
+  return "";
+}
+
+void read_arm(CpuFeatures& c) {
+#if defined(__linux__)
+  const unsigned long hwcap = getauxval(AT_HWCAP);
+  c.arm = arm_features_from_hwcaps(hwcap, getauxval(AT_HWCAP2));
+  if (c.arm.sve) c.arm.sve_bits = 8 * static_cast<unsigned>(prctl(PR_SVE_GET_VL) & PR_SVE_VL_LEN_MASK);
+  if (hwcap & (1ul << 11)) {  // HWCAP_CPUID: Linux lets user space read the ID registers
+    uint64_t midr = 0;
+    asm("mrs %0, MIDR_EL1" : "=r"(midr));
+    c.family = static_cast<unsigned>((midr >> 24) & 0xff);
+    c.model = static_cast<unsigned>((midr >> 4) & 0xfff);
+    c.vendor = arm_implementer(c.family);
+    if (c.vendor.empty()) c.vendor = "ARM implementer " + std::to_string(c.family);
+    c.brand = arm_core(c.family, c.model);
+  }
+#else
+  (void)c;
+#endif
+}
+#endif
+
 }  // namespace
+
+ArmFeatures arm_features_from_hwcaps(unsigned long hwcap, unsigned long hwcap2) {
+  const auto bit = [](unsigned long word, unsigned n) { return ((word >> n) & 1ul) != 0; };
+  ArmFeatures a;
+  a.asimd = bit(hwcap, 1);     // HWCAP_ASIMD
+  a.dotprod = bit(hwcap, 20);  // HWCAP_ASIMDDP
+  a.sve = bit(hwcap, 22);      // HWCAP_SVE
+  a.sve2 = bit(hwcap2, 1);     // HWCAP2_SVE2
+  a.i8mm = bit(hwcap2, 13);    // HWCAP2_I8MM
+  a.bf16 = bit(hwcap2, 14);    // HWCAP2_BF16
+  return a;
+}
+
+std::string arm_features_text(const ArmFeatures& arm) {
+  std::string out;
+  for (const auto& [on, name] : {std::pair{arm.asimd, "asimd"}, {arm.dotprod, "dotprod"}, {arm.i8mm, "i8mm"},
+                                 {arm.bf16, "bf16"}, {arm.sve, "sve"}, {arm.sve2, "sve2"}})
+    if (on) out += (out.empty() ? "" : " ") + std::string(name);
+  if (arm.sve_bits) out += " (SVE " + std::to_string(arm.sve_bits) + " bits)";
+  return out;
+}
 
 const CpuFeatures& detect() {
   static const CpuFeatures features = [] {
@@ -112,6 +199,8 @@ const CpuFeatures& detect() {
 #if defined(__x86_64__)
     read_identity(c);
     read_features(c);
+#elif defined(__aarch64__)
+    read_arm(c);
 #endif
     return c;
   }();
@@ -128,6 +217,7 @@ CpuMatch choices_for(const CpuFeatures& cpu) {
     constexpr unsigned kAmxXeons[] = {143, 207, 173, 174};
     return {&kXeonAmx, std::find(std::begin(kAmxXeons), std::end(kAmxXeons), cpu.model) != std::end(kAmxXeons)};
   }
+  if (cpu.arm.asimd) return {&kArm, true};
   return {&kXeonAmx, false};
 }
 
@@ -138,8 +228,13 @@ const CpuMatch& this_cpu() {
 
 std::string describe(const CpuFeatures& cpu, const CpuMatch& match) {
   std::string out = cpu.brand.empty() ? "unknown CPU" : cpu.brand;
-  if (!cpu.vendor.empty())
+  if (cpu.arm.asimd && !cpu.vendor.empty()) {
+    char part[8];
+    std::snprintf(part, sizeof part, "0x%03x", cpu.model);
+    out += " (" + cpu.vendor + " part " + part + ")";
+  } else if (!cpu.vendor.empty()) {
     out += " (" + cpu.vendor + " family " + std::to_string(cpu.family) + " model " + std::to_string(cpu.model) + ")";
+  }
   return out + ": " + (match.exact ? "" : "not in the table, the closest known: ") + match.choices->name;
 }
 

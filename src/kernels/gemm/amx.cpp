@@ -1,7 +1,9 @@
 // The int8 and bf16 products' AMX blocks on the hardware tiles (gemm/amx_blocks.h).
 #include "kernels/amx_gemm.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
 #include "kernels/gemm/amx_blocks.h"
+#endif
 
 namespace roberta::kernels {
 

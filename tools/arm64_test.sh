@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# 64-bit ARM without ARM hardware: cross-compiles the library, the `roberta` program and the test
+# programs for aarch64 (cmake/aarch64-linux-gnu.cmake) and runs them under qemu-aarch64, on several
+# emulated CPUs. Run as root on x86-64 Debian 12 with ../shared beside the repository:
+#
+#   bash tools/arm64_test.sh            # what CI runs (tools/test.sh calls it)
+#
+# What runs (docs/arm64.md says why this subset):
+#   - `roberta info` on each emulated CPU: the extensions it reports must be the CPU model's;
+#   - the kernel tests (GEMM in fp32/bf16/int8, attention, LayerNorm, activations, fixture parity)
+#     on `max` (every extension), the quick ones also on cortex-a72 (NEON only);
+#   - the PyTorch parity of whole models (`roberta compare`, tests/parity/run_parity.sh --quick);
+#   - fill-mask on the demo model, compared with the x86-64 build's output when there is one.
+# The emulator says nothing about speed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash tools/setup.sh --arm64
+build=${ROBERTA_ARM64_BUILD:-build-arm64}
+cmake -S . -B "$build" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DROBERTA_BUILD_PYTHON=OFF \
+  -DROBERTA_ONEDNN=OFF > "$build.configure.log" || { cat "$build.configure.log"; exit 1; }
+cmake --build "$build" -j2 --target roberta_cli engine_tests tokenizer_tests
+roberta="$build/roberta"
+aarch64-linux-gnu-readelf -h "$roberta" | grep -q "Machine: *AArch64" || { echo "$roberta is not an aarch64 program"; exit 1; }
+failures=0
+fail() { echo "FAIL  $*"; failures=$((failures + 1)); }
+
+# The extensions of QEMU's CPU models (target/arm/cpu64.c): cortex-a72 is ARMv8.0 (NEON only),
+# neoverse-n1 ARMv8.2 with the dot product, a64fx SVE with 512-bit vectors, max everything.
+declare -A want=([cortex-a72]="asimd" [neoverse-n1]="asimd dotprod" [a64fx]="asimd sve (SVE 512 bits)"
+                 [max]="asimd dotprod i8mm bf16 sve sve2")
+for cpu in cortex-a72 neoverse-n1 a64fx max; do
+  info=$(QEMU_CPU=$cpu qemu-aarch64 "$roberta" info)
+  line=$(grep '^instruction set' <<< "$info")
+  # max's SVE length is the emulator's default; the test asks only that one is named
+  if grep -q "64-bit ARM with ${want[$cpu]}[ ;(]" <<< "$line"; then echo "ok    info on $cpu: $line"
+  else fail "info on $cpu: want '${want[$cpu]}', got: $line"; fi
+done
+grep '^cpu ' <<< "$(QEMU_CPU=neoverse-n1 qemu-aarch64 "$roberta" info)" | grep -q "Neoverse N1 (Arm part 0xd0c)" \
+  || fail "neoverse-n1 not named: $(QEMU_CPU=neoverse-n1 qemu-aarch64 "$roberta" info | grep '^cpu ')"
+
+# (two long ones left out, as their code is the portable code x86-64's ROBERTA_ISA=portable run tests:
+# keys in several chunks, and bf16 on 64 shapes; they take 56 s and 81 s emulated)
+kernels='PackedGemm*:Attention.*:LayerNorm.*:HuggingFaceNames/ActivationTest.*:FixtureParity.*:Isa.*:CpuChoices.*'
+kernels+='-Attention.LongSequencesInChunksOfKeysMatchFloat64:PackedGemmBf16.MatchesFloat64ReferenceOfBf16RoundedInputs'
+quick='PackedGemm.*:LayerNorm.*:Attention.MatchesFloat64Reference:Attention.PaddingDoesNotEnterTheRowMaximum'
+QEMU_CPU=max qemu-aarch64 "$build/tests/engine_tests" --gtest_brief=1 --gtest_filter="$kernels" || fail "kernels on max"
+QEMU_CPU=cortex-a72 qemu-aarch64 "$build/tests/engine_tests" --gtest_brief=1 --gtest_filter="$quick" \
+  || fail "kernels on cortex-a72"
+# (but for the whole-corpus id streams and the every-code-point table checks: minutes emulated, and
+# the same table lookups on either architecture)
+QEMU_CPU=max qemu-aarch64 "$build/tests/tokenizer_tests" --gtest_brief=1 --gtest_filter='-Corpus.*:*OfEveryCodePoint' \
+  || fail "tokenizer tests on max"
+
+# Whole models against PyTorch: the parity script with the ARM program behind the emulator.
+wrapper="$build/roberta-under-qemu"
+printf '#!/bin/sh\nQEMU_CPU=max exec qemu-aarch64 %s "$@"\n' "$(realpath "$roberta")" > "$wrapper"
+chmod +x "$wrapper"
+bash tests/parity/run_parity.sh "$wrapper" "$build/parity" --quick || fail "PyTorch parity"
+
+text="She opened the <mask> and looked out into the garden."
+arm_out=$("$wrapper" fill-mask --dtype fp32 "$text")
+echo "$arm_out"
+if [ -x build/roberta ]; then
+  [ "$arm_out" = "$(build/roberta fill-mask --dtype fp32 "$text")" ] && echo "ok    fill-mask as on x86-64" \
+    || fail "fill-mask differs from the x86-64 build's"
+fi
+if ((failures)); then echo "$failures ARM check(s) failed"; exit 1; fi
+echo "ARM checks passed"
