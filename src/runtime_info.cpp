@@ -25,7 +25,7 @@ std::string product_path(kernels::Precision p) {
   if (p == Precision::kF32) {
     const std::string_view prefetch = kernels::packed_gemm_prefetch();
     return "own (" + std::string(isa) + ", " + std::to_string(kernels::packed_gemm_block_rows()) +
-           (isa == "avx2" ? " x 16" : " x 32") + " blocks" +
+           (isa == "avx2" || isa == "neon" ? " x 16" : " x 32") + " blocks" +
            (prefetch == "none" ? "" : ", prefetch " + std::string(prefetch)) + ")";
   }
   if (p == Precision::kBF16)
@@ -46,16 +46,16 @@ RuntimeInfo runtime_info() {
   if (plan.isa != plan.detected)
     r.isa += std::string(" (ROBERTA_ISA; the CPU has ") + runtime::isa_name(plan.detected) + ")";
   if (const std::string arm = runtime::arm_features_text(runtime::detect().arm); !arm.empty())
-    r.isa += " (64-bit ARM with " + arm + "; the kernels are the portable C++ ones, which the compiler vectorises "
-             "for NEON)";
+    r.isa += " (64-bit ARM with " + arm + ")";
   using kernels::Precision;
   for (const auto& [p, name] :
        {std::pair{Precision::kF32, "fp32"}, {Precision::kBF16, "bf16"}, {Precision::kInt8, "int8"}})
     r.matrix_products += (r.matrix_products.empty() ? "" : "; ") + std::string(name) + ": " + product_path(p);
   r.attention = kernels::attention_path();
-  r.default_dtype = recommended_weight_type() == WeightType::kBF16
-                        ? "bf16 (this CPU multiplies bf16 natively)"
-                        : "fp32 (no native bf16 products here, or ROBERTA_ISA below avx512bf16)";
+  const bool arm = runtime::is_arm_level(plan.detected);
+  r.default_dtype = recommended_weight_type() == WeightType::kBF16 ? "bf16 (this CPU multiplies bf16 natively)"
+                    : arm ? "fp32 (64-bit ARM: bf16 is not the default until measured on ARM hardware)"
+                          : "fp32 (no native bf16 products here, or ROBERTA_ISA below avx512bf16)";
   return r;
 }
 

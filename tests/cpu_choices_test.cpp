@@ -14,6 +14,7 @@ namespace {
 
 using roberta::runtime::choices_for;
 using roberta::runtime::CpuFeatures;
+using roberta::runtime::Isa;
 
 std::string row(const CpuFeatures& cpu) { return choices_for(cpu).choices->name; }
 
@@ -101,6 +102,32 @@ TEST(CpuChoices, ArmExtensionsFromLinuxHardwareCapabilities) {
   EXPECT_EQ(arm_features_text(a), "asimd bf16 sve (SVE 256 bits)");
   const auto none = arm_features_from_hwcaps(0, 0);
   EXPECT_FALSE(none.asimd || none.dotprod || none.i8mm || none.bf16 || none.sve || none.sve2);
+}
+
+// The kernels' level from the extensions: each level needs the ones below it (a CPU with BF16 but
+// no I8MM is a dotprod CPU), and SVE adds none. On ARM, this CPU's level is its extensions' level.
+TEST(CpuChoices, ArmLevelFromTheExtensions) {
+  using roberta::runtime::arm_level;
+  roberta::runtime::ArmFeatures a;
+  EXPECT_EQ(arm_level(a), Isa::kPortable);
+  a.asimd = a.sve = true;
+  EXPECT_EQ(arm_level(a), Isa::kNeon);
+  a.bf16 = true;
+  EXPECT_EQ(arm_level(a), Isa::kNeon);
+  a.dotprod = true;
+  EXPECT_EQ(arm_level(a), Isa::kDotProd);
+  a.i8mm = true;
+  EXPECT_EQ(arm_level(a), Isa::kArmBf16);
+  a.bf16 = false;
+  EXPECT_EQ(arm_level(a), Isa::kI8mm);
+  for (Isa isa : {Isa::kNeon, Isa::kDotProd, Isa::kI8mm, Isa::kArmBf16}) {
+    EXPECT_TRUE(roberta::runtime::is_arm_level(isa));
+    EXPECT_LT(isa, Isa::kAvx2);  // the x86 kernels' tests (isa >= kAvx2) stay false on ARM
+  }
+  EXPECT_FALSE(roberta::runtime::is_arm_level(Isa::kPortable));
+#if defined(__aarch64__)
+  EXPECT_EQ(roberta::runtime::detect().isa, arm_level(roberta::runtime::detect().arm));
+#endif
 }
 
 }  // namespace

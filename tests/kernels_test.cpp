@@ -494,6 +494,10 @@ TEST(Attention, Bf16WhereThePlanSaysSo) {
   if (plan.bf16_attention) {
     EXPECT_NE(path.find(plan.isa >= Isa::kAmx ? "AMX" : "AVX512-BF16"), std::string::npos) << path;
   }
+  if (roberta::runtime::is_arm_level(plan.detected)) {  // 64-bit ARM: fp32, NEON blocks unless capped
+    EXPECT_NE(path.find(roberta::runtime::is_arm_level(plan.isa) ? "NEON" : "OpenBLAS"), std::string::npos) << path;
+    return;
+  }
   EXPECT_NE(path.find(plan.settings.bf16_attention ? "ROBERTA_ATTENTION"
                       : plan.isa < Isa::kAvx512Bf16 ? "no AVX512-BF16"
                                                     : "this CPU model's choice"),
@@ -523,14 +527,16 @@ TEST(Isa, KernelsUseTheLevelRobertaIsaAllows) {
   std::printf("  ROBERTA_ISA=%s, CPU: %s, using: %s\n", env ? env : "(unset)", roberta::kernels::isa_name(cpu),
               roberta::kernels::isa_name(want));
   EXPECT_EQ(roberta::kernels::usable_isa(), want);
-  const char* fp32 = want >= Isa::kAvx512 ? "avx512" : want >= Isa::kAvx2 ? "avx2" : "portable";
+  const bool neon = roberta::runtime::is_arm_level(want);
+  const char* fp32 = want >= Isa::kAvx512 ? "avx512" : want >= Isa::kAvx2 ? "avx2" : neon ? "neon" : "portable";
   EXPECT_STREQ(roberta::kernels::packed_gemm_isa(), fp32);
   const char* rows_env = std::getenv("ROBERTA_FP32_ROWS");
   // AVX-512 blocks: the CPU model's rows (runtime/cpu.h), unless ROBERTA_FP32_ROWS says
   const roberta::runtime::CpuChoices& model = *roberta::runtime::this_cpu().choices;
   size_t rows = model.fp32_block_rows;
   if (rows_env && *rows_env) rows = std::stoul(rows_env);
-  if (want < Isa::kAvx512) rows = want >= Isa::kAvx2 ? 6 : 8;  // AVX2: 6 (x 16, two passes); portable: 8
+  // AVX2 and NEON: 6 (x 16, two passes); portable: 8
+  if (want < Isa::kAvx512) rows = want >= Isa::kAvx2 || neon ? 6 : 8;
   EXPECT_EQ(roberta::kernels::packed_gemm_block_rows(), rows);
   // Panel prefetch: the CPU model's, unless ROBERTA_PREFETCH says
   const char* prefetch_env = std::getenv("ROBERTA_PREFETCH");
@@ -541,6 +547,7 @@ TEST(Isa, KernelsUseTheLevelRobertaIsaAllows) {
   // Without bf16 instructions the fp32 kernel runs bf16 on widened values.
   EXPECT_EQ(roberta::kernels::bf16_kernel_name(), want >= Isa::kAmx         ? std::string("AMX-BF16")
                                                   : want >= Isa::kAvx512Bf16 ? std::string("AVX512-BF16")
+                                                  : want == Isa::kArmBf16    ? std::string("NEON-BF16")
                                                                              : std::string("widened to fp32, ") + fp32);
   // AVX-VNNI read from cpuid here (leaf 7, sub-leaf 1, EAX bit 4), not from the library.
   bool cpu_avx_vnni = false;
@@ -568,6 +575,9 @@ TEST(Isa, KernelsUseTheLevelRobertaIsaAllows) {
     EXPECT_STREQ(roberta::kernels::int8_kernel_name(), "AVX512BW");
   else if (want >= Isa::kAvxVnni && cpu_avx_vnni && roberta::kernels::avx_vnni_kernel_built())
     EXPECT_STREQ(roberta::kernels::int8_kernel_name(), "AVX-VNNI");
+  else if (neon)
+    EXPECT_STREQ(roberta::kernels::int8_kernel_name(),
+                 want >= Isa::kI8mm ? "NEON-I8MM" : want >= Isa::kDotProd ? "NEON-SDOT" : "portable");
   else
     EXPECT_STREQ(roberta::kernels::int8_kernel_name(), want >= Isa::kAvx2 ? "AVX2" : "portable");
   // The int8 kernels below AMX prefetch the next k slice as the fp32 kernel does; AMX and the

@@ -65,7 +65,9 @@ TEST(Settings, EachAcceptedValueIsRead) {
 // A typo is an error naming the variable, the value and every accepted value, never a silent default.
 TEST(Settings, AnotherValueIsAnErrorNamingTheAcceptedOnes) {
   const std::map<std::string, std::pair<std::string, std::set<std::string>>> cases = {
-      {"ROBERTA_ISA", {"avx1024", {"amx", "avx512bf16", "avx512vnni", "avx512", "avxvnni", "avx2", "portable"}}},
+      {"ROBERTA_ISA",
+       {"avx1024", {"amx", "avx512bf16", "avx512vnni", "avx512", "avxvnni", "avx2", "portable", "bf16", "i8mm",
+                    "dotprod", "neon"}}},
       {"ROBERTA_GEMM", {"fastest", {"own", "onednn"}}},
       {"ROBERTA_FP32_ROWS", {"16", {"8", "12"}}},
       {"ROBERTA_PREFETCH", {"sideways", {"next", "ahead"}}},
@@ -176,6 +178,35 @@ TEST(KernelPlan, SettingsOverrideTheRowAndTheIsaCapsTheCpu) {
   EXPECT_TRUE(resolve(zen5(), parse({{"ROBERTA_ISA", "avxvnni"}})).avx_vnni);
   EXPECT_EQ(resolve(alder_lake(), parse({{"ROBERTA_ISA", "amx"}})).isa, Isa::kAvxVnni);
   EXPECT_EQ(resolve(zen5(), parse({{"ROBERTA_GEMM", "own"}})).gemm, Settings::Gemm::kOwn);
+}
+
+CpuFeatures graviton3() {
+  CpuFeatures c{"Arm", 0x41, 0xd40, "Neoverse V1", Isa::kArmBf16};
+  c.arm.asimd = c.arm.dotprod = c.arm.i8mm = c.arm.bf16 = c.arm.sve = true;
+  return c;
+}
+
+// On ARM the cap works within ARM's levels; a level of the other architecture is an error naming
+// this one's levels (not a silent cap to the portable kernels, or no cap at all).
+TEST(KernelPlan, RobertaIsaOfTheOtherArchitectureIsAnError) {
+  EXPECT_EQ(resolve(graviton3(), {}).isa, Isa::kArmBf16);
+  EXPECT_EQ(resolve(graviton3(), parse({{"ROBERTA_ISA", "dotprod"}})).isa, Isa::kDotProd);
+  EXPECT_EQ(resolve(graviton3(), parse({{"ROBERTA_ISA", "portable"}})).isa, Isa::kPortable);
+  EXPECT_FALSE(resolve(graviton3(), {}).bf16_attention);
+  const auto error_of = [](const CpuFeatures& cpu, const char* isa) {
+    try {
+      resolve(cpu, parse({{"ROBERTA_ISA", isa}}));
+    } catch (const roberta::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const std::string on_arm = error_of(graviton3(), "avx2");
+  EXPECT_NE(on_arm.find("ROBERTA_ISA=\"avx2\" is a level of x86-64"), std::string::npos) << on_arm;
+  EXPECT_NE(on_arm.find("bf16, i8mm, dotprod, neon, portable"), std::string::npos) << on_arm;
+  const std::string on_x86 = error_of(zen5(), "neon");
+  EXPECT_NE(on_x86.find("ROBERTA_ISA=\"neon\" is a level of 64-bit ARM"), std::string::npos) << on_x86;
+  EXPECT_NE(on_x86.find("avx2, portable"), std::string::npos) << on_x86;
 }
 
 }  // namespace

@@ -6,9 +6,11 @@
 #   bash tools/arm64_test.sh            # what CI runs (tools/test.sh calls it)
 #
 # What runs (docs/arm64.md says why this subset):
-#   - `roberta info` on each emulated CPU: the extensions it reports must be the CPU model's;
+#   - `roberta info` on each emulated CPU: the extensions it reports must be the CPU model's, and
+#     the level and kernels those extensions call for;
 #   - the kernel tests (GEMM in fp32/bf16/int8, attention, LayerNorm, activations, fixture parity)
-#     on `max` (every extension), the quick ones also on cortex-a72 (NEON only);
+#     on `max` (every extension: the I8MM and BF16 kernels), the GEMM ones on neoverse-n1 (the sdot
+#     kernel) and cortex-a72 (NEON only), and under ROBERTA_ISA=portable;
 #   - the PyTorch parity of whole models (`roberta compare`, tests/parity/run_parity.sh --quick);
 #   - fill-mask on the demo model, compared with the x86-64 build's output when there is one.
 # The emulator says nothing about speed.
@@ -28,24 +30,41 @@ fail() { echo "FAIL  $*"; failures=$((failures + 1)); }
 # neoverse-n1 ARMv8.2 with the dot product, a64fx SVE with 512-bit vectors, max everything.
 declare -A want=([cortex-a72]="asimd" [neoverse-n1]="asimd dotprod" [a64fx]="asimd sve (SVE 512 bits)"
                  [max]="asimd dotprod i8mm bf16 sve sve2")
+# ... and the level and the products' kernels that follow (runtime/isa.h; SVE adds no level)
+declare -A level=([cortex-a72]=neon [neoverse-n1]=dotprod [a64fx]=neon [max]=bf16)
+declare -A int8=([cortex-a72]=portable [neoverse-n1]=NEON-SDOT [a64fx]=portable [max]=NEON-I8MM)
+declare -A bf16=([cortex-a72]="widened to fp32, neon" [neoverse-n1]="widened to fp32, neon"
+                 [a64fx]="widened to fp32, neon" [max]=NEON-BF16)
 for cpu in cortex-a72 neoverse-n1 a64fx max; do
   info=$(QEMU_CPU=$cpu qemu-aarch64 "$roberta" info)
   line=$(grep '^instruction set' <<< "$info")
+  products=$(grep '^matrix products' <<< "$info")
   # max's SVE length is the emulator's default; the test asks only that one is named
-  if grep -q "64-bit ARM with ${want[$cpu]}[ ;(]" <<< "$line"; then echo "ok    info on $cpu: $line"
-  else fail "info on $cpu: want '${want[$cpu]}', got: $line"; fi
+  if grep -q "^instruction set *${level[$cpu]} (64-bit ARM with ${want[$cpu]}[ ;()]" <<< "$line"; then
+    echo "ok    info on $cpu: $line"
+  else fail "info on $cpu: want level ${level[$cpu]} with '${want[$cpu]}', got: $line"; fi
+  if grep -qF "fp32: own (neon, 6 x 16 blocks); bf16: own (${bf16[$cpu]}); int8: own (${int8[$cpu]})" <<< "$products"
+  then echo "ok    kernels on $cpu: $products"
+  else fail "kernels on $cpu: want int8 ${int8[$cpu]}, bf16 ${bf16[$cpu]}, got: $products"; fi
 done
 grep '^cpu ' <<< "$(QEMU_CPU=neoverse-n1 qemu-aarch64 "$roberta" info)" | grep -q "Neoverse N1 (Arm part 0xd0c)" \
   || fail "neoverse-n1 not named: $(QEMU_CPU=neoverse-n1 qemu-aarch64 "$roberta" info | grep '^cpu ')"
 
-# (two long ones left out, as their code is the portable code x86-64's ROBERTA_ISA=portable run tests:
-# keys in several chunks, and bf16 on 64 shapes; they take 56 s and 81 s emulated)
+# (but for bf16 on 64 large shapes, minutes emulated: the block edges of the bf16 kernels have a
+# test of their own, PackedGemmBf16.BlockEdges*)
 kernels='PackedGemm*:Attention.*:LayerNorm.*:HuggingFaceNames/ActivationTest.*:FixtureParity.*:Isa.*:CpuChoices.*'
-kernels+='-Attention.LongSequencesInChunksOfKeysMatchFloat64:PackedGemmBf16.MatchesFloat64ReferenceOfBf16RoundedInputs'
-quick='PackedGemm.*:LayerNorm.*:Attention.MatchesFloat64Reference:Attention.PaddingDoesNotEnterTheRowMaximum'
+kernels+=':KernelPlan.*:Settings.*-PackedGemmBf16.MatchesFloat64ReferenceOfBf16RoundedInputs'
+quick='PackedGemm.*:LayerNorm.*:Attention.MatchesFloat64Reference:Attention.PaddingDoesNotEnterTheRowMaximum:Isa.*'
+int8='PackedGemmInt8.MatchesFloat64ReferenceOfQuantizedInputs:PackedGemmInt8.ExtremeBytesDoNotSaturate:Isa.*'
 QEMU_CPU=max qemu-aarch64 "$build/tests/engine_tests" --gtest_brief=1 --gtest_filter="$kernels" || fail "kernels on max"
+QEMU_CPU=neoverse-n1 qemu-aarch64 "$build/tests/engine_tests" --gtest_brief=1 --gtest_filter="$int8" \
+  || fail "int8 kernels on neoverse-n1"
 QEMU_CPU=cortex-a72 qemu-aarch64 "$build/tests/engine_tests" --gtest_brief=1 --gtest_filter="$quick" \
   || fail "kernels on cortex-a72"
+# (the products and attention: LayerNorm's code is the same at every level on ARM)
+portable="PackedGemm.MatchesFloat64Reference:Attention.MatchesFloat64Reference:$int8:PackedGemmBf16.BlockEdges*"
+QEMU_CPU=max ROBERTA_ISA=portable qemu-aarch64 "$build/tests/engine_tests" --gtest_brief=1 --gtest_filter="$portable" \
+  || fail "portable kernels on max"
 # (but for the whole-corpus id streams and the every-code-point table checks: minutes emulated, and
 # the same table lookups on either architecture)
 QEMU_CPU=max qemu-aarch64 "$build/tests/tokenizer_tests" --gtest_brief=1 --gtest_filter='-Corpus.*:*OfEveryCodePoint' \

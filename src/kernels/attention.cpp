@@ -26,6 +26,8 @@ std::string attention_path() {
   if (plan.bf16_attention)
     return std::string(plan.isa >= Isa::kAmx ? "bf16 (AMX tiles" : "bf16 (AVX512-BF16") +
            (forced ? ", ROBERTA_ATTENTION)" : ", this CPU model's choice)");
+  if (runtime::is_arm_level(plan.isa)) return "fp32 (NEON register blocks for heads of 64)";
+  if (runtime::is_arm_level(plan.detected)) return "fp32 (OpenBLAS: ROBERTA_ISA=portable)";
   if (plan.isa < Isa::kAvx512Bf16) return "fp32 (no AVX512-BF16 here, or ROBERTA_ISA below avx512bf16)";
   return forced ? "fp32 (ROBERTA_ATTENTION)"
                 : "fp32 (this CPU model's choice: its bf16 dot product is no faster than its fp32 FMAs)";
@@ -35,12 +37,13 @@ void self_attention(float* ctx, const float* qkv, const size_t* offsets, size_t 
                     size_t head_size, const RelativePositions& relative, AttentionPrecision precision) {
   const size_t H = heads * head_size, ld = 3 * H;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_size));
-  // (the x86-64 kernels; elsewhere only the general one)
+  // (the x86-64 kernels, the NEON one on 64-bit ARM; the general one for the other cases)
   [[maybe_unused]] const bool avx2 = !relative.distance && head_size == 64 && usable_isa() >= Isa::kAvx2;
   [[maybe_unused]] const bool fast = avx2 && usable_isa() >= Isa::kAvx512;
   [[maybe_unused]] const bool bf16 =
       fast && precision == AttentionPrecision::kBf16 && usable_isa() >= Isa::kAvx512Bf16;
   [[maybe_unused]] const bool tiles = bf16 && usable_isa() >= Isa::kAmx;
+  [[maybe_unused]] const bool neon = !relative.distance && head_size == 64 && runtime::is_arm_level(usable_isa());
   ThreadPool::global()->parallel_for(num_sequences * heads, [&](size_t task) {
     const size_t s = task / heads, h = task % heads;
     const size_t begin = offsets[s], L = offsets[s + 1] - begin;
@@ -52,6 +55,9 @@ void self_attention(float* ctx, const float* qkv, const size_t* offsets, size_t 
     if (bf16) return attention_head_bf16(out, H, q, q + H, q + 2 * H, ld, L, scale);
     if (fast) return attention_head_avx512(out, H, q, q + H, q + 2 * H, ld, L, scale);
     if (avx2) return attention_head_avx2(out, H, q, q + H, q + 2 * H, ld, L, scale);
+#endif
+#if defined(__aarch64__)
+    if (neon) return attention_head_neon(out, H, q, q + H, q + 2 * H, ld, L, scale);
 #endif
     attention_impl::attention_head_general(out, H, q, q + H, q + 2 * H, ld, L, head_size, scale, relative);
   });

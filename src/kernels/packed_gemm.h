@@ -123,22 +123,23 @@ void packed_linear_to_bf16_amx_with(AmxBf16Fn block, uint32_t* out, size_t ldp, 
                                     const ColumnGroups& groups = {});
 
 // Whether the bf16 product runs on AVX512-BF16 or AMX here (the CPU has it and ROBERTA_ISA allows
-// it); else the fp32 kernels run it on the bf16 values widened to fp32 (at about fp32's speed with
-// AVX-512 or AVX2; slowly on the portable loop).
+// it); else on ARM's BF16 (bfmmla, bf16_kernel_name() "NEON-BF16") or the fp32 kernels run it on the
+// bf16 values widened to fp32 (at about fp32's speed with AVX-512, AVX2 or NEON; slowly on the
+// portable loop).
 bool has_bf16_instructions();
-// What runs our bf16 product here: "AMX-BF16", "AVX512-BF16", or "widened to fp32, " and the fp32
-// kernel's instruction set ("avx512", "avx2", "portable").
+// What runs our bf16 product here: "AMX-BF16", "AVX512-BF16", "NEON-BF16" (64-bit ARM with BF16),
+// or "widened to fp32, " and the fp32 kernel's instruction set ("avx512", "avx2", "neon", "portable").
 const char* bf16_kernel_name();
 // Whether our bf16 product runs on the fp32 kernels here (no bf16 instructions): it then takes x in
 // fp32 best, rounding and widening it in one pass (from Bf16Rows it widens the pairs).
 bool bf16_product_widens();
 
-// The instruction set the kernel runs with here: "avx512", "avx2" or "portable".
+// The instruction set the kernel runs with here: "avx512", "avx2", "neon" (64-bit ARM) or "portable".
 const char* packed_gemm_isa();
 // The rows of its register blocks in products of more than 32 rows: 12 or 8 with AVX-512 by CPU
-// model (runtime/cpu.h), 6 with AVX2, 8 portable (the same for bf16 where it widens). ROBERTA_FP32_ROWS=8|12
-// overrides it for AVX-512 (runtime/settings.h), e.g. to test or time the other choice on one
-// machine.
+// model (runtime/cpu.h), 6 with AVX2 and NEON, 8 portable (the same for bf16 where it widens).
+// ROBERTA_FP32_ROWS=8|12 overrides it for AVX-512 (runtime/settings.h), e.g. to test or time the
+// other choice on one machine.
 size_t packed_gemm_block_rows();
 // How the fp32 and bf16 register blocks prefetch their panels from memory (AVX-512 and AVX2): "next"
 // (each chunk's blocks together ask for the panel's next k slice while they compute, spread evenly

@@ -116,7 +116,8 @@ bool avx_vnni_kernel_built();
 // What runs our int8 product here: "AMX-INT8" (ROBERTA_ISA amx, the default where the CPU and
 // Linux allow), "AVX512-VNNI", "AVX512BW" (AVX-512 without VNNI: vpmaddubsw), "AVX-VNNI" (on a CPU
 // with AVX-VNNI: where ROBERTA_ISA is avxvnni, the CPU has no AVX-512, or the build lacks the
-// GCC-only AVX-512 kernels), "AVX2" (vpmaddubsw) or "portable".
+// GCC-only AVX-512 kernels), "AVX2" (vpmaddubsw), "NEON-I8MM" (64-bit ARM with I8MM: smmla),
+// "NEON-SDOT" (with the dot product: sdot) or "portable".
 const char* int8_kernel_name();
 // Whether that kernel asks for its weights' next k slice while it computes (panel_prefetch.h): the
 // kernels below AMX where packed_gemm_prefetch() is "next"; with "ahead" they leave it to the

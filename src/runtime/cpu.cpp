@@ -38,6 +38,10 @@ std::span<const CpuChoices> cpu_choices_table() { return kTable; }
 const char* isa_name(Isa isa) {
   switch (isa) {
     case Isa::kPortable: return "portable";
+    case Isa::kNeon: return "neon";
+    case Isa::kDotProd: return "dotprod";
+    case Isa::kI8mm: return "i8mm";
+    case Isa::kArmBf16: return "bf16";
     case Isa::kAvx2: return "avx2";
     case Isa::kAvxVnni: return "avxvnni";
     case Isa::kAvx512: return "avx512";
@@ -155,6 +159,7 @@ void read_arm(CpuFeatures& c) {
   const unsigned long hwcap = getauxval(AT_HWCAP);
   c.arm = arm_features_from_hwcaps(hwcap, getauxval(AT_HWCAP2));
   if (c.arm.sve) c.arm.sve_bits = 8 * static_cast<unsigned>(prctl(PR_SVE_GET_VL) & PR_SVE_VL_LEN_MASK);
+  c.isa = arm_level(c.arm);
   if (hwcap & (1ul << 11)) {  // HWCAP_CPUID: Linux lets user space read the ID registers
     uint64_t midr = 0;
     asm("mrs %0, MIDR_EL1" : "=r"(midr));
@@ -182,6 +187,13 @@ ArmFeatures arm_features_from_hwcaps(unsigned long hwcap, unsigned long hwcap2) 
   a.i8mm = bit(hwcap2, 13);    // HWCAP2_I8MM
   a.bf16 = bit(hwcap2, 14);    // HWCAP2_BF16
   return a;
+}
+
+Isa arm_level(const ArmFeatures& a) {
+  if (!a.asimd) return Isa::kPortable;
+  if (!a.dotprod) return Isa::kNeon;
+  if (!a.i8mm) return Isa::kDotProd;
+  return a.bf16 ? Isa::kArmBf16 : Isa::kI8mm;
 }
 
 std::string arm_features_text(const ArmFeatures& arm) {

@@ -48,6 +48,9 @@ const CpuFeatures& detect();
 
 // The ARM extensions named by Linux's AT_HWCAP / AT_HWCAP2 bits (arch/arm64/include/uapi/asm/hwcap.h).
 ArmFeatures arm_features_from_hwcaps(unsigned long hwcap, unsigned long hwcap2);
+// The kernels' level for those extensions (runtime/isa.h): neon, dotprod, i8mm (with the dot
+// product), bf16 (with both); portable without ASIMD. SVE adds no level: no kernel uses it.
+Isa arm_level(const ArmFeatures& arm);
 // "asimd dotprod i8mm bf16 sve sve2 (SVE 256 bits)", "asimd", or "" (not ARM).
 std::string arm_features_text(const ArmFeatures& arm);
 

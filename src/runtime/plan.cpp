@@ -1,10 +1,28 @@
 #include "runtime/plan.h"
 
 #include <algorithm>
+#include <string>
+
+#include "roberta/error.h"
 
 namespace roberta::runtime {
 
+namespace {
+// A ROBERTA_ISA level of the other architecture than the CPU's is an error, not a silent cap (an
+// ARM level would cap an x86-64 CPU to the portable kernels, an x86-64 level would not cap an ARM
+// one at all).
+void check_architecture(const CpuFeatures& cpu, Isa wanted) {
+  const bool arm_cpu = cpu.arm.asimd;
+  if (wanted == Isa::kPortable || is_arm_level(wanted) == arm_cpu) return;
+  throw Error(std::string("ROBERTA_ISA=\"") + isa_name(wanted) + "\" is a level of " +
+              (arm_cpu ? "x86-64" : "64-bit ARM") + ", and this CPU is " + (arm_cpu ? "64-bit ARM" : "x86-64") +
+              ": use one of " + (arm_cpu ? "bf16, i8mm, dotprod, neon, portable" :
+                                           "amx, avx512bf16, avx512vnni, avx512, avxvnni, avx2, portable"));
+}
+}  // namespace
+
 KernelPlan resolve(const CpuFeatures& cpu, const Settings& settings) {
+  if (settings.isa) check_architecture(cpu, *settings.isa);
   KernelPlan p{};
   p.row = choices_for(cpu);
   const CpuChoices& row = *p.row.choices;

@@ -10,7 +10,10 @@ namespace roberta::runtime {
 namespace {
 
 constexpr SettingDoc kDocs[] = {
-    {"ROBERTA_ISA", "amx, avx512bf16, avx512vnni, avx512, avxvnni, avx2, portable", "the best this CPU has",
+    {"ROBERTA_ISA",
+     "amx, avx512bf16, avx512vnni, avx512, avxvnni, avx2, portable (x86-64); bf16, i8mm, dotprod, neon, portable "
+     "(64-bit ARM)",
+     "the best this CPU has",
      "caps the instruction set of every kernel, to run a lower path on a higher CPU"},
     {"ROBERTA_GEMM", "own, onednn", "each precision on the back end chosen for this CPU model",
      "runs every matrix product on our packed kernels or on oneDNN (where oneDNN can do the precision)"},
@@ -57,7 +60,7 @@ std::span<const SettingDoc> setting_docs() { return kDocs; }
 
 Isa parse_isa(std::string_view value) {
   for (Isa isa : {Isa::kAmx, Isa::kAvx512Bf16, Isa::kAvx512Vnni, Isa::kAvx512, Isa::kAvxVnni, Isa::kAvx2,
-                  Isa::kPortable})
+                  Isa::kArmBf16, Isa::kI8mm, Isa::kDotProd, Isa::kNeon, Isa::kPortable})
     if (value == isa_name(isa)) return isa;
   reject("ROBERTA_ISA", value);
 }

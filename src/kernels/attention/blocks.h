@@ -18,27 +18,12 @@ constexpr size_t kHead = 64;  // the head size the register-block kernels take (
 void attention_head_general(float* out, size_t ldo, const float* q, const float* k, const float* v, size_t ld,
                             size_t L, size_t head_size, float scale, const RelativePositions& relative);
 
-}  // namespace roberta::kernels::attention_impl
-
-#if defined(__x86_64__)
-#include "kernels/avx2_math.h"
-#include "kernels/avx512_math.h"
-#include "kernels/intrinsics.h"
-#include "kernels/vector_math.h"
-
-#define ROBERTA_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
-
-namespace roberta::kernels::attention_impl {
-
-// Fast path for one (sequence, head) with head size 64 (every RoBERTa size): AVX-512 (or AVX2:
-// Avx2Kernels) register blocks instead of three OpenBLAS calls, which repack their operands on
-// every call (docs/performance.md#figures-behind-the-code). Query rows go in blocks of
-// kQueryBlock: their scores (kQueryBlock, L), or of a chunk of kKeyChunk keys at a time, are
-// computed, softmaxed and multiplied by V while they are in cache, so the full (L, L) score matrix
-// never exists.
-constexpr size_t kKeyPanel = 64;    // keys per panel of the packed Kᵀ (4 zmm: one broadcast feeds 4 products)
+// The register-block kernels (AVX-512, AVX2, NEON) take query rows in blocks of kQueryBlock:
+// their scores (kQueryBlock, L), or of a chunk of kKeyChunk keys at a time, are computed,
+// softmaxed and multiplied by V while they are in cache, so the full (L, L) score matrix never
+// exists.
 constexpr size_t kQueryBlock = 48;  // query rows whose scores are live at once (a multiple of 6)
-// Keys whose scores are live at once (a multiple of kKeyPanel). A longer sequence's keys go in
+// Keys whose scores are live at once (a multiple of every kernel's key panel). A longer sequence's keys go in
 // chunks of this many with FlashAttention's running softmax: each chunk's exponentials are taken
 // from the maximum of the row's scores so far, and the context of the chunks before is scaled by
 // exp(old maximum - new) when the maximum grows. The scores of a block of query rows then stay in
@@ -72,6 +57,30 @@ struct RunningSoftmax {
 // context kernels scale their output row by 1 / the row's sum (FlashAttention's order; with one
 // chunk of keys the same quantities as softmax_row's, divided at the end instead of before the
 // product with V; with several, max and sum are the running ones and 1 / sum comes at the last).
+
+#if defined(__aarch64__)
+// One (sequence, head) of size 64 in NEON register blocks (fp32_neon.cpp), as attention_head_avx2.
+void attention_head_neon(float* ctx, size_t ldc, const float* q, const float* k, const float* v, size_t ld, size_t L,
+                         float scale);
+#endif
+
+}  // namespace roberta::kernels::attention_impl
+
+#if defined(__x86_64__)
+#include "kernels/avx2_math.h"
+#include "kernels/avx512_math.h"
+#include "kernels/intrinsics.h"
+#include "kernels/vector_math.h"
+
+#define ROBERTA_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+namespace roberta::kernels::attention_impl {
+
+// Fast path for one (sequence, head) with head size 64 (every RoBERTa size): AVX-512 (or AVX2:
+// Avx2Kernels) register blocks instead of three OpenBLAS calls, which repack their operands on
+// every call (docs/performance.md#figures-behind-the-code), in the query blocks and key chunks
+// above.
+constexpr size_t kKeyPanel = 64;  // keys per panel of the packed Kᵀ (4 zmm: one broadcast feeds 4 products)
 
 // Mask of the lanes [c, c + 16) below n.
 inline __mmask16 lanes_below(size_t n, size_t c) {

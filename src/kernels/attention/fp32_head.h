@@ -1,7 +1,7 @@
 #pragma once
-// The fp32 attention of one (sequence, head), written once for the AVX-512 and AVX2 register
-// blocks (fp32_avx512.cpp, fp32_avx2.cpp instantiate it with their kernels). Internal.
-#if defined(__x86_64__)
+// The fp32 attention of one (sequence, head), written once for the AVX-512, AVX2 and NEON register
+// blocks (fp32_avx512.cpp, fp32_avx2.cpp, fp32_neon.cpp instantiate it with their kernels). Internal.
+#if defined(__x86_64__) || defined(__aarch64__)
 #include <cstring>
 #include <vector>
 
@@ -16,7 +16,7 @@ using Fp32ContextFn = void (*)(float*, size_t, const float*, size_t, const float
                                const float*);
 
 // ctx (L, 64) with row stride ldc = softmax(scale · Q Kᵀ) V for one (sequence, head); q, k, v
-// have row stride ld. Kernels: Avx512Kernels or Avx2Kernels.
+// have row stride ld. Kernels: Avx512Kernels, Avx2Kernels or NeonKernels.
 template <class Kernels>
 void attention_head_fp32(float* ctx, size_t ldc, const float* q, const float* k, const float* v, size_t ld, size_t L,
                          float scale) {

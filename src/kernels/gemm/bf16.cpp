@@ -1,5 +1,5 @@
-// The bf16 packed GEMM (kernels/packed_gemm.h): which kernel runs it here (AMX, AVX512-BF16, or
-// the fp32 kernels on widened values), the entry points, and the products that write bf16.
+// The bf16 packed GEMM (kernels/packed_gemm.h): which kernel runs it here (AMX, AVX512-BF16, ARM's
+// BF16, or the fp32 kernels on widened values), the entry points, and the products that write bf16.
 #include "kernels/packed_gemm.h"
 
 #include <algorithm>
@@ -24,7 +24,7 @@ namespace {
 
 // fn or amx, or neither: the product on widened values by the fp32 kernels (kernel<uint16_t>()).
 struct Bf16Kernel {
-  BlockFn<uint32_t, uint16_t> fn;  // vdpbf16ps (null elsewhere)
+  BlockFn<uint32_t, uint16_t> fn;  // vdpbf16ps or bfmmla (null elsewhere)
   AmxBf16Fn amx;                    // our AMX product (null elsewhere): it applies GELU in its epilogue
   void (*convert)(const float* x, size_t ldx, size_t rows, size_t k, uint32_t* out, size_t ldp);
   // for_each_block's row blocks: the register block (AVX512-BF16), an A tile (AMX); 0 where the
@@ -41,6 +41,10 @@ Bf16Kernel pick_bf16_kernel() {
   if (usable_isa() >= Isa::kAvx512Bf16)
     return {bf16_blocks_avx512_fn(panel_prefetch()), nullptr, to_bf16_pairs_avx512, kMaxRows, "AVX512-BF16",
             bf16_blocks_avx512_fn(Prefetch::kAhead)};
+#endif
+#if defined(__aarch64__)
+  if (usable_isa() >= Isa::kArmBf16)
+    return {bf16_blocks_neon(), nullptr, to_bf16_pairs_by_rows, bf16_neon_block_rows(), "NEON-BF16"};
 #endif
   static const std::string name = std::string("widened to fp32, ") + kernel<uint16_t>().isa;
   return {nullptr, nullptr, to_bf16_pairs_by_rows, 0, name.c_str()};

@@ -71,6 +71,9 @@ Kernel<W> pick_kernel() {
   if (isa >= Isa::kAvx512) return avx512_kernel<W>(runtime::plan().fp32_block_rows == 8, panel_prefetch());
   if (isa >= Isa::kAvx2) return avx2_kernel<W>(panel_prefetch());
 #endif
+#if defined(__aarch64__)
+  if (isa >= Isa::kNeon) return neon_kernel<W>();
+#endif
   (void)isa;
   const auto fn = over_blocks<float, W, block_portable<W>, 8>;
   return {fn, 8, "portable", fn, 8, 0};

@@ -1,7 +1,8 @@
 #pragma once
 // Internals shared by the fp32 and bf16 packed GEMMs (kernels/packed_gemm.h): the register-block
 // contract (BlockFn), the portable block, the Kernel a CPU gets, and the driver over the panels.
-// The instruction-set blocks are in fp32_avx2.cpp and fp32_avx512.cpp; the choice in fp32.cpp.
+// The instruction-set blocks are in fp32_avx2.cpp, fp32_avx512.cpp and fp32_neon.cpp; the choice in
+// fp32.cpp.
 #include <algorithm>
 #include <bit>
 #include <cstddef>
@@ -108,6 +109,14 @@ template <typename W>
 Kernel<W> avx2_kernel(Prefetch prefetch);
 template <typename W>
 Kernel<W> avx512_kernel(bool rows8, Prefetch prefetch);
+#endif
+#if defined(__aarch64__)
+// The NEON blocks (6 x 32 as two passes of 16 columns; fp32_neon.cpp).
+template <typename W>
+Kernel<W> neon_kernel();
+// The bf16 product's bfmmla blocks (bf16_neon.cpp), where the CPU has BF16; their rows.
+BlockFn<uint32_t, uint16_t> bf16_blocks_neon();
+size_t bf16_neon_block_rows();
 #endif
 
 // The kernel of this process's plan, chosen once (fp32.cpp). W = uint16_t: the bf16 product on

@@ -48,6 +48,10 @@ Int8Kernel pick_int8_kernel() {
 #if defined(ROBERTA_HAVE_AVX2_INT8_KERNEL)
   if (usable_isa() >= Isa::kAvx2) return avx2_int8_kernel(next());
 #endif
+#if defined(__aarch64__)
+  if (usable_isa() >= Isa::kI8mm) return smmla_int8_kernel();
+  if (usable_isa() >= Isa::kDotProd) return sdot_int8_kernel();
+#endif
   return {int8_block_portable, nullptr, quantize_rows_portable, kMaxRows, "portable"};
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // Internals shared by the int8 packed GEMM's files (kernels/packed_gemm_int8.h): the row scales of
 // the quantizers, the register-block contract (Int8BlockFn), the Int8Kernel a CPU gets, and each
-// instruction set's kernel (int8_portable.cpp, int8_avx2.cpp, int8_avx_vnni.cpp, int8_avx512.cpp).
+// instruction set's kernel (int8_portable.cpp, int8_avx2.cpp, int8_avx_vnni.cpp, int8_avx512.cpp,
+// int8_neon.cpp).
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -113,6 +114,11 @@ void quantize_rows_avx2(const float* x, size_t rows, size_t k, uint32_t* quads, 
 #endif
 #if defined(ROBERTA_HAVE_AVX_VNNI_KERNEL)
 Int8Kernel avx_vnni_int8_kernel(bool next);
+#endif
+#if defined(__aarch64__)
+// 64-bit ARM (int8_neon.cpp): with the dot product (sdot), with I8MM (smmla).
+Int8Kernel sdot_int8_kernel();
+Int8Kernel smmla_int8_kernel();
 #endif
 #if defined(ROBERTA_HAVE_VNNI_KERNEL)
 Int8Kernel amx_int8_kernel();
