@@ -126,15 +126,15 @@ TEST(PackedGemmBf16, MatchesFloat64ReferenceOfBf16RoundedInputs) {
 
 // The edges of every kernel's blocks on small shapes, quick enough for an emulator (the test above
 // runs the large ones): each row count to 13 (blocks of 4, 6, 8 and 12 rows and their remainders),
-// ragged panels, odd k and odd pair counts, and two k passes (515 pairs: slices of 258 and 257, the
+// ragged panels, odd k and odd pair counts, and two k passes (513 pairs: slices of 257 and 256, the
 // second starting at an odd pair); a bias on odd M; the product added onto y's earlier slice.
 TEST(PackedGemmBf16, BlockEdgesMatchFloat64ReferenceOfBf16RoundedInputs) {
   std::mt19937 rng(11);
   std::printf("  kernel: %s\n", roberta::kernels::bf16_kernel_name());
   for (size_t M = 1; M <= 13; ++M)
     for (size_t N : {3, 32, 45, 70})
-      for (size_t K : {1, 2, 3, 5, 8, 301, 1030}) {
-        if (K == 1030 && M % 4 != 1) continue;
+      for (size_t K : {1, 2, 3, 5, 8, 301, 1026}) {
+        if (K == 1026 && M % 4 != 1) continue;
         Bf16Case c(M, N, K, rng);
         c.use_bias = M % 2 == 1;
         std::vector<float> y = c.fresh_y();

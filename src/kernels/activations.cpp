@@ -9,6 +9,7 @@
 #include "intrinsics.h"
 
 #include "avx512_math.h"
+#include "neon_math.h"
 
 #include "isa.h"
 #include "util/thread_pool.h"
@@ -70,12 +71,39 @@ bool gelu_uses_avx512() {
 }
 #endif
 
+#if defined(__aarch64__)
+// row[c] = gelu(row[c] + bias[c]); bias may be null. The last cols % 4 through a padded vector.
+void gelu_row_neon(float* row, const float* bias, size_t cols) {
+  size_t c = 0;
+  for (; c + 4 <= cols; c += 4) {
+    float32x4_t v = vld1q_f32(row + c);
+    if (bias) v = vaddq_f32(v, vld1q_f32(bias + c));
+    vst1q_f32(row + c, gelu_neon(v));
+  }
+  if (c == cols) return;
+  float tail[4] = {};
+  for (size_t i = c; i < cols; ++i) tail[i - c] = bias ? row[i] + bias[i] : row[i];
+  vst1q_f32(tail, gelu_neon(vld1q_f32(tail)));
+  for (size_t i = c; i < cols; ++i) row[i] = tail[i - c];
+}
+
+bool gelu_uses_neon() {
+  static const bool yes = runtime::is_arm_level(usable_isa());
+  return yes;
+}
+#endif
+
 // One row through the fastest code this CPU allows.
 template <Activation A>
 inline void row_activation(float* row, const float* bias, size_t cols) {
 #if defined(__x86_64__)
   if constexpr (A == Activation::kGelu) {
     if (gelu_uses_avx512()) return gelu_row_avx512(row, bias, cols);
+  }
+#endif
+#if defined(__aarch64__)
+  if constexpr (A == Activation::kGelu) {
+    if (gelu_uses_neon()) return gelu_row_neon(row, bias, cols);
   }
 #endif
   apply_row<A>(row, bias, cols);

@@ -4,7 +4,8 @@
 //   panel p holds W[p*32 + j][k] at [p][k][j], zero-padded past N.
 // The inner kernel keeps a block of y in registers (AVX-512: 12 x 32 or 8 x 32 for fp32 by CPU
 // model, 8 x 32 for products of at most 32 rows; 12 x 32 for bf16 with AVX512-BF16, and without it the
-// fp32 kernel's blocks on the bf16 values widened; AVX2 and portable fallbacks picked at run time)
+// fp32 kernel's blocks on the bf16 values widened; AVX2 and portable fallbacks picked at run time;
+// on 64-bit ARM NEON blocks of 6 x 32 and bfmmla's of 4 x 32, docs/arm64.md)
 // and reads the panel straight through, prefetching ahead, so neither operand is copied per call.
 // The bias is added after the products (as PyTorch's addmm rounds) and the activation once a tile
 // is complete, while it is in cache (GELU by the AVX-512 fp32 kernel's store itself, on values

@@ -10,7 +10,8 @@
 // padded with zeros to a multiple of 4. Panels are 64 columns wide (4 zmm), so that one broadcast
 // of an input quad feeds 4 products. AMX-INT8 tiles, AVX512-VNNI, AVX-VNNI (the same vpdpbusd on
 // 8-int registers), or (without VNNI) AVX-512BW or AVX2, whose vpmaddubsw takes x's signed q back
-// from the unsigned byte (sums of q · w: no offset to remove), else portable code.
+// from the unsigned byte (sums of q · w: no offset to remove), else portable code. On 64-bit ARM
+// smmla or sdot on the same layout, also on the signed q (gemm/int8_neon.cpp).
 #include <cstddef>
 #include <cstdint>
 #include <memory>

@@ -2,9 +2,10 @@
 // The instruction-set levels the kernels are written for, lowest first within each architecture.
 // Each level includes the ones before it of its architecture, except avxvnni: CPUs with AVX-512
 // rank above it whether or not they have AVX-VNNI (some do not), so code for AVX-VNNI asks
-// KernelPlan::avx_vnni, not the level. The 64-bit ARM levels sit below x86-64's so that the x86
-// kernels' `isa >= Isa::kAvx2` tests are false on ARM; code for either architecture compares
-// levels only within its own `#if`. Which CPUs have which level: docs/environment.md, docs/arm64.md.
+// KernelPlan::avx_vnni, not the level. The 64-bit ARM levels sit below x86-64's so that tests
+// like `isa >= Isa::kAvx2` (some outside any `#if`) are false on ARM; ARM levels are compared
+// only within `#if defined(__aarch64__)` or through is_arm_level. Which CPUs have which level:
+// docs/environment.md, docs/arm64.md.
 //
 //   x86-64:
 //   amx         AVX512-BF16 plus AMX-TILE, AMX-INT8 and AMX-BF16, granted by Linux to the process

@@ -12,6 +12,8 @@ namespace {
 // ARM level would cap an x86-64 CPU to the portable kernels, an x86-64 level would not cap an ARM
 // one at all).
 void check_architecture(const CpuFeatures& cpu, Isa wanted) {
+  // (An ARM CPU is known by its extensions, from Linux, the one ARM system the build supports; the
+  // tests describe CPUs of either architecture to this function on both.)
   const bool arm_cpu = cpu.arm.asimd;
   if (wanted == Isa::kPortable || is_arm_level(wanted) == arm_cpu) return;
   throw Error(std::string("ROBERTA_ISA=\"") + isa_name(wanted) + "\" is a level of " +

@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "kernels/vector_math.h"
+#include "kernels/neon_math.h"
 
 namespace roberta::kernels::attention_impl {
 
@@ -17,11 +17,28 @@ namespace {
 // AVX2 kernels' shapes in 4-float vectors.
 constexpr size_t kKeyPanelNeon = 16;
 
-// row[c] = exp(row[c] - max) for c < n; returns their sum (in double, as softmax_row sums).
+// row[c] = exp(row[c] - max) for c < n; returns their sum (four lanes, then in double, as
+// softmax_exp_avx2 sums). The last n % 4 through a vector padded with -inf (whose exp is 0).
 double softmax_exp_neon(float* row, size_t n, float max) {
-  for (size_t c = 0; c < n; ++c) row[c] = vmath::exp(row[c] - max);
+  float32x4_t acc = vdupq_n_f32(0.0f);
+  size_t c = 0;
+  for (; c + 4 <= n; c += 4) {
+    const float32x4_t e = exp_neon(vsubq_f32(vld1q_f32(row + c), vdupq_n_f32(max)));
+    vst1q_f32(row + c, e);
+    acc = vaddq_f32(acc, e);
+  }
+  if (c < n) {
+    float tail[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    for (size_t i = c; i < n; ++i) tail[i - c] = row[i];
+    const float32x4_t e = exp_neon(vsubq_f32(vld1q_f32(tail), vdupq_n_f32(max)));
+    vst1q_f32(tail, e);
+    for (size_t i = c; i < n; ++i) row[i] = tail[i - c];
+    acc = vaddq_f32(acc, e);
+  }
+  float lanes[4];
+  vst1q_f32(lanes, acc);
   double sum = 0;
-  for (size_t c = 0; c < n; ++c) sum += row[c];
+  for (float v : lanes) sum += v;
   return sum;
 }
 

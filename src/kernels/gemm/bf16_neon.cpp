@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "kernels/gemm/fp32_blocks.h"
+#include "kernels/gemm/neon_mmla.h"
 
 #define ROBERTA_BF16 __attribute__((target("arch=armv8.2-a+bf16")))
 
@@ -27,6 +28,7 @@ ROBERTA_BF16 void block_bfmmla(const uint32_t* x, size_t ldx, const uint16_t* pa
                                const float* bias, bool first, float* y, size_t ldy, size_t cols) {
   constexpr size_t kPairs = (MR + 1) / 2, kCols = PackedWeightBf16::kPanel;
   const auto row = [&](size_t r) { return x + std::min(r, MR - 1) * ldx; };
+  const auto* units = reinterpret_cast<const uint32_t*>(panel);  // (pairs, 32)
   for (size_t h = 0; h < kCols && h < cols; h += 16) {
     float32x4_t c[kPairs][8];
 #pragma GCC unroll 16
@@ -37,21 +39,14 @@ ROBERTA_BF16 void block_bfmmla(const uint32_t* x, size_t ldx, const uint16_t* pa
       const bool two = q + 1 < q1;
       bfloat16x8_t a[kPairs];
 #pragma GCC unroll 16
-      for (size_t p = 0; p < kPairs; ++p) {
-        const uint32_t* r0 = row(2 * p) + q;
-        const uint32_t* r1 = row(2 * p + 1) + q;
-        const uint32x4_t v = two ? vcombine_u32(vld1_u32(r0), vld1_u32(r1))
-                                 : vcombine_u32(vcreate_u32(*r0), vcreate_u32(*r1));
-        a[p] = vreinterpretq_bf16_u32(v);
-      }
+      for (size_t p = 0; p < kPairs; ++p)
+        a[p] = vreinterpretq_bf16_u32(mmla::two_rows(row(2 * p) + q, row(2 * p + 1) + q, two));
 #pragma GCC unroll 16
       for (size_t v = 0; v < 4; ++v) {
-        const uint32x4_t lo = vld1q_u32(reinterpret_cast<const uint32_t*>(panel + (q * kCols + h + 4 * v) * 2));
-        const uint32x4_t hi =
-            two ? vld1q_u32(reinterpret_cast<const uint32_t*>(panel + ((q + 1) * kCols + h + 4 * v) * 2))
-                : vdupq_n_u32(0);
-        const bfloat16x8_t b0 = vreinterpretq_bf16_u32(vzip1q_u32(lo, hi));
-        const bfloat16x8_t b1 = vreinterpretq_bf16_u32(vzip2q_u32(lo, hi));
+        const uint32_t* at = units + q * kCols + h + 4 * v;
+        uint32x4_t cols01, cols23;
+        mmla::column_pairs(at, two ? at + kCols : nullptr, cols01, cols23);
+        const bfloat16x8_t b0 = vreinterpretq_bf16_u32(cols01), b1 = vreinterpretq_bf16_u32(cols23);
 #pragma GCC unroll 16
         for (size_t p = 0; p < kPairs; ++p) {
           c[p][2 * v] = vbfmmlaq_f32(c[p][2 * v], a[p], b0);

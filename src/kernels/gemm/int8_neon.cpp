@@ -4,6 +4,7 @@
 #include <arm_neon.h>
 
 #include "kernels/gemm/int8_blocks.h"
+#include "kernels/gemm/neon_mmla.h"
 
 #define ROBERTA_DOTPROD __attribute__((target("arch=armv8.2-a+dotprod")))
 #define ROBERTA_I8MM __attribute__((target("arch=armv8.2-a+dotprod+i8mm")))
@@ -92,7 +93,8 @@ ROBERTA_DOTPROD void block_sdot(const uint32_t* xq, size_t ldq, const int8_t* pa
 // interleaved from two quad rows of the panel by one zip (vzip1/vzip2 of 32-bit elements: columns
 // j..j+3 of quads q and q+1 give columns j, j+1 and j+2, j+3), so the panel layout is sdot's. x's
 // two rows of 8 bytes are two loads; x's bytes flipped to signed q as for sdot. A last odd quad
-// pairs with zeros; a last odd row pairs with itself (its copy's sums are dropped).
+// meets zero weights (x's half past it is read as zeros, flipped: they add nothing); a last odd row
+// pairs with itself (its copy's sums are dropped).
 // An MR x 64 block as four passes of MR rows x 16 columns: (MR + 1) / 2 x 8 accumulators.
 //   xq: (MR, ldq) quads, panel: (quads, 64, 4) bytes, y: (MR, ldy), columns [0, cols).
 template <size_t MR>
@@ -102,6 +104,7 @@ ROBERTA_I8MM void block_smmla(const uint32_t* xq, size_t ldq, const int8_t* pane
   constexpr size_t kPairs = (MR + 1) / 2;
   const uint8x16_t flip = vdupq_n_u8(0x80);
   const auto row = [&](size_t r) { return xq + std::min(r, MR - 1) * ldq; };
+  const auto* units = reinterpret_cast<const uint32_t*>(panel);  // (quads, 64)
   for (size_t h = 0; h < kCols; h += 16) {
     int32x4_t c[kPairs][8];
 #pragma GCC unroll 16
@@ -113,20 +116,16 @@ ROBERTA_I8MM void block_smmla(const uint32_t* xq, size_t ldq, const int8_t* pane
       int8x16_t a[kPairs], b[8];
 #pragma GCC unroll 16
       for (size_t p = 0; p < kPairs; ++p) {
-        const uint32_t* r0 = row(2 * p) + q;
-        const uint32_t* r1 = row(2 * p + 1) + q;
-        const uint32x4_t v = pair ? vcombine_u32(vld1_u32(r0), vld1_u32(r1))
-                                  : vcombine_u32(vcreate_u32(*r0), vcreate_u32(*r1));
+        const uint32x4_t v = mmla::two_rows(row(2 * p) + q, row(2 * p + 1) + q, pair);
         a[p] = vreinterpretq_s8_u8(veorq_u8(vreinterpretq_u8_u32(v), flip));
       }
 #pragma GCC unroll 16
       for (size_t v = 0; v < 4; ++v) {
-        const uint32x4_t lo = vld1q_u32(reinterpret_cast<const uint32_t*>(panel + (q * kCols + h + 4 * v) * 4));
-        const uint32x4_t hi =
-            pair ? vld1q_u32(reinterpret_cast<const uint32_t*>(panel + ((q + 1) * kCols + h + 4 * v) * 4))
-                 : vdupq_n_u32(0);
-        b[2 * v] = vreinterpretq_s8_u32(vzip1q_u32(lo, hi));
-        b[2 * v + 1] = vreinterpretq_s8_u32(vzip2q_u32(lo, hi));
+        const uint32_t* at = units + q * kCols + h + 4 * v;
+        uint32x4_t cols01, cols23;
+        mmla::column_pairs(at, pair ? at + kCols : nullptr, cols01, cols23);
+        b[2 * v] = vreinterpretq_s8_u32(cols01);
+        b[2 * v + 1] = vreinterpretq_s8_u32(cols23);
       }
 #pragma GCC unroll 16
       for (size_t p = 0; p < kPairs; ++p)
