@@ -278,7 +278,18 @@ Outputs Model::forward(const Batch& batch, const ForwardOptions& options) const 
       rows.resize(T);
       std::iota(rows.begin(), rows.end(), size_t{0});
     }
-    out.logits = lm_head_forward(*m.lm_head, x, rows, c);
+    if (!options.logits_in_chunks) {
+      out.logits = lm_head_forward(*m.lm_head, x, rows, c);
+    } else {
+      // A chunk of rows a few times the GEMM's own row chunk: the decoder's weights are read once
+      // per GEMM row chunk either way, and each row's logits do not depend on the other rows.
+      constexpr size_t kChunk = 256;
+      for (size_t r0 = 0; r0 < rows.size(); r0 += kChunk) {
+        const std::vector<size_t> chunk(rows.begin() + static_cast<ptrdiff_t>(r0),
+                                        rows.begin() + static_cast<ptrdiff_t>(std::min(rows.size(), r0 + kChunk)));
+        options.logits_in_chunks(r0, lm_head_forward(*m.lm_head, x, chunk, c));
+      }
+    }
   }
   if (options.pooler) out.pooler_output = pooler_forward(*m.pooler, x, batch);
   if (options.sequence_logits) out.sequence_logits = sequence_classifier_forward(*m.sequence_classifier, x, batch);

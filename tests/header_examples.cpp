@@ -101,6 +101,13 @@ namespace roberta::examples {
   // embedder.h
   roberta::Embedder embed = roberta::Embedder::load("models/my-sentence-model");
   roberta::Matrix e = embed(std::vector<std::string>{"first text", "second text"});
+  // sparse_encoder.h
+  roberta::SparseEncoder splade = roberta::SparseEncoder::load("models/my-splade-model");
+  std::vector<roberta::SparseVector> v = splade(std::vector<std::string>{"a text", "another"});
+  for (const auto& [token, weight] : splade.decode(v[0], 5)) std::printf("%s %.2f\n", token.c_str(), weight);
+  const double similarity = roberta::sparse_dot(v[0], v[1]);
+  roberta::SparseOptions top{.max_active_dims = 64, .text = {}};
+  (void)similarity, (void)splade(std::vector<std::string>{"a query"}, top);
   // hub.h
   std::string dir = roberta::resolve_model("sentence-transformers/all-distilroberta-v1");
   roberta::Embedder st = roberta::Embedder::load(dir);  // <cache>/models--.../snapshots/<commit>

@@ -87,6 +87,10 @@ case_ "embed: over-long line (truncated)" "$(printf 'w %.0s' {1..600})" "$bin" e
 case_ "embed --no-truncate: over-long line" "$(printf 'w %.0s' {1..600})" "$bin" embed --model "$w/good" --no-truncate
 case_ "embed --pooling pooler, model without pooler" "x" "$bin" embed --model "$w/nopooler" --pooling pooler
 case_ "embed --pooling median" "x" "$bin" embed --model "$w/good" --pooling median
+case_ "embed --sparse: model without an MLM head" "x" "$bin" embed --model "$w/nohead" --sparse
+case_ "embed --sparse --max-active-dims 0" "x" "$bin" embed --model "$w/good" --sparse --max-active-dims 0
+case_ "embed --sparse with --pooling" "x" "$bin" embed --model "$w/good" --sparse --pooling mean
+case_ "embed --max-active-dims without --sparse" "x" "$bin" embed --model "$w/good" --max-active-dims 5
 case_ "tokenize --input-format jsonl: not JSON" "not json" "$bin" tokenize --model "$w/good" --input-format jsonl
 variant voc; "$py" -c "import json; p='$w/voc/vocab.json'; v=json.load(open(p)); v['Ġthe']=4; json.dump(v,open(p,'w'))"; rm "$w/voc/tokenizer.json"
 case_ "vocab.json: two tokens with one id" "x" "$bin" tokenize --model "$w/voc"

@@ -18,7 +18,9 @@ sequence_logits.npy (float32 [B,labels]), token_logits.npy (float32 [B,L,labels]
 start_logits.npy and end_logits.npy (float32 [B,L]); with --type-ids, token_type_ids.npy (int64
 [B,L]); for roberta-prelayernorm, last_hidden_state.npy (float32 [B,L,H], the final LayerNorm of
 hidden_states_N); for a sentence-transformers folder (modules.json), sentence_embedding.npy
-(float32 [B,D]). See roberta_ref/reference.py for the model kinds covered.
+(float32 [B,D]); for a sentence-transformers SparseEncoder folder (SpladePooling), or any MLM model
+with --splade, sparse_embedding.npy (float32 [B,V], dense). See roberta_ref/reference.py for the
+model kinds covered.
 The forward pass is written here from the math with torch.nn.functional (independent of the C++
 engine): word + position + token-type embeddings and LayerNorm, post-LN blocks with scaled
 dot-product attention and the extended attention mask (1 - mask) * finfo.min, the activation named
@@ -33,7 +35,7 @@ import sys
 import numpy as np
 import torch
 
-from roberta_ref.reference import Weights, forward, sentence_embedding
+from roberta_ref.reference import Weights, forward, sentence_embedding, sparse_embedding
 from roberta_ref.safetensors_io import load_hf_state_dict
 
 
@@ -52,6 +54,8 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--no-logits", action="store_true")
     ap.add_argument("--force", action="store_true")
+    ap.add_argument("--splade", action="store_true",
+                    help="write sparse_embedding.npy for a folder without SpladePooling too (TEI's --pooling splade)")
     args = ap.parse_args()
     torch.set_num_threads(2)
     with open(os.path.join(args.model, "config.json")) as f:
@@ -111,6 +115,10 @@ def main():
     emb = sentence_embedding(args.model, out["last_hidden_state"], mask, prompt_length)
     if emb is not None:
         np.save(os.path.join(args.out, "sentence_embedding.npy"), emb.numpy().astype(np.float32))
+    if "logits" in out:
+        sparse = sparse_embedding(args.model, out["logits"], mask, default_splade=args.splade)
+        if sparse is not None:
+            np.save(os.path.join(args.out, "sparse_embedding.npy"), sparse.numpy().astype(np.float32))
     with open(os.path.join(args.out, "meta.json"), "w") as f:
         json.dump({"model": os.path.abspath(args.model), "num_layers": cfg["num_hidden_layers"],
                    "padding": args.padding, "torch": torch.__version__}, f, indent=2)

@@ -272,6 +272,30 @@ def write_sentence_transformers(out, p, args, gen):
                    "similarity_fn_name": "cosine"}, f, indent=2)
 
 
+def write_sparse_encoder(out, p, args):
+    """The files SparseEncoder.save writes for MLMTransformer + SpladePooling (sentence-transformers 5)."""
+    strategy, _, activation = args.st_splade.partition(":")
+    activation = activation or "relu"
+    if strategy not in ("max", "sum") or activation not in ("relu", "log1p_relu"):
+        sys.exit(f"error: --st-splade {args.st_splade}: STRATEGY max|sum, ACTIVATION relu|log1p_relu")
+    modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.sparse_encoder.models.MLMTransformer"},
+               {"idx": 1, "name": "1", "path": "1_SpladePooling",
+                "type": "sentence_transformers.sparse_encoder.models.SpladePooling"}]
+    with open(os.path.join(out, "modules.json"), "w") as f:
+        json.dump(modules, f, indent=2)
+    with open(os.path.join(out, "sentence_bert_config.json"), "w") as f:
+        json.dump({"max_seq_length": p["positions"] - 2, "do_lower_case": False}, f, indent=4)
+    os.makedirs(os.path.join(out, "1_SpladePooling"), exist_ok=True)
+    with open(os.path.join(out, "1_SpladePooling", "config.json"), "w") as f:
+        json.dump({"pooling_strategy": strategy, "activation_function": activation,
+                   "word_embedding_dimension": p["vocab"]}, f, indent=4)
+    with open(os.path.join(out, "config_sentence_transformers.json"), "w") as f:
+        json.dump({"model_type": "SparseEncoder",
+                   "__version__": {"sentence_transformers": "5.1.2", "transformers": "4.57.1", "pytorch": "2.8.0"},
+                   "prompts": st_prompts(args), "default_prompt_name": args.st_default_prompt,
+                   "similarity_fn_name": "dot"}, f, indent=2)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
@@ -291,6 +315,9 @@ def main():
     ap.add_argument("--st-pooling", help="a mode or several, comma-separated: mean, cls, max, "
                     "mean_sqrt_len_tokens, weightedmean, lasttoken")
     ap.add_argument("--st-dense", metavar="OUT_DIM[:ACTIVATION]")
+    ap.add_argument("--st-splade", metavar="STRATEGY[:ACTIVATION]",
+                    help="a sentence-transformers SparseEncoder folder: MLMTransformer + SpladePooling "
+                    "(max|sum, relu|log1p_relu); with --st-prompts and --st-default-prompt")
     ap.add_argument("--st-prompts", metavar="JSON")
     ap.add_argument("--st-default-prompt")
     ap.add_argument("--dtype", default="f32", choices=sorted(DTYPES))
@@ -327,7 +354,11 @@ def main():
     with open(os.path.join(args.out, "config.json"), "w") as f:
         json.dump(config_json(p, args), f, indent=2)
     save_weights(args.out, sd, args.format, args.shards)
-    if args.st_pooling or args.st_dense or args.st_normalize or args.st_prompts or args.st_default_prompt:
+    if args.st_splade:
+        if args.st_pooling or args.st_dense or args.st_normalize or args.head != "mlm":
+            sys.exit("error: --st-splade takes an MLM head and no --st-pooling, --st-dense or --st-normalize")
+        write_sparse_encoder(args.out, p, args)
+    elif args.st_pooling or args.st_dense or args.st_normalize or args.st_prompts or args.st_default_prompt:
         write_sentence_transformers(args.out, p, args, gen)
     if p["tokenizer"] and not args.no_tokenizer:
         for name in ("vocab.json", "merges.txt", "tokenizer.json"):

@@ -50,6 +50,19 @@ struct DenseLayer {
   std::string activation{};     // torch's class path, e.g. "torch.nn.modules.activation.Tanh"
 };
 
+// sentence-transformers' SpladePooling (sparse_encoder.models): a SparseEncoder folder's pooling of
+// the MLM logits into one weight per vocabulary entry, activation then log1p, then max or sum over
+// the tokens (roberta/sparse_encoder.h).
+struct SpladePoolingConfig {
+  enum class Strategy { kMax, kSum };
+  enum class Activation { kRelu, kLog1pRelu };  // log1p(relu(x)), or log1p(log1p(relu(x)))
+  Strategy strategy = Strategy::kMax;
+  Activation activation = Activation::kRelu;
+  // Its config.json: pooling_strategy "max" | "sum", activation_function "relu" | "log1p_relu".
+  // Errors name the file and field.
+  static SpladePoolingConfig from_file(const std::filesystem::path& file);
+};
+
 // What a sentence-transformers folder configures; the defaults of an Embedder.
 struct SentenceTransformerConfig {
   Pooling pooling = Pooling::kMean;  // the Pooling module's config.json (its path in modules.json)
@@ -63,6 +76,9 @@ struct SentenceTransformerConfig {
   std::vector<DenseLayer> dense{};     // Dense modules after pooling, in modules.json order
   std::map<std::string, std::string> prompts{};  // config_sentence_transformers.json
   std::string default_prompt_name{};             // "" when none
+  // A SparseEncoder folder (MLMTransformer + SpladePooling in modules.json): its pooling. Such a
+  // folder gives sparse embeddings (SparseEncoder), not dense ones.
+  std::optional<SpladePoolingConfig> splade{};
 
   // Reads the files of `dir` that exist (none: the defaults above); without modules.json, none of them
   // (sentence-transformers then builds Transformer + mean pooling from the model alone). Errors name

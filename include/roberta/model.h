@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -56,6 +57,11 @@ struct ForwardOptions {
   bool all_hidden_states = false;  // also return the embedding output and every layer's output
   bool logits = false;             // MLM logits (needs an LM head)
   std::vector<size_t> logit_rows{};  // packed token indices to compute logits for; empty: all tokens
+  // With logits: the logits go to this function in chunks of rows instead of into
+  // Outputs::logits, so that a reduction over tokens (a sparse embedding's max per vocabulary
+  // entry) never holds all rows x vocab logits at once. `first` is the chunk's first row among the
+  // logit rows; the chunk is (rows, vocab). Called on the calling thread, in row order.
+  std::function<void(size_t first, const Matrix& chunk)> logits_in_chunks{};
   bool pooler = false;             // tanh(dense(hidden state of each sequence's first token))
   bool sequence_logits = false;    // RobertaForSequenceClassification's classifier on each <s>
   bool token_logits = false;       // RobertaForTokenClassification's classifier on every token

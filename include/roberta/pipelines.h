@@ -1,10 +1,12 @@
 #pragma once
-// Every pipeline, one header each: fill-mask, sentence embeddings, text classification, zero-shot
-// classification, cross-encoder reranking, token classification (NER) and question answering.
+// Every pipeline, one header each: fill-mask, sentence embeddings (dense and sparse), text
+// classification, zero-shot classification, cross-encoder reranking, token classification (NER)
+// and question answering.
 #include "roberta/cross_encoder.h"
 #include "roberta/embedder.h"
 #include "roberta/fill_mask.h"
 #include "roberta/question_answerer.h"
+#include "roberta/sparse_encoder.h"
 #include "roberta/text_classifier.h"
 #include "roberta/token_classifier.h"
 #include "roberta/zero_shot_classifier.h"

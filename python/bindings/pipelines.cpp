@@ -1,5 +1,5 @@
-// The pipelines for Python: FillMask, Embedder (sentence-transformers folders) and the token
-// states of feature extraction. Each call converts its Python arguments, releases the GIL for the
+// The pipelines for Python: FillMask, Embedder (sentence-transformers folders), SparseEncoder
+// (SPLADE) and the token states of feature extraction. Each call converts its Python arguments, releases the GIL for the
 // tokenizer and the model, and builds Python results at the end; arrays take over the C++ buffers.
 #include <algorithm>
 #include <iterator>
@@ -220,11 +220,70 @@ void register_embedder(py::module_& m) {
       "cut at max_length tokens (0: the tokenizer's model_max_length, at most the model's positions).");
 }
 
+// SparseEncoder: (indices int64, values float32) per text.
+void register_sparse_encoder(py::module_& m) {
+  py::class_<SparseEncoder>(m, "SparseEncoder", "Sparse (SPLADE) embeddings from a model's MLM head.")
+      .def(py::init([](const std::string& path, const std::string& dtype) {
+             const LoadOptions o = parse_dtype(dtype);
+             py::gil_scoped_release nogil;
+             return SparseEncoder::load(path, o);
+           }),
+           py::arg("path"), py::arg("dtype") = "float32")
+      .def(
+          "encode",
+          [](const SparseEncoder& e, const std::vector<std::string>& texts, std::optional<std::string> prompt,
+             size_t batch_size, size_t max_length, bool strip, size_t max_active_dims) {
+            SparseOptions o{.max_active_dims = max_active_dims,
+                            .text = embed_options(std::move(prompt), std::nullopt, batch_size, max_length, strip)};
+            std::vector<SparseVector> rows;
+            try {
+              py::gil_scoped_release nogil;
+              rows = e(texts, o);
+            } catch (const Error& err) {  // "input N: ..." from 1; a call's only text unnamed
+              if (texts.size() == 1) throw Error(err.detail(), err.kind());
+              throw;
+            }
+            py::list out;
+            for (SparseVector& v : rows) {
+              std::vector<int64_t> ids(v.indices.begin(), v.indices.end());
+              const auto n = static_cast<py::ssize_t>(ids.size());
+              out.append(py::make_tuple(to_numpy(std::move(ids), {n}), to_numpy(std::move(v.values), {n})));
+            }
+            return out;
+          },
+          py::arg("texts"), py::arg("prompt") = py::none(), py::arg("batch_size") = 32, py::arg("max_length") = 0,
+          py::arg("strip") = false, py::arg("max_active_dims") = 0,
+          "(indices int64, values float32) per text: its non-zero weights, ids ascending; max_active_dims > 0 keeps "
+          "the largest.")
+      .def_property_readonly("dimension", &SparseEncoder::dimension)
+      .def_property_readonly("max_seq_length", [](const SparseEncoder& e) { return e.text_preparer().max_seq_length(); })
+      .def_property_readonly("prompts", [](const SparseEncoder& e) { return e.text_preparer().config().prompts; })
+      .def_property_readonly("default_prompt_name",
+                             [](const SparseEncoder& e) -> std::optional<std::string> {
+                               const std::string& name = e.text_preparer().config().default_prompt_name;
+                               if (name.empty()) return std::nullopt;
+                               return name;
+                             })
+      .def_property_readonly("pooling_strategy",
+                             [](const SparseEncoder& e) {
+                               return e.pooling().strategy == SpladePoolingConfig::Strategy::kSum ? "sum" : "max";
+                             })
+      .def_property_readonly("activation_function",
+                             [](const SparseEncoder& e) {
+                               return e.pooling().activation == SpladePoolingConfig::Activation::kLog1pRelu
+                                          ? "log1p_relu"
+                                          : "relu";
+                             })
+      .def_property_readonly("tokenizer", [](const SparseEncoder& e) { return e.text_preparer().tokenizer(); })
+      .def_property_readonly("model", [](const SparseEncoder& e) { return e.text_preparer().model(); });
+}
+
 }  // namespace
 
 void register_pipelines(py::module_& m) {
   register_fill_mask(m);
   register_embedder(m);
+  register_sparse_encoder(m);
 }
 
 }  // namespace roberta::python

@@ -54,6 +54,7 @@ from .pipelines import (
     pipeline,
 )
 from .sentence_transformer import SentenceTransformer, cos_sim, quantize_embeddings
+from .sparse_encoder import SparseEncoder
 from .tokenizer import BatchEncoding, Tokenizer
 
 __version__ = _core.__version__
@@ -77,6 +78,7 @@ __all__ = [
     "ZeroShotClassificationPipeline",
     "SUPPORTED_TASKS",
     "SentenceTransformer",
+    "SparseEncoder",
     "Tokenizer",
     "cos_sim",
     "num_threads",

@@ -139,6 +139,20 @@ class Embedder:
     tokenizer: Tokenizer
     model: Model
 
+class SparseEncoder:
+    def __init__(self, path: str, dtype: str = "float32") -> None: ...
+    def encode(self, texts: Sequence[str], prompt: Optional[str] = None, batch_size: int = 32, max_length: int = 0,
+               strip: bool = False,
+               max_active_dims: int = 0) -> List[Tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]]: ...
+    dimension: int
+    max_seq_length: int
+    prompts: Dict[str, str]
+    default_prompt_name: Optional[str]
+    pooling_strategy: str
+    activation_function: str
+    tokenizer: Tokenizer
+    model: Model
+
 def token_states(model: Model, tokenizer: Tokenizer, texts: Sequence[str], truncation: bool = False,
                  batch_size: int = 32, max_length: int = 0) -> List[npt.NDArray[np.float32]]: ...
 

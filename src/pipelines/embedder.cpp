@@ -177,12 +177,20 @@ SentenceTransformerConfig SentenceTransformerConfig::from_dir(const std::filesys
       if (m.contains("path") && !m["path"].is_string())
         throw Error(at + " (" + type + "): \"path\" must be a string", ErrorKind::kInvalidModel);
       const std::string path = m.value("path", std::string());
-      const std::string name = type.starts_with("sentence_transformers.models.") ? type.substr(29) : type;
+      std::string name = type;
+      for (const std::string prefix : {"sentence_transformers.models.", "sentence_transformers.sparse_encoder.models."})
+        if (name.starts_with(prefix)) name = name.substr(prefix.size());
       const auto out_of_order = [&](const char* what) {
         return Error(at + " (" + type + ") " + what, ErrorKind::kInvalidModel);
       };
-      if (name == "Transformer") {
+      if (name == "Transformer" || name == "MLMTransformer") {
         if (i != 0) throw out_of_order("must come first");
+      } else if (name == "SpladePooling") {
+        if (pooling_file || c.splade || !c.dense.empty() || c.normalize)
+          throw out_of_order("with another pooling, Dense or Normalize module: not supported");
+        c.splade = SpladePoolingConfig::from_file(dir / path / "config.json");
+      } else if (c.splade && name != "Dropout") {
+        throw out_of_order("after SpladePooling: not supported");
       } else if (name == "Pooling") {
         if (pooling_file) throw out_of_order("is a second Pooling module");
         pooling_file = dir / path / "config.json";
@@ -197,7 +205,7 @@ SentenceTransformerConfig SentenceTransformerConfig::from_dir(const std::filesys
       } else if (name != "Dropout") {  // Dropout does nothing at inference
         throw Error(at + ": module type \"" + type +
                         "\" is not supported (sentence_transformers.models Transformer, Pooling, Dense, Normalize, "
-                        "Dropout)",
+                        "Dropout; sentence_transformers.sparse_encoder.models MLMTransformer, SpladePooling)",
                     ErrorKind::kInvalidModel);
       }
     }
@@ -368,6 +376,11 @@ void l2_normalize(std::span<float> v) {
 }
 
 Matrix Embedder::run(std::span<const PreparedText> texts, const EmbedOptions& options) const {
+  if (config_.splade)
+    throw Error(model_.dir().string() +
+                    ": the folder is a sentence-transformers SparseEncoder (SpladePooling in modules.json): its "
+                    "embeddings are sparse (roberta::SparseEncoder, `roberta embed --sparse`, the server's /embed_sparse)",
+                ErrorKind::kInvalidModel);
   const std::vector<Pooling> modes = options.pooling ? std::vector<Pooling>{*options.pooling} : config_.pooling_modes;
   const bool normalize = options.normalize.value_or(config_.normalize);
   const bool pooler = std::find(modes.begin(), modes.end(), Pooling::kPooler) != modes.end();
@@ -449,30 +462,13 @@ std::vector<Matrix> Embedder::run_tokens(std::span<const PreparedText> texts) co
 
 Matrix Embedder::operator()(std::span<const std::string> texts, const EmbedOptions& options,
                             std::vector<size_t>* truncated) const {
-  std::vector<PreparedText> prepared(texts.size());
-  for (size_t i = 0; i < texts.size(); ++i) {
-    try {
-      prepared[i] = prepare(texts[i], options);
-    } catch (const Error& err) {
-      throw err.about_input(i);
-    }
-    if (prepared[i].truncated && truncated) truncated->push_back(i);
-  }
-  // Longest first, so that batches hold texts of similar length.
-  std::vector<size_t> order(texts.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return prepared[a].ids.size() > prepared[b].ids.size(); });
   Matrix result(texts.size(), dimension(options));
-  const size_t batch_size = std::max<size_t>(1, options.batch_size);
-  std::vector<PreparedText> batch;
-  for (size_t start = 0; start < order.size(); start += batch_size) {
-    const size_t end = std::min(order.size(), start + batch_size);
-    batch.clear();
-    for (size_t i = start; i < end; ++i) batch.push_back(std::move(prepared[order[i]]));
-    const Matrix rows = run(batch, options);
-    for (size_t i = start; i < end; ++i) std::copy_n(rows.row(i - start), rows.cols, result.row(order[i]));
-  }
+  pipeline::in_length_order(
+      texts.size(), [&](size_t i) { return prepare(texts[i], options); }, options.batch_size, truncated,
+      [&](std::span<const PreparedText> batch, std::span<const size_t> where) {
+        const Matrix rows = run(batch, options);
+        for (size_t i = 0; i < where.size(); ++i) std::copy_n(rows.row(i), rows.cols, result.row(where[i]));
+      });
   return result;
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <exception>
 #include <future>
+#include <numeric>
 #include <optional>
 
 #include "roberta/error.h"
@@ -67,6 +68,32 @@ size_t model_max_length(const ModelConfig& config) {
 size_t truncation_length(const ModelConfig& config, const Tokenizer& tokenizer) {
   const size_t positions = model_max_length(config);
   return std::min(positions, tokenizer.model_max_length().value_or(positions));
+}
+
+void in_length_order(size_t n, const std::function<PreparedText(size_t)>& prepare, size_t batch_size,
+                     std::vector<size_t>* truncated,
+                     const std::function<void(std::span<const PreparedText>, std::span<const size_t>)>& run) {
+  std::vector<PreparedText> prepared(n);
+  for (size_t i = 0; i < n; ++i) {
+    try {
+      prepared[i] = prepare(i);
+    } catch (const Error& err) {
+      throw err.about_input(i);
+    }
+    if (prepared[i].truncated && truncated) truncated->push_back(i);
+  }
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return prepared[a].ids.size() > prepared[b].ids.size(); });
+  batch_size = std::max<size_t>(1, batch_size);
+  std::vector<PreparedText> batch;
+  for (size_t start = 0; start < n; start += batch_size) {
+    const size_t end = std::min(n, start + batch_size);
+    batch.clear();
+    for (size_t i = start; i < end; ++i) batch.push_back(std::move(prepared[order[i]]));
+    run(batch, std::span<const size_t>(order).subspan(start, end - start));
+  }
 }
 
 void in_passes(std::span<const Encoding> encodings, const std::function<void(const Batch&, size_t first)>& run) {

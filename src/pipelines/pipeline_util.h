@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "roberta/embedder.h"
 #include "roberta/error.h"
 #include "roberta/model.h"
 #include "roberta/tokenizer.h"
@@ -76,6 +77,14 @@ size_t truncation_length(const ModelConfig& config, const Tokenizer& tokenizer);
 // encoding) for each, in order. A row of a pass does not depend on the rest of the pass.
 constexpr size_t kTokensPerPass = 16384;
 void in_passes(std::span<const Encoding> encodings, const std::function<void(const Batch&, size_t first)>& run);
+
+// n texts prepared one by one by prepare(i) (an Error names its input, Error::about_input), their
+// indices added to `truncated` (when given) where cut, then sorted longest first into batches of
+// batch_size, so that a batch holds texts of similar length: run(batch, the input index of each of
+// its texts) for each, as sentence-transformers' encode batches.
+void in_length_order(size_t n, const std::function<PreparedText(size_t)>& prepare, size_t batch_size,
+                     std::vector<size_t>* truncated,
+                     const std::function<void(std::span<const PreparedText>, std::span<const size_t>)>& run);
 
 // (In passes of at most kTokensPerPass tokens.)
 Matrix sequence_logits(const Model& model, std::span<const Encoding> encodings);

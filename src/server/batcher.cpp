@@ -50,6 +50,13 @@ void Batcher::submit(const std::shared_ptr<Job>& job) {
         else
           job->logits = Matrix(n, static_cast<size_t>(pipelines_.classifier->config().num_labels()));
         break;
+      case Job::Kind::kSparse:
+        if (!pipelines_.sparse)
+          job->error = Error("the model has no MLM head (lm_head.*), so it gives no sparse embeddings",
+                             ErrorKind::kInvalidModel);
+        else
+          job->sparse.resize(n);
+        break;
       case Job::Kind::kMaskLogits:
         if (!pipelines_.fill_mask)
           job->error = Error("the model has no MLM head (lm_head.*) or no <mask> token", ErrorKind::kInvalidModel);
@@ -158,7 +165,7 @@ void Batcher::run_pass(std::vector<Slot>& pass, uint64_t number) {
   {
     std::lock_guard lock(mutex_);  // the ids move out of the jobs: nothing else reads them now
     for (const Slot& slot : pass) {
-      if (kind == Job::Kind::kPooled || kind == Job::Kind::kTokens) {
+      if (kind == Job::Kind::kPooled || kind == Job::Kind::kTokens || kind == Job::Kind::kSparse) {
         texts.push_back(std::move(slot.job->texts[slot.index]));
         continue;
       }
@@ -172,6 +179,7 @@ void Batcher::run_pass(std::vector<Slot>& pass, uint64_t number) {
   std::optional<Error> error;
   Matrix rows;                   // kPooled, kSequenceLogits: one row per sequence
   std::vector<Matrix> matrices;  // kTokens, kMaskLogits: one matrix per sequence
+  std::vector<SparseVector> sparse;  // kSparse: every non-zero weight (each request keeps its top k)
   try {
     switch (kind) {
       case Job::Kind::kPooled: {
@@ -181,6 +189,7 @@ void Batcher::run_pass(std::vector<Slot>& pass, uint64_t number) {
         break;
       }
       case Job::Kind::kTokens: matrices = pipelines_.embedder->run_tokens(texts); break;
+      case Job::Kind::kSparse: sparse = pipelines_.sparse->run(texts); break;
       case Job::Kind::kSequenceLogits: rows = pipelines_.classifier->run(batch); break;
       case Job::Kind::kMaskLogits: {
         const Matrix all = pipelines_.fill_mask->run(batch);  // every <mask> of the pass, in order
@@ -215,6 +224,8 @@ void Batcher::run_pass(std::vector<Slot>& pass, uint64_t number) {
       std::copy_n(rows.row(i), rows.cols, job.logits.row(at));
     } else if (kind == Job::Kind::kTokens) {
       job.tokens[at] = std::move(matrices[i]);
+    } else if (kind == Job::Kind::kSparse) {
+      job.sparse[at] = std::move(sparse[i]);
     } else {
       job.mask_logits[at] = std::move(matrices[i]);
     }

@@ -40,6 +40,7 @@
 
 #include "roberta/embedder.h"
 #include "roberta/fill_mask.h"
+#include "roberta/sparse_encoder.h"
 #include "roberta/text_classifier.h"
 #include "server/metrics.h"
 
@@ -53,10 +54,11 @@ struct Job {
     kTokens,          // every token's last hidden state (/embed_all): Embedder::run_tokens
     kSequenceLogits,  // the classification head's logits (/predict, /rerank): TextClassifier::run
     kMaskLogits,      // the MLM logits at each <mask> (/fill_mask): FillMask::run
+    kSparse,          // one sparse (SPLADE) embedding per text (/embed_sparse): SparseEncoder::run
   };
   Kind kind = Kind::kPooled;
   // Set before submit(), one entry per sequence:
-  std::vector<PreparedText> texts;              // kPooled, kTokens (the batcher moves the ids out)
+  std::vector<PreparedText> texts;              // kPooled, kTokens, kSparse (the batcher moves the ids out)
   std::vector<std::vector<int32_t>> sequences;  // the other kinds: each encoding's token ids
 
   // Written by the batcher, read after wait() returned true.
@@ -64,6 +66,7 @@ struct Job {
   std::vector<Matrix> tokens;       // (tokens, hidden) per text: kTokens
   Matrix logits;                    // (sequences, num_labels): kSequenceLogits
   std::vector<Matrix> mask_logits;  // (<mask>s, vocab) per sequence: kMaskLogits
+  std::vector<SparseVector> sparse;  // every non-zero weight, per text: kSparse
   std::optional<Error> error;       // a failed forward pass, or no pipeline for the kind
   double queue_seconds = 0;      // from submit() to its first pass
   double inference_seconds = 0;  // summed over its rows: the duration of the pass each row was in
@@ -74,7 +77,7 @@ struct Job {
 
  private:
   friend class Batcher;
-  bool embeds() const { return kind == Kind::kPooled || kind == Kind::kTokens; }
+  bool embeds() const { return kind == Kind::kPooled || kind == Kind::kTokens || kind == Kind::kSparse; }
   size_t length(size_t i) const { return embeds() ? texts[i].ids.size() : sequences[i].size(); }
   size_t scheduled_ = 0, finished_ = 0;
   uint64_t in_pass_ = 0;  // the last pass that took one of its sequences
@@ -89,6 +92,7 @@ struct Pipelines {
   const Embedder* embedder = nullptr;          // kPooled, kTokens
   const TextClassifier* classifier = nullptr;  // kSequenceLogits
   const FillMask* fill_mask = nullptr;         // kMaskLogits
+  const SparseEncoder* sparse = nullptr;       // kSparse
 };
 
 struct BatcherOptions {

@@ -1,7 +1,7 @@
 #pragma once
 // The route handlers (internal to the server): routes.cpp holds the embedding, tokenizer and
-// service routes and the table of every route; task_routes.cpp /predict (and POST / on a
-// classifier), /rerank and /fill_mask.
+// service routes and the table of every route; sparse_routes.cpp /embed_sparse; task_routes.cpp
+// /predict (and POST / on a classifier), /rerank and /fill_mask.
 // Every handler that runs the model prepares on its own thread, queues a Job on the batcher, and
 // finishes its rows with the pipeline's finish step.
 #include <memory>
@@ -31,6 +31,24 @@ std::string ms(double seconds);  // whole milliseconds, as TEI's headers give th
 // sent. ApiError 400 for other shapes, 413 for more than max_batch.
 std::pair<std::vector<TextInput>, bool> parse_predict_inputs(const json& body, size_t max_batch);
 
+// An embedding request's inputs and options (/embed, /embed_all, /embed_sparse, /v1/embeddings).
+struct EmbedRequest {
+  Inputs inputs;
+  EmbedOptions options;
+  bool normalize = true;
+  std::optional<size_t> dimensions;
+  std::string field = "inputs";    // the request's name of the inputs, for errors
+  std::vector<std::string> names{};  // or each input's own name ("inputs.sentences[0]")
+};
+// TEI's truncate, truncation_direction and prompt_name of an embedding request (ApiError 422 for
+// an unknown prompt name).
+EmbedOptions embed_options(State& s, const json& body);
+// Prepares every input on this thread (ApiError 422 naming the input that fails), queues them as
+// one Job of `kind` and waits for its rows.
+Queued run_job(State& s, const Call& call, const EmbedRequest& req, Job::Kind kind);
+const char* method_label(const Inputs& in);  // TEI's metric label: "batch" or "single"
+
+Reply embed_sparse(State& s, const Call& call);  // sparse_routes.cpp
 Reply predict(State& s, const Call& call);
 // POST / on a classifier: /predict in the shape of Hugging Face's text-classification task.
 Reply classify_task(State& s, const Call& call);

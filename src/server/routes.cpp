@@ -25,6 +25,7 @@ const char* per_input_metric(const Job& job) {
   switch (job.kind) {
     case Job::Kind::kPooled:
     case Job::Kind::kTokens:
+    case Job::Kind::kSparse:
       return "te_embed";
     case Job::Kind::kSequenceLogits:
       return "te_predict";
@@ -75,16 +76,9 @@ using ordered_json = nlohmann::ordered_json;
 
 Embedder& embedder(State& s) { return *s.embedder; }
 
-// ---------------------------------------------------------------- embeddings through the batcher
+}  // namespace
 
-struct EmbedRequest {
-  Inputs inputs;
-  EmbedOptions options;
-  bool normalize = true;
-  std::optional<size_t> dimensions;
-  std::string field = "inputs";    // the request's name of the inputs, for errors
-  std::vector<std::string> names{};  // or each input's own name ("inputs.sentences[0]")
-};
+// ---------------------------------------------------------------- embeddings through the batcher
 
 // TEI's token-id input: the ids decoded with their special tokens and encoded again without adding
 // any, so that ids from /tokenize (<s> ... </s>) embed as their text does and ids without them embed
@@ -177,6 +171,8 @@ EmbedOptions embed_options(State& s, const json& body) {
   if (!o.prompt_name) o.prompt = s.default_prompt.value_or("");  // TEI's --default-prompt(-name), not the folder's
   return o;
 }
+
+namespace {
 
 Reply embed(State& s, const Call& call) {
   const json body = parse_body(call.body);
@@ -415,10 +411,12 @@ Reply health(State& s, const Call&) {
 }
 
 // TEI's model_type: a sequence-classification head with several labels is a "classifier", with
-// one label a "reranker" (its id2label and label2id either way), else an "embedding" model.
+// one label a "reranker" (its id2label and label2id either way), else an "embedding" model (pooling
+// "splade" for a SparseEncoder folder).
 ordered_json model_type(State& s) {
   if (!s.cross_encoder)
-    return {{"embedding", {{"pooling", pooling_name(embedder(s).default_pooling())}}}};
+    return {{"embedding",
+             {{"pooling", embedder(s).config().splade ? "splade" : pooling_name(embedder(s).default_pooling())}}}};
   const ModelConfig& c = s.cross_encoder->model_config();
   ordered_json id2label = ordered_json::object(), label2id = ordered_json::object();
   for (size_t i = 0; i < c.id2label.size(); ++i) id2label[std::to_string(i)] = c.id2label[i];
@@ -466,7 +464,8 @@ Reply info(State& s, const Call&) {
 // Hugging Face's text-classification task, which its clients read (TEI's /predict shape fails there).
 Reply root(State& s, const Call& call) {
   if (s.cross_encoder) return s.cross_encoder->model_config().num_labels() > 1 ? classify_task(s, call) : rerank(s, call);
-  return s.options.root_task == "sentence-similarity" ? similarity(s, call) : embed(s, call);
+  if (s.options.root_task == "sentence-similarity") return similarity(s, call);
+  return s.embedder->config().splade ? embed_sparse(s, call) : embed(s, call);
 }
 
 Reply invocations(State& s, const Call& call) {
@@ -546,6 +545,7 @@ constexpr Route kRoutes[] = {
     {"GET", "/info", Style::kTei, false, false, info},
     {"POST", "/embed", Style::kTei, false, true, embed},
     {"POST", "/embed_all", Style::kTei, false, true, embed_all},
+    {"POST", "/embed_sparse", Style::kTei, false, true, embed_sparse},
     {"POST", "/v1/embeddings", Style::kOpenAi, false, true, openai_embeddings},
     {"POST", "/embeddings", Style::kOpenAi, false, true, openai_embeddings},
     {"GET", "/v1/models", Style::kOpenAi, false, false, openai_models},

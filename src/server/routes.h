@@ -30,6 +30,7 @@ struct State {
   std::unique_ptr<Metrics> metrics;
   std::unique_ptr<Embedder> embedder;
   std::unique_ptr<FillMask> fill_mask;  // when the model has an MLM head and <mask>
+  std::unique_ptr<SparseEncoder> sparse_encoder;  // when the model has an MLM head: /embed_sparse
   // When the model has a sequence-classification head: /predict and /rerank.
   std::unique_ptr<TextClassifier> classifier;
   std::unique_ptr<CrossEncoder> cross_encoder;

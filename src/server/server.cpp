@@ -430,6 +430,8 @@ void Server::load() {
   s.embedder = std::make_unique<Embedder>(Embedder::load(s.options.model_dir, s.options.load));
   const Model& model = s.embedder->model();
   if (model.has_lm_head() && s.embedder->tokenizer().mask_id()) s.fill_mask = std::make_unique<FillMask>(model, s.embedder->tokenizer());
+  if (model.has_lm_head())
+    s.sparse_encoder = std::make_unique<SparseEncoder>(model, s.embedder->tokenizer(), s.embedder->config());
   if (model.has_head(Head::kSequenceClassification)) {
     s.classifier = std::make_unique<TextClassifier>(model, s.embedder->tokenizer());
     s.cross_encoder = std::make_unique<CrossEncoder>(model, s.embedder->tokenizer(),
@@ -463,7 +465,8 @@ void Server::load() {
   batching.max_batch_requests = s.options.max_batch_requests;
   batching.on_idle = release_free_memory;
   s.batcher = std::make_unique<Batcher>(
-      Pipelines{.embedder = s.embedder.get(), .classifier = s.classifier.get(), .fill_mask = s.fill_mask.get()},
+      Pipelines{.embedder = s.embedder.get(), .classifier = s.classifier.get(), .fill_mask = s.fill_mask.get(),
+                .sparse = s.sparse_encoder.get()},
       batching, *s.metrics);
   s.ready = true;
 }

@@ -32,3 +32,5 @@ PY
 "$py" "$tools/make_test_model.py" --out "$out/reranker" --preset tiny --seed 23 --head sequence --num-labels 1 > /dev/null
 "$py" "$tools/make_test_model.py" --out "$out/ner" --preset tiny --seed 24 --head token --labels O,B-PER,I-PER,B-LOC,I-LOC > /dev/null
 "$py" "$tools/make_test_model.py" --out "$out/qa" --preset tiny --seed 25 --head qa > /dev/null
+"$py" "$tools/make_test_model.py" --out "$out/splade" --preset tiny --seed 26 --st-splade max \
+  --st-prompts '{"query": "query: "}' > /dev/null

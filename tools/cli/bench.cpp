@@ -8,6 +8,7 @@
 #include <random>
 
 #include "common.h"
+#include "roberta/sparse_encoder.h"
 
 namespace roberta::cli {
 
@@ -21,8 +22,9 @@ int run_bench(const Args& args) {
   const size_t warmup = static_cast<size_t>(args.integer("warmup", 0, 1'000'000).value_or(1));
   const uint64_t seed = static_cast<uint64_t>(args.integer("seed", 0, INT64_MAX).value_or(0));
   const std::string outputs = args.get("outputs").value_or("hidden");
-  if (outputs != "hidden" && outputs != "logits") throw UsageError("--outputs must be hidden or logits");
-  if (outputs == "logits" && !model.has_lm_head()) throw Error(model.dir().string() + ": the model has no MLM head");
+  if (outputs != "hidden" && outputs != "logits" && outputs != "sparse")
+    throw UsageError("--outputs must be hidden, logits or sparse");
+  if (outputs != "hidden" && !model.has_lm_head()) throw Error(model.dir().string() + ": the model has no MLM head");
   const int64_t max_len = c.max_sequence_length();
   std::vector<size_t> lengths(B, static_cast<size_t>(args.integer("seq", 2, max_len).value_or(std::min<int64_t>(128, max_len))));
   std::mt19937_64 rng(seed);
@@ -42,12 +44,25 @@ int run_bench(const Args& args) {
     batch.add_sequence(ids);
   }
   ForwardOptions fo;
-  fo.logits = outputs == "logits";
-  for (size_t i = 0; i < warmup; ++i) model.forward(batch, fo);
+  fo.logits = outputs != "hidden";
+  // sparse: SparseEncoder::run, the MLM logits reduced chunk by chunk (logits: all of them kept).
+  std::optional<SparseEncoder> sparse;
+  std::vector<PreparedText> texts;
+  if (outputs == "sparse") {
+    sparse.emplace(model, Tokenizer::from_dir(model.dir()));
+    for (size_t b = 0; b < B; ++b)
+      texts.push_back({.ids = std::vector<int32_t>(batch.ids.begin() + static_cast<ptrdiff_t>(batch.offsets[b]),
+                                                   batch.ids.begin() + static_cast<ptrdiff_t>(batch.offsets[b + 1]))});
+  }
+  const auto run_once = [&] {
+    if (sparse) (void)sparse->run(texts);
+    else model.forward(batch, fo);
+  };
+  for (size_t i = 0; i < warmup; ++i) run_once();
   std::vector<double> ms;
   for (size_t i = 0; i < runs; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
-    model.forward(batch, fo);
+    run_once();
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   std::vector<double> sorted = ms;

@@ -57,6 +57,9 @@ constexpr Option kOptions[] = {
     {"format", "jsonl|npy", "jsonl (default): one JSON array per line; npy: one float32 matrix (needs --output)"},
     {"prompt", "TEXT", "put TEXT before every input (sentence-transformers' encode(prompt=...))"},
     {"prompt-name", "NAME", "put the folder's prompt NAME (config_sentence_transformers.json) before every input"},
+    {"sparse", "", "sparse (SPLADE) embeddings from the MLM head, one JSON line per input: [{\"index\":ID,\"value\":W},...] "
+                   "(the folder's SpladePooling, else max with relu)"},
+    {"max-active-dims", "K", "with --sparse: keep the K largest weights of each input (default: all non-zero)"},
     // dump / compare
     {"input-ids", "IDS.npy", "the input ids, a (batch, length) integer array"},
     {"attention-mask", "MASK.npy", "0/1 of the same shape (default: 0 where the id is pad_token_id)"},
@@ -74,7 +77,8 @@ constexpr Option kOptions[] = {
     {"seed", "S", "seed of the random ids and lengths (default 0)"},
     {"runs", "N", "timed runs (default 5)"},
     {"warmup", "N", "untimed runs first (default 1)"},
-    {"outputs", "hidden|logits", "logits: also compute MLM logits at every position (default: hidden states)"},
+    {"outputs", "hidden|logits|sparse", "logits: also compute MLM logits at every position; sparse: sparse (SPLADE) "
+                                        "embeddings, the logits reduced as they are computed (default: hidden states)"},
     // serve
     {"host", "ADDR", "the address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)"},
     {"port", "N", "the port (default 8080; 0: any free port, printed when ready)"},

@@ -1,4 +1,5 @@
-// roberta embed: one sentence embedding per input line, streamed in chunks.
+// roberta embed: one sentence embedding per input line (dense, or sparse with --sparse), streamed
+// in chunks.
 #include <unistd.h>
 
 #include <chrono>
@@ -7,6 +8,7 @@
 
 #include "common.h"
 #include "roberta/dev/npy.h"
+#include "roberta/sparse_encoder.h"
 
 namespace roberta::cli {
 namespace {
@@ -24,6 +26,83 @@ void write_jsonl_rows(std::ostream& os, const Matrix& e) {
     text += "]\n";
   }
   os << text;
+}
+
+// TEI's /embed_sparse form: [{"index":i,"value":w},...], ids ascending.
+void write_jsonl_sparse(std::ostream& os, std::span<const SparseVector> rows) {
+  std::string text;
+  char buf[64];
+  for (const SparseVector& v : rows) {
+    text += '[';
+    for (size_t i = 0; i < v.indices.size(); ++i) {
+      const int n = std::snprintf(buf, sizeof buf, "%s{\"index\":%d,\"value\":%.9g}", i ? "," : "", v.indices[i],
+                                  static_cast<double>(v.values[i]));
+      text.append(buf, static_cast<size_t>(n));
+    }
+    text += "]\n";
+  }
+  os << text;
+}
+
+void check_prompt_name(const EmbedOptions& options, const SentenceTransformerConfig& config) {
+  if (!options.prompt_name || config.prompts.count(*options.prompt_name)) return;
+  std::string names;
+  for (const auto& [name, text] : config.prompts) names += (names.empty() ? "" : ", ") + name;
+  throw UsageError("--prompt-name: \"" + *options.prompt_name + "\" is not one of the model's prompts (" +
+                   (names.empty() ? "it has none" : names) + ")");
+}
+
+// Streams the input in chunks: memory stays bounded whatever the number of lines.
+//
+// Error policy: unlike fill-mask and tokenize, a bad line (invalid UTF-8, or too long with
+// --no-truncate) fails the whole run with "error: line N: ..." (exit 1). Every output row must
+// be the embedding of the input line of the same number, and neither a .npy matrix nor a consumer
+// reading JSON arrays row by row has room for a placeholder; so there is no answer for the other
+// lines. With --output, the partial file is removed. write(chunk, os) embeds a chunk and writes it.
+template <class Write>
+size_t embed_lines(LineReader& lines, size_t chunk_lines, std::ostream& os, const Write& write) {
+  const bool progress = ::isatty(STDERR_FILENO) != 0;
+  const auto started = std::chrono::steady_clock::now();
+  size_t rows = 0;
+  std::vector<std::string> chunk;
+  while (lines.next_chunk(chunk, chunk_lines)) {
+    std::vector<size_t> truncated;
+    try {
+      write(chunk, truncated);
+    } catch (const Error& err) {
+      if (!err.input()) throw;
+      throw Error(lines.label(rows + *err.input()) + ": " + err.detail(), err.kind());
+    }
+    for (size_t i : truncated)
+      std::cerr << "warning: " << lines.label(rows + i) << " was truncated to the maximum length\n";
+    if (!os) throw Error("write failed", ErrorKind::kIo);
+    rows += chunk.size();
+    if (progress) {
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      std::fprintf(stderr, "\r%zu lines, %.0f lines/s", rows, rows / std::max(secs, 1e-9));
+      if (lines.total_bytes() > 0 && lines.bytes_read() > 0)
+        std::fprintf(stderr, ", %.0f%%, ETA %.0f s   ", 100.0 * lines.bytes_read() / lines.total_bytes(),
+                     secs * (static_cast<double>(lines.total_bytes()) / lines.bytes_read() - 1));
+    }
+  }
+  if (progress) std::fprintf(stderr, "\n");
+  return rows;
+}
+
+// With --output: written to a temporary file, renamed at the end (nothing left on an error).
+template <class Fill>
+void to_output(const std::optional<std::string>& output, bool force, const Fill& fill) {
+  if (!output) {
+    fill(std::cout);
+    return;
+  }
+  write_file_atomically(*output, force, [&](const std::filesystem::path& tmp) {
+    std::ofstream os(tmp, std::ios::binary);
+    if (!os) throw Error(tmp.string() + ": cannot create file", ErrorKind::kIo);
+    fill(os);
+    os.close();
+    if (!os) throw Error(tmp.string() + ": write failed", ErrorKind::kIo);
+  });
 }
 
 }  // namespace
@@ -54,74 +133,45 @@ int run_embed(const Args& args) {
   if (output) check_can_write(*output, args.flag("force"));
 
   LineReader lines = args.positional().empty() ? LineReader::from_stdin() : LineReader::from_file(args.positional()[0]);
-  const Embedder embedder = Embedder::load(model_dir(args), load_options(args, "auto"));
-  if (options.prompt_name && !embedder.config().prompts.count(*options.prompt_name)) {
-    std::string names;
-    for (const auto& [name, text] : embedder.config().prompts) names += (names.empty() ? "" : ", ") + name;
-    throw UsageError("--prompt-name: \"" + *options.prompt_name + "\" is not one of the model's prompts (" +
-                     (names.empty() ? "it has none" : names) + ")");
-  }
-  const size_t dim = embedder.dimension();
-
-  // Streams the input in chunks: memory stays bounded whatever the number of lines.
-  //
-  // Error policy: unlike fill-mask and tokenize, a bad line (invalid UTF-8, or too long with
-  // --no-truncate) fails the whole run with "error: line N: ..." (exit 1). Every output row must
-  // be the embedding of the input line of the same number, and neither a .npy matrix nor a consumer
-  // reading JSON arrays row by row has room for a placeholder; so there is no answer for the other
-  // lines. With --output, the partial file is removed.
   const size_t chunk_lines = std::max<size_t>(4096, options.batch_size * 16);
-  const bool progress = ::isatty(STDERR_FILENO) != 0;
-  const auto started = std::chrono::steady_clock::now();
-  const auto embed_all = [&](std::ostream& os, bool npy) {
-    size_t rows = 0;
-    std::vector<std::string> chunk;
-    while (lines.next_chunk(chunk, chunk_lines)) {
-      std::vector<size_t> truncated;
-      Matrix e;
-      try {
-        e = embedder(chunk, options, &truncated);
-      } catch (const Error& err) {
-        if (!err.input()) throw;
-        throw Error(lines.label(rows + *err.input()) + ": " + err.detail(), err.kind());
-      }
-      for (size_t i : truncated)
-        std::cerr << "warning: " << lines.label(rows + i) << " was truncated to the maximum length\n";
+  if (args.flag("sparse")) {
+    if (format != "jsonl") throw UsageError("--sparse writes JSON lines: --format npy does not apply");
+    if (args.get("pooling") || args.flag("normalize") || args.flag("no-normalize"))
+      throw UsageError("--sparse pools by the folder's SpladePooling: --pooling and --normalize do not apply");
+    SparseOptions sparse{.text = options};
+    if (auto k = args.integer("max-active-dims", 1, 1'000'000'000)) sparse.max_active_dims = static_cast<size_t>(*k);
+    const SparseEncoder encoder = SparseEncoder::load(model_dir(args), load_options(args, "auto"));
+    check_prompt_name(options, encoder.text_preparer().config());
+    to_output(output, args.flag("force"), [&](std::ostream& os) {
+      embed_lines(lines, chunk_lines, os, [&](std::span<const std::string> chunk, std::vector<size_t>& truncated) {
+        write_jsonl_sparse(os, encoder(chunk, sparse, &truncated));
+      });
+    });
+    return 0;
+  }
+  if (args.get("max-active-dims")) throw UsageError("--max-active-dims goes with --sparse");
+  const Embedder embedder = Embedder::load(model_dir(args), load_options(args, "auto"));
+  check_prompt_name(options, embedder.config());
+  const size_t dim = embedder.dimension();
+  const auto write_rows = [&](std::ostream& os, bool npy) {
+    return embed_lines(lines, chunk_lines, os, [&](std::span<const std::string> chunk, std::vector<size_t>& truncated) {
+      const Matrix e = embedder(chunk, options, &truncated);
       if (npy)
         os.write(reinterpret_cast<const char*>(e.data.data()), static_cast<std::streamsize>(e.data.size() * sizeof(float)));
       else
         write_jsonl_rows(os, e);
-      if (!os) throw Error("write failed", ErrorKind::kIo);
-      rows += chunk.size();
-      if (progress) {
-        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-        std::fprintf(stderr, "\r%zu lines, %.0f lines/s", rows, rows / std::max(secs, 1e-9));
-        if (lines.total_bytes() > 0 && lines.bytes_read() > 0)
-          std::fprintf(stderr, ", %.0f%%, ETA %.0f s   ", 100.0 * lines.bytes_read() / lines.total_bytes(),
-                       secs * (static_cast<double>(lines.total_bytes()) / lines.bytes_read() - 1));
-      }
-    }
-    if (progress) std::fprintf(stderr, "\n");
-    return rows;
+    });
   };
-  if (!output) {
-    embed_all(std::cout, false);
-    return 0;
-  }
-  write_file_atomically(*output, args.flag("force"), [&](const std::filesystem::path& tmp) {
-    std::ofstream os(tmp, std::ios::binary);
-    if (!os) throw Error(tmp.string() + ": cannot create file", ErrorKind::kIo);
-    if (format == "npy") {
-      // The row count is known only at the end: write a placeholder header, then patch it.
-      write_npy_header(os, "<f4", {0, static_cast<int64_t>(dim)});
-      const size_t rows = embed_all(os, true);
-      os.seekp(0);
-      write_npy_header(os, "<f4", {static_cast<int64_t>(rows), static_cast<int64_t>(dim)});
-    } else {
-      embed_all(os, false);
+  to_output(output, args.flag("force"), [&](std::ostream& os) {
+    if (format != "npy") {
+      write_rows(os, false);
+      return;
     }
-    os.close();
-    if (!os) throw Error(tmp.string() + ": write failed", ErrorKind::kIo);
+    // The row count is known only at the end: write a placeholder header, then patch it.
+    write_npy_header(os, "<f4", {0, static_cast<int64_t>(dim)});
+    const size_t rows = write_rows(os, true);
+    os.seekp(0);
+    write_npy_header(os, "<f4", {static_cast<int64_t>(rows), static_cast<int64_t>(dim)});
   });
   return 0;
 }

@@ -204,6 +204,8 @@ def sentence_embedding(model_dir, last_hidden_state, mask, prompt_length=None):
         kind, folder = m["type"].rsplit(".", 1)[-1], os.path.join(model_dir, m["path"])
         if kind == "Transformer":
             continue
+        if kind in ("MLMTransformer", "SpladePooling"):
+            return None  # a sparse encoder: sparse_embedding below
         if kind == "Pooling":
             with open(os.path.join(folder, "config.json")) as f:
                 c = json.load(f)
@@ -243,3 +245,31 @@ def sentence_embedding(model_dir, last_hidden_state, mask, prompt_length=None):
         else:
             sys.exit(f"error: {model_dir}: sentence-transformers module {m['type']} not supported by the reference")
     return emb
+
+
+@torch.no_grad()
+def sparse_embedding(model_dir, logits, mask, default_splade=False):
+    """A SparseEncoder folder's (modules.json: MLMTransformer + SpladePooling) sparse embedding [B, V],
+    transcribed from sentence-transformers 5's SpladePooling.forward in eval mode (the whole sequence
+    as one chunk): logits * mask, relu, log1p (twice for log1p_relu), then max or sum over the tokens.
+    default_splade: a folder without SpladePooling pooled as TEI's --pooling splade does (relu, log(1 + x),
+    times the mask, max). None otherwise."""
+    import json
+    import os
+    path = os.path.join(model_dir, "modules.json")
+    config = None
+    if os.path.exists(path):
+        with open(path) as f:
+            for m in json.load(f):
+                if m["type"].rsplit(".", 1)[-1] == "SpladePooling":
+                    with open(os.path.join(model_dir, m["path"], "config.json")) as f:
+                        config = json.load(f)
+    if config is None:
+        if not default_splade:
+            return None
+        relu_log = torch.log(1.0 + torch.relu(logits))
+        return (relu_log * mask.unsqueeze(-1).to(logits.dtype)).max(1)[0]
+    x = (logits * mask.unsqueeze(-1).to(logits.dtype)).relu_().log1p_()
+    if config.get("activation_function", "relu") == "log1p_relu":
+        x = x.log1p_()
+    return torch.max(x, dim=1)[0] if config.get("pooling_strategy", "max") == "max" else torch.sum(x, dim=1)
