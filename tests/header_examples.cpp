@@ -108,6 +108,12 @@ namespace roberta::examples {
   const double similarity = roberta::sparse_dot(v[0], v[1]);
   roberta::SparseOptions top{.max_active_dims = 64, .text = {}};
   (void)similarity, (void)splade(std::vector<std::string>{"a query"}, top);
+  // m3_embedder.h
+  roberta::M3Embedder m3 = roberta::M3Embedder::load("models/bge-m3");
+  roberta::M3Output m3_out = m3(std::vector<std::string>{"a text"}, {.sparse = true, .colbert = true});
+  std::printf("%zu %zu %zu\n", m3_out.dense.cols, m3_out.lexical[0].indices.size(), m3_out.colbert[0].rows);
+  std::vector<roberta::M3Scores> m3_scores = m3.compute_score({{"a query", "a passage"}});
+  (void)roberta::colbert_score(m3_out.colbert[0], m3_out.colbert[0]), (void)m3_scores;
   // hub.h
   std::string dir = roberta::resolve_model("sentence-transformers/all-distilroberta-v1");
   roberta::Embedder st = roberta::Embedder::load(dir);  // <cache>/models--.../snapshots/<commit>

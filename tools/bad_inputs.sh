@@ -10,6 +10,7 @@ w=$(mktemp -d)
 trap 'rm -rf "$w"' EXIT
 "$py" tools/make_test_model.py --out "$w/good" --preset tiny --seed 1 > /dev/null
 "$py" tools/make_test_model.py --out "$w/nohead" --preset tiny --seed 1 --no-lm-head > /dev/null
+"$py" tools/make_test_model.py --out "$w/m3pt" --preset tiny --seed 1 --m3-heads > /dev/null
 "$py" tools/make_test_model.py --out "$w/nopooler" --preset tiny --seed 1 --no-pooler > /dev/null
 "$py" tools/make_test_model.py --out "$w/cls" --preset tiny --seed 1 --head sequence --labels NEG,POS > /dev/null
 "$py" tools/make_test_model.py --out "$w/nli" --preset tiny --seed 1 --head sequence --labels contradiction,neutral,entailment > /dev/null
@@ -91,6 +92,10 @@ case_ "embed --sparse: model without an MLM head" "x" "$bin" embed --model "$w/n
 case_ "embed --sparse --max-active-dims 0" "x" "$bin" embed --model "$w/good" --sparse --max-active-dims 0
 case_ "embed --sparse with --pooling" "x" "$bin" embed --model "$w/good" --sparse --pooling mean
 case_ "embed --max-active-dims without --sparse" "x" "$bin" embed --model "$w/good" --max-active-dims 5
+case_ "embed --bge-m3: model without bge-m3's heads" "x" "$bin" embed --model "$w/good" --bge-m3
+case_ "embed --bge-m3: heads not converted" "x" "$bin" embed --model "$w/m3pt" --bge-m3
+case_ "embed --bge-m3 --m3-outputs dense,lexical" "x" "$bin" embed --model "$w/good" --bge-m3 --m3-outputs dense,lexical
+case_ "embed --truncate-dim without --bge-m3" "x" "$bin" embed --model "$w/good" --truncate-dim 8
 case_ "tokenize --input-format jsonl: not JSON" "not json" "$bin" tokenize --model "$w/good" --input-format jsonl
 variant voc; "$py" -c "import json; p='$w/voc/vocab.json'; v=json.load(open(p)); v['Ġthe']=4; json.dump(v,open(p,'w'))"; rm "$w/voc/tokenizer.json"
 case_ "vocab.json: two tokens with one id" "x" "$bin" tokenize --model "$w/voc"

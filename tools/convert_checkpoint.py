@@ -8,6 +8,9 @@ pickle format (the original roberta-base upload), and writes MODEL_DIR/model.saf
 --out). Every tensor keeps its dtype and values; tensors that share storage (tied weights) are
 written once under each of their names. Non-tensor entries are skipped with a note. An existing
 output file is never overwritten without --force. Exit status: 0 done, 1 error, 2 usage error.
+A bge-m3 folder's heads, colbert_linear.pt and sparse_linear.pt (torch.nn.Linear state dicts),
+are converted the same way into colbert_linear.safetensors and sparse_linear.safetensors; a folder
+that has them but already holds model.safetensors gets only those.
 """
 import argparse
 import os
@@ -18,6 +21,9 @@ import torch
 from roberta_ref.safetensors_io import DTYPE_NAMES, write_safetensors
 
 
+M3_HEADS = ("colbert_linear", "sparse_linear")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model_dir")
@@ -25,11 +31,24 @@ def main():
     ap.add_argument("--force", action="store_true")
     args = ap.parse_args()
     src = os.path.join(args.model_dir, "pytorch_model.bin")
-    dst = args.out or os.path.join(args.model_dir, "model.safetensors")
+    heads = [h for h in M3_HEADS if os.path.isfile(os.path.join(args.model_dir, h + ".pt"))]
+    if heads and (not os.path.isfile(src) or os.path.exists(os.path.join(args.model_dir, "model.safetensors"))):
+        jobs = []
+    else:
+        jobs = [(src, args.out or os.path.join(args.model_dir, "model.safetensors"))]
+    jobs += [(os.path.join(args.model_dir, h + ".pt"), os.path.join(args.model_dir, h + ".safetensors")) for h in heads]
+    for src, dst in jobs:
+        status = convert(src, dst, args.force)
+        if status:
+            return status
+    return 0
+
+
+def convert(src, dst, force):
     if not os.path.isfile(src):
         print(f"error: {src}: not found", file=sys.stderr)
         return 1
-    if os.path.exists(dst) and not args.force:
+    if os.path.exists(dst) and not force:
         print(f"error: {dst}: already exists (use --force to overwrite)", file=sys.stderr)
         return 1
     try:
@@ -54,8 +73,8 @@ def main():
             print(f"error: {src}: tensor {name!r} has unsupported dtype {value.dtype}", file=sys.stderr)
             return 1
         tensors[name] = value.detach().contiguous().clone()  # a copy per name: tied tensors written twice
-    write_safetensors(dst, tensors, metadata={"format": "pt", "converted_from": "pytorch_model.bin"},
-                      overwrite=args.force)
+    write_safetensors(dst, tensors, metadata={"format": "pt", "converted_from": os.path.basename(src)},
+                      overwrite=force)
     print(f"wrote {dst}: {len(tensors)} tensors")
     return 0
 

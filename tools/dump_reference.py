@@ -19,8 +19,8 @@ start_logits.npy and end_logits.npy (float32 [B,L]); with --type-ids, token_type
 [B,L]); for roberta-prelayernorm, last_hidden_state.npy (float32 [B,L,H], the final LayerNorm of
 hidden_states_N); for a sentence-transformers folder (modules.json), sentence_embedding.npy
 (float32 [B,D]); for a sentence-transformers SparseEncoder folder (SpladePooling), or any MLM model
-with --splade, sparse_embedding.npy (float32 [B,V], dense). See roberta_ref/reference.py for the
-model kinds covered.
+with --splade, sparse_embedding.npy (float32 [B,V], dense); with --m3, m3.json (bge-m3's outputs,
+roberta_ref/m3.py). See roberta_ref/reference.py for the model kinds covered.
 The forward pass is written here from the math with torch.nn.functional (independent of the C++
 engine): word + position + token-type embeddings and LayerNorm, post-LN blocks with scaled
 dot-product attention and the extended attention mask (1 - mask) * finfo.min, the activation named
@@ -54,6 +54,10 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--no-logits", action="store_true")
     ap.add_argument("--force", action="store_true")
+    ap.add_argument("--m3", action="store_true",
+                    help="write m3.json: bge-m3's dense, lexical and ColBERT outputs (roberta_ref/m3.py) from the "
+                    "folder's colbert_linear.pt and sparse_linear.pt")
+    ap.add_argument("--m3-truncate-dim", type=int)
     ap.add_argument("--splade", action="store_true",
                     help="write sparse_embedding.npy for a folder without SpladePooling too (TEI's --pooling splade)")
     args = ap.parse_args()
@@ -119,6 +123,16 @@ def main():
         sparse = sparse_embedding(args.model, out["logits"], mask, default_splade=args.splade)
         if sparse is not None:
             np.save(os.path.join(args.out, "sparse_embedding.npy"), sparse.numpy().astype(np.float32))
+    if args.m3:
+        from roberta_ref.m3 import m3_outputs
+        with open(os.path.join(args.model, "vocab.json")) as f:
+            vocab = json.load(f)
+        unused = [vocab[t] for t in ("<s>", "</s>", "<pad>", "<unk>") if t in vocab]  # cls, eos, pad, unk
+        m3 = m3_outputs(args.model, out["last_hidden_state"], ids, mask, unused, args.m3_truncate_dim)
+        with open(os.path.join(args.out, "m3.json"), "w") as f:
+            json.dump({"dense_vecs": m3["dense_vecs"].tolist(),
+                       "lexical_weights": [{k: float(v) for k, v in d.items()} for d in m3["lexical_weights"]],
+                       "colbert_vecs": [v.tolist() for v in m3["colbert_vecs"]]}, f)
     with open(os.path.join(args.out, "meta.json"), "w") as f:
         json.dump({"model": os.path.abspath(args.model), "num_layers": cfg["num_hidden_layers"],
                    "padding": args.padding, "torch": torch.__version__}, f, indent=2)

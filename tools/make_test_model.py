@@ -48,8 +48,9 @@ import sys
 
 import torch
 
+from roberta_ref.bpe import BpeTokenizer
 from roberta_ref.checkpoints import WEIGHT_FORMATS, save_weights
-from roberta_ref.reference import MODEL_PREFIXES, POSITION_EMBEDDING_TYPES
+from roberta_ref.reference import MODEL_PREFIXES, POSITION_EMBEDDING_TYPES, Weights, forward
 from roberta_ref.safetensors_io import write_safetensors
 
 PRESETS = {
@@ -296,6 +297,25 @@ def write_sparse_encoder(out, p, args):
                    "similarity_fn_name": "dot"}, f, indent=2)
 
 
+def write_m3_heads(out, p, args, gen, sd):
+    """bge-m3's heads as FlagEmbedding saves them: torch.nn.Linear state dicts colbert_linear.pt
+    (hidden -> colbert dim) and sparse_linear.pt (hidden -> 1), bias included. A random sparse head
+    gives every token of a random model about the same weight (its token states are alike), so its
+    bias is minus the median over the tokens of a few English sentences: about half the tokens of
+    such text get a weight above 0."""
+    H = p["hidden"]
+    dim = args.m3_heads or H
+    torch.save({"weight": torch.randn(dim, H, generator=gen) / H ** 0.5, "bias": torch.randn(dim, generator=gen) * 0.1},
+               os.path.join(out, "colbert_linear.pt"))
+    weight = torch.randn(1, H, generator=gen) / H ** 0.5
+    text = ("The weather is lovely today. It is sunny outside, and the children are playing in the park. "
+            "What is the capital of France? A man plays the guitar while the others sing.")
+    ids = torch.tensor([BpeTokenizer.from_dir(args.tokenizer_dir).encode(text)]) if p["tokenizer"] else \
+        torch.randint(4, p["vocab"], (1, 48), generator=gen)
+    h = forward(config_json(p, args), Weights(sd), ids, torch.ones_like(ids), heads=False)["last_hidden_state"]
+    torch.save({"weight": weight, "bias": -(h[0] @ weight[0]).median().reshape(1)}, os.path.join(out, "sparse_linear.pt"))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
@@ -315,6 +335,9 @@ def main():
     ap.add_argument("--st-pooling", help="a mode or several, comma-separated: mean, cls, max, "
                     "mean_sqrt_len_tokens, weightedmean, lasttoken")
     ap.add_argument("--st-dense", metavar="OUT_DIM[:ACTIVATION]")
+    ap.add_argument("--m3-heads", metavar="COLBERT_DIM", type=int, nargs="?", const=0,
+                    help="bge-m3's colbert_linear.pt (COLBERT_DIM outputs, default the hidden size) and "
+                    "sparse_linear.pt beside the model (convert them with tools/convert_checkpoint.py)")
     ap.add_argument("--st-splade", metavar="STRATEGY[:ACTIVATION]",
                     help="a sentence-transformers SparseEncoder folder: MLMTransformer + SpladePooling "
                     "(max|sum, relu|log1p_relu); with --st-prompts and --st-default-prompt")
@@ -354,6 +377,8 @@ def main():
     with open(os.path.join(args.out, "config.json"), "w") as f:
         json.dump(config_json(p, args), f, indent=2)
     save_weights(args.out, sd, args.format, args.shards)
+    if args.m3_heads is not None:
+        write_m3_heads(args.out, p, args, gen, sd)
     if args.st_splade:
         if args.st_pooling or args.st_dense or args.st_normalize or args.head != "mlm":
             sys.exit("error: --st-splade takes an MLM head and no --st-pooling, --st-dense or --st-normalize")

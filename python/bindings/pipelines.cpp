@@ -1,7 +1,8 @@
 // The pipelines for Python: FillMask, Embedder (sentence-transformers folders), SparseEncoder
-// (SPLADE) and the token states of feature extraction. Each call converts its Python arguments, releases the GIL for the
+// (SPLADE), M3Embedder (bge-m3) and the token states of feature extraction. Each call converts its Python arguments, releases the GIL for the
 // tokenizer and the model, and builds Python results at the end; arrays take over the C++ buffers.
 #include <algorithm>
+#include <array>
 #include <iterator>
 #include <numeric>
 
@@ -220,6 +221,12 @@ void register_embedder(py::module_& m) {
       "cut at max_length tokens (0: the tokenizer's model_max_length, at most the model's positions).");
 }
 
+py::tuple sparse_pair(SparseVector&& v) {
+  std::vector<int64_t> ids(v.indices.begin(), v.indices.end());
+  const auto n = static_cast<py::ssize_t>(ids.size());
+  return py::make_tuple(to_numpy(std::move(ids), {n}), to_numpy(std::move(v.values), {n}));
+}
+
 // SparseEncoder: (indices int64, values float32) per text.
 void register_sparse_encoder(py::module_& m) {
   py::class_<SparseEncoder>(m, "SparseEncoder", "Sparse (SPLADE) embeddings from a model's MLM head.")
@@ -244,11 +251,7 @@ void register_sparse_encoder(py::module_& m) {
               throw;
             }
             py::list out;
-            for (SparseVector& v : rows) {
-              std::vector<int64_t> ids(v.indices.begin(), v.indices.end());
-              const auto n = static_cast<py::ssize_t>(ids.size());
-              out.append(py::make_tuple(to_numpy(std::move(ids), {n}), to_numpy(std::move(v.values), {n})));
-            }
+            for (SparseVector& v : rows) out.append(sparse_pair(std::move(v)));
             return out;
           },
           py::arg("texts"), py::arg("prompt") = py::none(), py::arg("batch_size") = 32, py::arg("max_length") = 0,
@@ -278,12 +281,77 @@ void register_sparse_encoder(py::module_& m) {
       .def_property_readonly("model", [](const SparseEncoder& e) { return e.text_preparer().model(); });
 }
 
+// M3Embedder: (dense array or None, [(ids, weights)] or None, [ColBERT arrays] or None).
+void register_m3(py::module_& m) {
+  py::class_<M3Embedder>(m, "M3Embedder", "bge-m3's dense, lexical and ColBERT outputs from one forward pass.")
+      .def(py::init([](const std::string& path, const std::string& dtype) {
+             const LoadOptions o = parse_dtype(dtype);
+             py::gil_scoped_release nogil;
+             return M3Embedder::load(path, o);
+           }),
+           py::arg("path"), py::arg("dtype") = "float32")
+      .def(
+          "encode",
+          [](const M3Embedder& e, const std::vector<std::string>& texts, size_t batch_size, size_t max_length,
+             bool dense, bool sparse, bool colbert, size_t truncate_dim, bool normalize) {
+            const M3Options o{.dense = dense, .sparse = sparse, .colbert = colbert,
+                              .batch_size = std::max<size_t>(1, batch_size), .max_length = max_length,
+                              .truncate_dim = truncate_dim, .normalize = normalize};
+            M3Output out;
+            try {
+              py::gil_scoped_release nogil;
+              out = e(texts, o);
+            } catch (const Error& err) {
+              if (texts.size() == 1) throw Error(err.detail(), err.kind());
+              throw;
+            }
+            py::object d = py::none(), l = py::none(), c = py::none();
+            if (dense) d = to_numpy(std::move(out.dense));
+            if (sparse) {
+              py::list lexical;
+              for (SparseVector& v : out.lexical) lexical.append(sparse_pair(std::move(v)));
+              l = lexical;
+            }
+            if (colbert) {
+              py::list vecs;
+              for (Matrix& v : out.colbert) vecs.append(to_numpy(std::move(v)));
+              c = vecs;
+            }
+            return py::make_tuple(d, l, c);
+          },
+          py::arg("texts"), py::arg("batch_size") = 32, py::arg("max_length") = 512, py::arg("dense") = true,
+          py::arg("sparse") = false, py::arg("colbert") = false, py::arg("truncate_dim") = 0, py::arg("normalize") = true,
+          "(dense (N, dim) float32 or None, [(ids int64, weights float32)] or None, [(tokens - 1, colbert dim) float32] "
+          "or None).")
+      .def(
+          "compute_score",
+          [](const M3Embedder& e, const std::vector<std::pair<std::string, std::string>>& pairs,
+             std::array<double, 3> weights, size_t max_query_length, size_t max_passage_length, size_t batch_size) {
+            std::vector<M3Scores> scores;
+            {
+              py::gil_scoped_release nogil;
+              scores = e.compute_score(pairs, weights, max_query_length, max_passage_length, std::max<size_t>(1, batch_size));
+            }
+            py::list out;
+            for (const M3Scores& s : scores)
+              out.append(py::make_tuple(s.dense, s.sparse, s.colbert, s.sparse_dense, s.colbert_sparse_dense));
+            return out;
+          },
+          py::arg("pairs"), py::arg("weights"), py::arg("max_query_length") = 512, py::arg("max_passage_length") = 512,
+          py::arg("batch_size") = 32, "(dense, sparse, colbert, sparse+dense, colbert+sparse+dense) per pair.")
+      .def_property_readonly("dimension", &M3Embedder::dimension)
+      .def_property_readonly("colbert_dimension", &M3Embedder::colbert_dimension)
+      .def_property_readonly("tokenizer", [](const M3Embedder& e) { return e.tokenizer(); })
+      .def_property_readonly("model", [](const M3Embedder& e) { return e.model(); });
+}
+
 }  // namespace
 
 void register_pipelines(py::module_& m) {
   register_fill_mask(m);
   register_embedder(m);
   register_sparse_encoder(m);
+  register_m3(m);
 }
 
 }  // namespace roberta::python

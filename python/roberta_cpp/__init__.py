@@ -39,6 +39,7 @@ from ._core import (
     runtime_info,
     set_num_threads,
 )
+from .bge_m3 import BGEM3FlagModel
 from .cross_encoder import CrossEncoder
 from .hub import resolve_model
 from .model import Model
@@ -60,6 +61,7 @@ from .tokenizer import BatchEncoding, Tokenizer
 __version__ = _core.__version__
 
 __all__ = [
+    "BGEM3FlagModel",
     "BatchEncoding",
     "CrossEncoder",
     "Encoding",

@@ -153,6 +153,21 @@ class SparseEncoder:
     tokenizer: Tokenizer
     model: Model
 
+class M3Embedder:
+    def __init__(self, path: str, dtype: str = "float32") -> None: ...
+    def encode(self, texts: Sequence[str], batch_size: int = 32, max_length: int = 512, dense: bool = True,
+               sparse: bool = False, colbert: bool = False, truncate_dim: int = 0, normalize: bool = True
+               ) -> Tuple[Optional[npt.NDArray[np.float32]],
+                          Optional[List[Tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]]],
+                          Optional[List[npt.NDArray[np.float32]]]]: ...
+    def compute_score(self, pairs: Sequence[Tuple[str, str]], weights: Sequence[float], max_query_length: int = 512,
+                      max_passage_length: int = 512,
+                      batch_size: int = 32) -> List[Tuple[float, float, float, float, float]]: ...
+    dimension: int
+    colbert_dimension: int
+    tokenizer: Tokenizer
+    model: Model
+
 def token_states(model: Model, tokenizer: Tokenizer, texts: Sequence[str], truncation: bool = False,
                  batch_size: int = 32, max_length: int = 0) -> List[npt.NDArray[np.float32]]: ...
 

@@ -198,6 +198,19 @@ void append_floats(std::string& out, const float* v, size_t n) {
   out += ']';
 }
 
+void append_matrices(std::string& out, std::span<const Matrix> matrices) {
+  out += '[';
+  for (size_t i = 0; i < matrices.size(); ++i) {
+    out += i ? ",[" : "[";
+    for (size_t t = 0; t < matrices[i].rows; ++t) {
+      if (t) out += ',';
+      append_floats(out, matrices[i].row(t), matrices[i].cols);
+    }
+    out += ']';
+  }
+  out += ']';
+}
+
 std::string base64_floats(const float* v, size_t n) {
   static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string bytes(n * 4, '\0');

@@ -8,12 +8,14 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "roberta/error.h"
+#include "roberta/model.h"
 #include "roberta/tokenizer.h"
 
 namespace roberta::server {
@@ -80,6 +82,8 @@ Inputs parse_inputs(const json& body, const char* field, size_t max_batch, bool 
 
 // "[a,b,...]" with the shortest digits that read back as the same float (non-finite: null).
 void append_floats(std::string& out, const float* v, size_t n);
+// "[[[...], ...], ...]": each matrix as a list of its rows (/embed_all's token states, ColBERT vectors).
+void append_matrices(std::string& out, std::span<const Matrix> matrices);
 // Base64 of the little-endian float32 bytes (OpenAI's encoding_format "base64").
 std::string base64_floats(const float* v, size_t n);
 // A JSON string literal, invalid UTF-8 replaced by U+FFFD.

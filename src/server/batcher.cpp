@@ -57,6 +57,12 @@ void Batcher::submit(const std::shared_ptr<Job>& job) {
         else
           job->sparse.resize(n);
         break;
+      case Job::Kind::kM3:
+        if (!pipelines_.m3)
+          job->error = Error("the model has no bge-m3 heads (colbert_linear, sparse_linear)", ErrorKind::kInvalidModel);
+        else
+          job->sparse.resize(n), job->colbert.resize(n);
+        break;
       case Job::Kind::kMaskLogits:
         if (!pipelines_.fill_mask)
           job->error = Error("the model has no MLM head (lm_head.*) or no <mask> token", ErrorKind::kInvalidModel);
@@ -165,7 +171,7 @@ void Batcher::run_pass(std::vector<Slot>& pass, uint64_t number) {
   {
     std::lock_guard lock(mutex_);  // the ids move out of the jobs: nothing else reads them now
     for (const Slot& slot : pass) {
-      if (kind == Job::Kind::kPooled || kind == Job::Kind::kTokens || kind == Job::Kind::kSparse) {
+      if (slot.job->embeds()) {
         texts.push_back(std::move(slot.job->texts[slot.index]));
         continue;
       }
@@ -180,6 +186,7 @@ void Batcher::run_pass(std::vector<Slot>& pass, uint64_t number) {
   Matrix rows;                   // kPooled, kSequenceLogits: one row per sequence
   std::vector<Matrix> matrices;  // kTokens, kMaskLogits: one matrix per sequence
   std::vector<SparseVector> sparse;  // kSparse: every non-zero weight (each request keeps its top k)
+  M3Output m3;                       // kM3: lexical weights and ColBERT vectors (each request takes its kind)
   try {
     switch (kind) {
       case Job::Kind::kPooled: {
@@ -190,6 +197,7 @@ void Batcher::run_pass(std::vector<Slot>& pass, uint64_t number) {
       }
       case Job::Kind::kTokens: matrices = pipelines_.embedder->run_tokens(texts); break;
       case Job::Kind::kSparse: sparse = pipelines_.sparse->run(texts); break;
+      case Job::Kind::kM3: m3 = pipelines_.m3->run(texts, {.dense = false, .sparse = true, .colbert = true}); break;
       case Job::Kind::kSequenceLogits: rows = pipelines_.classifier->run(batch); break;
       case Job::Kind::kMaskLogits: {
         const Matrix all = pipelines_.fill_mask->run(batch);  // every <mask> of the pass, in order
@@ -226,6 +234,9 @@ void Batcher::run_pass(std::vector<Slot>& pass, uint64_t number) {
       job.tokens[at] = std::move(matrices[i]);
     } else if (kind == Job::Kind::kSparse) {
       job.sparse[at] = std::move(sparse[i]);
+    } else if (kind == Job::Kind::kM3) {
+      job.sparse[at] = std::move(m3.lexical[i]);
+      job.colbert[at] = std::move(m3.colbert[i]);
     } else {
       job.mask_logits[at] = std::move(matrices[i]);
     }

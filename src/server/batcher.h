@@ -40,6 +40,7 @@
 
 #include "roberta/embedder.h"
 #include "roberta/fill_mask.h"
+#include "roberta/m3_embedder.h"
 #include "roberta/sparse_encoder.h"
 #include "roberta/text_classifier.h"
 #include "server/metrics.h"
@@ -55,10 +56,11 @@ struct Job {
     kSequenceLogits,  // the classification head's logits (/predict, /rerank): TextClassifier::run
     kMaskLogits,      // the MLM logits at each <mask> (/fill_mask): FillMask::run
     kSparse,          // one sparse (SPLADE) embedding per text (/embed_sparse): SparseEncoder::run
+    kM3,              // bge-m3's lexical weights and ColBERT vectors per text: M3Embedder::run
   };
   Kind kind = Kind::kPooled;
   // Set before submit(), one entry per sequence:
-  std::vector<PreparedText> texts;              // kPooled, kTokens, kSparse (the batcher moves the ids out)
+  std::vector<PreparedText> texts;              // kPooled, kTokens, kSparse, kM3 (the batcher moves the ids out)
   std::vector<std::vector<int32_t>> sequences;  // the other kinds: each encoding's token ids
 
   // Written by the batcher, read after wait() returned true.
@@ -66,7 +68,8 @@ struct Job {
   std::vector<Matrix> tokens;       // (tokens, hidden) per text: kTokens
   Matrix logits;                    // (sequences, num_labels): kSequenceLogits
   std::vector<Matrix> mask_logits;  // (<mask>s, vocab) per sequence: kMaskLogits
-  std::vector<SparseVector> sparse;  // every non-zero weight, per text: kSparse
+  std::vector<SparseVector> sparse;  // every non-zero weight, per text: kSparse; the lexical weights: kM3
+  std::vector<Matrix> colbert;       // (tokens - 1, colbert dimension) per text: kM3
   std::optional<Error> error;       // a failed forward pass, or no pipeline for the kind
   double queue_seconds = 0;      // from submit() to its first pass
   double inference_seconds = 0;  // summed over its rows: the duration of the pass each row was in
@@ -77,7 +80,9 @@ struct Job {
 
  private:
   friend class Batcher;
-  bool embeds() const { return kind == Kind::kPooled || kind == Kind::kTokens || kind == Kind::kSparse; }
+  bool embeds() const {
+    return kind == Kind::kPooled || kind == Kind::kTokens || kind == Kind::kSparse || kind == Kind::kM3;
+  }
   size_t length(size_t i) const { return embeds() ? texts[i].ids.size() : sequences[i].size(); }
   size_t scheduled_ = 0, finished_ = 0;
   uint64_t in_pass_ = 0;  // the last pass that took one of its sequences
@@ -93,6 +98,7 @@ struct Pipelines {
   const TextClassifier* classifier = nullptr;  // kSequenceLogits
   const FillMask* fill_mask = nullptr;         // kMaskLogits
   const SparseEncoder* sparse = nullptr;       // kSparse
+  const M3Embedder* m3 = nullptr;              // kM3
 };
 
 struct BatcherOptions {

@@ -48,7 +48,8 @@ EmbedOptions embed_options(State& s, const json& body);
 Queued run_job(State& s, const Call& call, const EmbedRequest& req, Job::Kind kind);
 const char* method_label(const Inputs& in);  // TEI's metric label: "batch" or "single"
 
-Reply embed_sparse(State& s, const Call& call);  // sparse_routes.cpp
+Reply embed_sparse(State& s, const Call& call);       // sparse_routes.cpp
+Reply embed_multivector(State& s, const Call& call);  // sparse_routes.cpp
 Reply predict(State& s, const Call& call);
 // POST / on a classifier: /predict in the shape of Hugging Face's text-classification task.
 Reply classify_task(State& s, const Call& call);

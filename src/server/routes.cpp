@@ -26,6 +26,7 @@ const char* per_input_metric(const Job& job) {
     case Job::Kind::kPooled:
     case Job::Kind::kTokens:
     case Job::Kind::kSparse:
+    case Job::Kind::kM3:
       return "te_embed";
     case Job::Kind::kSequenceLogits:
       return "te_predict";
@@ -257,17 +258,7 @@ Reply embed_all(State& s, const Call& call) {
   s.metrics->count("te_request_count", "method", method_label(req.inputs));
   Queued e = run_job(s, call, req, Job::Kind::kTokens);
   Reply r;
-  r.body = "[";
-  for (size_t i = 0; i < e.job->tokens.size(); ++i) {
-    const Matrix& m = e.job->tokens[i];
-    r.body += i ? ",[" : "[";
-    for (size_t t = 0; t < m.rows; ++t) {
-      if (t) r.body += ',';
-      append_floats(r.body, m.row(t), m.cols);
-    }
-    r.body += "]";
-  }
-  r.body += "]";
+  append_matrices(r.body, e.job->tokens);
   timing_headers(s, call, e, r);
   s.metrics->count("te_request_success", "method", method_label(req.inputs));
   return r;
@@ -546,6 +537,7 @@ constexpr Route kRoutes[] = {
     {"POST", "/embed", Style::kTei, false, true, embed},
     {"POST", "/embed_all", Style::kTei, false, true, embed_all},
     {"POST", "/embed_sparse", Style::kTei, false, true, embed_sparse},
+    {"POST", "/embed_multivector", Style::kTei, false, true, embed_multivector},
     {"POST", "/v1/embeddings", Style::kOpenAi, false, true, openai_embeddings},
     {"POST", "/embeddings", Style::kOpenAi, false, true, openai_embeddings},
     {"GET", "/v1/models", Style::kOpenAi, false, false, openai_models},

@@ -31,6 +31,11 @@ struct State {
   std::unique_ptr<Embedder> embedder;
   std::unique_ptr<FillMask> fill_mask;  // when the model has an MLM head and <mask>
   std::unique_ptr<SparseEncoder> sparse_encoder;  // when the model has an MLM head: /embed_sparse
+  // A bge-m3 folder (colbert_linear, sparse_linear beside the model): /embed_sparse gives its
+  // lexical weights, /embed_multivector its ColBERT vectors. m3_error: why a folder with a .pt head
+  // has none (not converted, malformed), for those routes' 424.
+  std::unique_ptr<M3Embedder> m3;
+  std::string m3_error;
   // When the model has a sequence-classification head: /predict and /rerank.
   std::unique_ptr<TextClassifier> classifier;
   std::unique_ptr<CrossEncoder> cross_encoder;

@@ -432,6 +432,16 @@ void Server::load() {
   if (model.has_lm_head() && s.embedder->tokenizer().mask_id()) s.fill_mask = std::make_unique<FillMask>(model, s.embedder->tokenizer());
   if (model.has_lm_head())
     s.sparse_encoder = std::make_unique<SparseEncoder>(model, s.embedder->tokenizer(), s.embedder->config());
+  const std::filesystem::path dir = s.options.model_dir;
+  std::error_code ec;
+  if (std::filesystem::exists(dir / "colbert_linear.safetensors", ec) || std::filesystem::exists(dir / "colbert_linear.pt", ec)) {
+    try {
+      s.m3 = std::make_unique<M3Embedder>(M3Embedder::with_heads(*s.embedder, dir));
+    } catch (const Error& e) {  // the dense routes still serve; the bge-m3 ones say why not
+      s.m3_error = e.what();
+      warn(s.m3_error);
+    }
+  }
   if (model.has_head(Head::kSequenceClassification)) {
     s.classifier = std::make_unique<TextClassifier>(model, s.embedder->tokenizer());
     s.cross_encoder = std::make_unique<CrossEncoder>(model, s.embedder->tokenizer(),
@@ -466,7 +476,7 @@ void Server::load() {
   batching.on_idle = release_free_memory;
   s.batcher = std::make_unique<Batcher>(
       Pipelines{.embedder = s.embedder.get(), .classifier = s.classifier.get(), .fill_mask = s.fill_mask.get(),
-                .sparse = s.sparse_encoder.get()},
+                .sparse = s.sparse_encoder.get(), .m3 = s.m3.get()},
       batching, *s.metrics);
   s.ready = true;
 }

@@ -1,5 +1,7 @@
 // TEI's POST /embed_sparse: sparse (SPLADE) embeddings from the model's MLM head
-// (roberta/sparse_encoder.h), batched with every other request's texts.
+// (roberta/sparse_encoder.h), or a bge-m3 folder's lexical weights (roberta/m3_embedder.h); and
+// POST /embed_multivector, a bge-m3 folder's ColBERT vectors. Batched with every other request's
+// texts.
 #include <charconv>
 #include <cmath>
 
@@ -13,15 +15,18 @@ namespace roberta::server {
 // weights only. A model without an MLM head answers 424, as TEI does for a model not pooled by
 // SPLADE.
 Reply embed_sparse(State& s, const Call& call) {
-  if (!s.sparse_encoder)
-    throw ApiError(424, ErrorType::kBackend, "the model has no MLM head (lm_head.*), so it gives no sparse embeddings",
+  if (!s.m3 && !s.sparse_encoder)
+    throw ApiError(424, ErrorType::kBackend,
+                   s.m3_error.empty() ? "the model has no MLM head (lm_head.*) nor bge-m3's sparse_linear, so it gives "
+                                        "no sparse embeddings"
+                                      : s.m3_error,
                    "inference");
   const json body = parse_body(call.body);
   EmbedRequest req{parse_inputs(body, "inputs", s.options.max_client_batch_size), embed_options(s, body), true, {}};
   const std::optional<size_t> k = get_size(body, "max_active_dims");
   if (k && *k == 0) throw ApiError(422, ErrorType::kValidation, "`max_active_dims` should be positive");
   s.metrics->count("te_request_count", "method", method_label(req.inputs));
-  Queued q = run_job(s, call, req, Job::Kind::kSparse);
+  Queued q = run_job(s, call, req, s.m3 ? Job::Kind::kM3 : Job::Kind::kSparse);
   Reply r;
   r.body = "[";
   char buf[32];
@@ -41,6 +46,27 @@ Reply embed_sparse(State& s, const Call& call) {
     r.body += ']';
   }
   r.body += "]";
+  timing_headers(s, call, q, r);
+  s.metrics->count("te_request_success", "method", method_label(req.inputs));
+  return r;
+}
+
+// Ours (TEI has no multi-vector route): {"inputs", "truncate", "truncation_direction",
+// "prompt_name"} gives [[[float]]], each input's ColBERT vectors (one per token after <s>,
+// normalised), as BGEM3FlagModel's colbert_vecs.
+Reply embed_multivector(State& s, const Call& call) {
+  if (!s.m3)
+    throw ApiError(424, ErrorType::kBackend,
+                   s.m3_error.empty() ? "the model has no bge-m3 heads (colbert_linear, sparse_linear beside it), so it "
+                                        "gives no multi-vector embeddings"
+                                      : s.m3_error,
+                   "inference");
+  const json body = parse_body(call.body);
+  EmbedRequest req{parse_inputs(body, "inputs", s.options.max_client_batch_size), embed_options(s, body), true, {}};
+  s.metrics->count("te_request_count", "method", method_label(req.inputs));
+  Queued q = run_job(s, call, req, Job::Kind::kM3);
+  Reply r;
+  append_matrices(r.body, q.job->colbert);
   timing_headers(s, call, q, r);
   s.metrics->count("te_request_success", "method", method_label(req.inputs));
   return r;

@@ -34,3 +34,7 @@ PY
 "$py" "$tools/make_test_model.py" --out "$out/qa" --preset tiny --seed 25 --head qa > /dev/null
 "$py" "$tools/make_test_model.py" --out "$out/splade" --preset tiny --seed 26 --st-splade max \
   --st-prompts '{"query": "query: "}' > /dev/null
+"$py" "$tools/make_test_model.py" --out "$out/bge-m3" --preset tiny --seed 27 --model-type xlm-roberta --m3-heads 20 \
+  --st-pooling cls --st-normalize > /dev/null
+cp -r "$out/bge-m3" "$out/bge-m3-unconverted"
+"$py" "$tools/convert_checkpoint.py" "$out/bge-m3" > /dev/null

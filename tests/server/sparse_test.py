@@ -1,10 +1,11 @@
 """`roberta serve`'s POST /embed_sparse (TEI's route and answer) against `roberta embed --sparse`
 (itself checked against PyTorch by tests/parity/run_sparse_parity.sh): fields, batching across
-requests, errors, and a SparseEncoder folder's /info, POST / and /embed.
+requests, errors, and a SparseEncoder folder's /info, POST / and /embed. Then a bge-m3 folder's
+/embed_sparse and /embed_multivector against `roberta embed --bge-m3` (tests/parity/run_m3_parity.sh).
 
 Usage: sparse_test.py ROBERTA_BINARY FIXTURES_DIR TEXTS_FILE
 FIXTURES_DIR: the CLI fixtures (tiny: a plain MLM model; splade: a SparseEncoder folder with a
-"query" prompt; no-lm-head).
+"query" prompt; no-lm-head; bge-m3 and bge-m3-unconverted).
 """
 import json
 import os
@@ -33,6 +34,25 @@ def cli_sparse(model, items, *flags):
 
 def as_dicts(answer):
     return [{e["index"]: f32(e["value"]) for e in row} for row in answer]
+
+
+def alone_then_together(server, route, bodies):
+    """Every body sent alone, then all at once from one client each: (alone, together, passes the
+    concurrent round took)."""
+    alone = [request(server, "POST", route, b) for b in bodies]
+    def passes():
+        m = request(server, "GET", "/metrics")[2].decode()
+        return int(next(l.split()[1] for l in m.splitlines() if l.startswith("te_batch_next_size_count")))
+    before = passes()
+    together = [None] * len(bodies)
+    def client(i):
+        together[i] = request(server, "POST", route, bodies[i])
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(len(bodies))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return alone, together, passes() - before
 
 
 def shape_ok(answer):
@@ -85,20 +105,7 @@ try:
     # batched across requests: every request alone, then 12 at once from 12 clients; the same
     # bytes back, in fewer passes than requests
     bodies = [{"inputs": t} for t in texts] + [{"inputs": texts[:3]} for _ in range(6)]
-    alone = [request(server, "POST", "/embed_sparse", b) for b in bodies]
-    def passes():
-        m = request(server, "GET", "/metrics")[2].decode()
-        return int(next(l.split()[1] for l in m.splitlines() if l.startswith("te_batch_next_size_count")))
-    before = passes()
-    together = [None] * len(bodies)
-    def client(i):
-        together[i] = request(server, "POST", "/embed_sparse", bodies[i])
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(len(bodies))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    used = passes() - before
+    alone, together, used = alone_then_together(server, "/embed_sparse", bodies)
     c.check(all(a[0] == 200 and b[0] == 200 and a[2] == b[2] for a, b in zip(alone, together)),
             "12 concurrent requests: the bytes each gets alone")
     c.check(used < len(bodies), f"12 concurrent requests in {used} passes (batched across requests)")
@@ -118,6 +125,47 @@ server = Server(binary, ["--model", os.path.join(fixtures, "no-lm-head"), "--qui
 try:
     status, _, out = post_json(server, "/embed_sparse", {"inputs": "a"})
     c.check(status == 424 and "MLM head" in out["error"], f"no MLM head: 424 ({status} {out})")
+finally:
+    c.check(server.stop() == 0, "exit 0")
+
+# bge-m3: /embed_sparse gives the lexical weights, /embed_multivector the ColBERT vectors, /embed
+# the dense vector, each = roberta embed --bge-m3.
+m3 = os.path.join(fixtures, "bge-m3")
+out = subprocess.run([binary, "embed", "--bge-m3", "--dtype", "fp32", "--model", m3], capture_output=True, text=True,
+                     input="".join(t + "\n" for t in texts), check=True).stdout
+want_m3 = [json.loads(l) for l in out.splitlines()]
+server = Server(binary, ["--model", m3, "--quiet"])
+try:
+    status, _, out = post_json(server, "/embed_sparse", {"inputs": texts})
+    c.check(status == 200 and shape_ok(out)
+            and as_dicts(out) == [{int(k): f32(v) for k, v in w["lexical_weights"].items()} for w in want_m3],
+            f"bge-m3 /embed_sparse = lexical_weights of roberta embed --bge-m3 ({status})")
+    status, _, out = post_json(server, "/embed_multivector", {"inputs": texts})
+    c.check(status == 200 and [[[f32(x) for x in v] for v in t] for t in out]
+            == [[[f32(x) for x in v] for v in w["colbert_vecs"]] for w in want_m3],
+            f"bge-m3 /embed_multivector = colbert_vecs ({status})")
+    status, _, out = post_json(server, "/embed", {"inputs": texts})
+    c.check(status == 200 and max(abs(a - b) for r, w in zip(out, want_m3) for a, b in zip(r, w["dense_vecs"])) < 1e-5,
+            "bge-m3 /embed = dense_vecs (the folder's cls pooling and Normalize)")
+    alone, together, used = alone_then_together(server, "/embed_multivector", [{"inputs": t} for t in texts] * 2)
+    c.check(all(a[0] == 200 and a[2] == b[2] for a, b in zip(alone, together)) and used < len(alone),
+            f"/embed_multivector: concurrent requests get the bytes each gets alone, in {used} passes")
+    status, _, out = post_json(server, "/embed_multivector", {"inputs": " ".join(texts) * 60, "truncate": False})
+    c.check(status == 422, f"/embed_multivector too long with truncate false: 422 ({status})")
+finally:
+    c.check(server.stop() == 0, "exit 0")
+server = Server(binary, ["--model", os.path.join(fixtures, "bge-m3-unconverted"), "--quiet"])
+try:
+    status, _, out = post_json(server, "/embed_multivector", {"inputs": "a"})
+    c.check(status == 424 and "convert_checkpoint.py" in out["error"], f"heads not converted: 424 saying how ({out})")
+    status, _, out = post_json(server, "/embed", {"inputs": "a"})
+    c.check(status == 200, "heads not converted: /embed still serves")
+finally:
+    c.check(server.stop() == 0, "exit 0")
+server = Server(binary, ["--model", os.path.join(fixtures, "tiny"), "--quiet"])
+try:
+    status, _, out = post_json(server, "/embed_multivector", {"inputs": "a"})
+    c.check(status == 424 and "bge-m3" in out["error"], f"/embed_multivector without bge-m3 heads: 424 ({out})")
 finally:
     c.check(server.stop() == 0, "exit 0")
 c.done()

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "common.h"
+#include "roberta/m3_embedder.h"
 #include "roberta/sparse_encoder.h"
 
 namespace roberta::cli {
@@ -22,9 +23,13 @@ int run_bench(const Args& args) {
   const size_t warmup = static_cast<size_t>(args.integer("warmup", 0, 1'000'000).value_or(1));
   const uint64_t seed = static_cast<uint64_t>(args.integer("seed", 0, INT64_MAX).value_or(0));
   const std::string outputs = args.get("outputs").value_or("hidden");
-  if (outputs != "hidden" && outputs != "logits" && outputs != "sparse")
-    throw UsageError("--outputs must be hidden, logits or sparse");
-  if (outputs != "hidden" && !model.has_lm_head()) throw Error(model.dir().string() + ": the model has no MLM head");
+  const bool m3 = outputs == "m3" || outputs.starts_with("m3:");
+  if (outputs != "hidden" && outputs != "logits" && outputs != "sparse" && !m3)
+    throw UsageError("--outputs must be hidden, logits, sparse, m3 or m3:LIST");
+  if ((outputs == "logits" || outputs == "sparse") && !model.has_lm_head())
+    throw Error(model.dir().string() + ": the model has no MLM head");
+  const auto m3_has = [&](const char* kind) { return outputs == "m3" || (m3 && outputs.find(kind) != std::string::npos); };
+  const M3Options m3_options{.dense = m3_has("dense"), .sparse = m3_has("sparse"), .colbert = m3_has("colbert")};
   const int64_t max_len = c.max_sequence_length();
   std::vector<size_t> lengths(B, static_cast<size_t>(args.integer("seq", 2, max_len).value_or(std::min<int64_t>(128, max_len))));
   std::mt19937_64 rng(seed);
@@ -44,18 +49,21 @@ int run_bench(const Args& args) {
     batch.add_sequence(ids);
   }
   ForwardOptions fo;
-  fo.logits = outputs != "hidden";
+  fo.logits = outputs == "logits" || outputs == "sparse";
   // sparse: SparseEncoder::run, the MLM logits reduced chunk by chunk (logits: all of them kept).
+  // m3: M3Embedder::run, bge-m3's three outputs from one pass (m3:LIST: those of dense, sparse,
+  // colbert), the heads of the model's folder beside the model loaded above.
   std::optional<SparseEncoder> sparse;
+  std::optional<M3Embedder> m3_embedder;
   std::vector<PreparedText> texts;
-  if (outputs == "sparse") {
-    sparse.emplace(model, Tokenizer::from_dir(model.dir()));
-    for (size_t b = 0; b < B; ++b)
-      texts.push_back({.ids = std::vector<int32_t>(batch.ids.begin() + static_cast<ptrdiff_t>(batch.offsets[b]),
-                                                   batch.ids.begin() + static_cast<ptrdiff_t>(batch.offsets[b + 1]))});
-  }
+  if (outputs == "sparse") sparse.emplace(model, Tokenizer::from_dir(model.dir()));
+  if (m3) m3_embedder.emplace(M3Embedder::with_heads(Embedder(model, Tokenizer::from_dir(model.dir())), model.dir()));
+  for (size_t b = 0; b < B && (sparse || m3); ++b)
+    texts.push_back({.ids = std::vector<int32_t>(batch.ids.begin() + static_cast<ptrdiff_t>(batch.offsets[b]),
+                                                 batch.ids.begin() + static_cast<ptrdiff_t>(batch.offsets[b + 1]))});
   const auto run_once = [&] {
     if (sparse) (void)sparse->run(texts);
+    else if (m3_embedder) (void)m3_embedder->run(texts, m3_options);
     else model.forward(batch, fo);
   };
   for (size_t i = 0; i < warmup; ++i) run_once();

@@ -59,6 +59,10 @@ constexpr Option kOptions[] = {
     {"prompt-name", "NAME", "put the folder's prompt NAME (config_sentence_transformers.json) before every input"},
     {"sparse", "", "sparse (SPLADE) embeddings from the MLM head, one JSON line per input: [{\"index\":ID,\"value\":W},...] "
                    "(the folder's SpladePooling, else max with relu)"},
+    {"bge-m3", "", "bge-m3's outputs from one pass, one JSON line per input with FlagEmbedding's keys: dense_vecs, "
+                   "lexical_weights ({\"id\": weight}), colbert_vecs (needs colbert_linear and sparse_linear beside the model)"},
+    {"m3-outputs", "LIST", "with --bge-m3: which of dense, sparse, colbert (default all three)"},
+    {"truncate-dim", "N", "with --bge-m3: dense and ColBERT vectors cut to their first N values before normalising"},
     {"max-active-dims", "K", "with --sparse: keep the K largest weights of each input (default: all non-zero)"},
     // dump / compare
     {"input-ids", "IDS.npy", "the input ids, a (batch, length) integer array"},
@@ -77,8 +81,10 @@ constexpr Option kOptions[] = {
     {"seed", "S", "seed of the random ids and lengths (default 0)"},
     {"runs", "N", "timed runs (default 5)"},
     {"warmup", "N", "untimed runs first (default 1)"},
-    {"outputs", "hidden|logits|sparse", "logits: also compute MLM logits at every position; sparse: sparse (SPLADE) "
-                                        "embeddings, the logits reduced as they are computed (default: hidden states)"},
+    {"outputs", "hidden|logits|sparse|m3[:LIST]",
+     "logits: also compute MLM logits at every position; sparse: sparse (SPLADE) embeddings, the logits reduced as "
+     "they are computed; m3: bge-m3's dense, sparse and ColBERT outputs (m3:LIST: those of dense,sparse,colbert) "
+     "(default: hidden states)"},
     // serve
     {"host", "ADDR", "the address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)"},
     {"port", "N", "the port (default 8080; 0: any free port, printed when ready)"},

@@ -8,6 +8,7 @@
 
 #include "common.h"
 #include "roberta/dev/npy.h"
+#include "roberta/m3_embedder.h"
 #include "roberta/sparse_encoder.h"
 
 namespace roberta::cli {
@@ -40,6 +41,41 @@ void write_jsonl_sparse(std::ostream& os, std::span<const SparseVector> rows) {
       text.append(buf, static_cast<size_t>(n));
     }
     text += "]\n";
+  }
+  os << text;
+}
+
+// FlagEmbedding's keys, one JSON object per text: "dense_vecs" [...], "lexical_weights"
+// {"id": weight} (ids ascending), "colbert_vecs" [[...], ...]; the outputs asked for only.
+void write_jsonl_m3(std::ostream& os, const M3Output& out, size_t texts) {
+  std::string text;
+  char buf[32];
+  const auto floats = [&](const float* v, size_t n) {
+    text += '[';
+    for (size_t i = 0; i < n; ++i)
+      text.append(buf, static_cast<size_t>(std::snprintf(buf, sizeof buf, "%s%.9g", i ? "," : "", static_cast<double>(v[i]))));
+    text += ']';
+  };
+  for (size_t t = 0; t < texts; ++t) {
+    const char* sep = "{";
+    if (out.dense.rows) text += sep, text += "\"dense_vecs\":", floats(out.dense.row(t), out.dense.cols), sep = ",";
+    if (!out.lexical.empty()) {
+      text += sep, text += "\"lexical_weights\":{", sep = ",";
+      const SparseVector& v = out.lexical[t];
+      for (size_t i = 0; i < v.indices.size(); ++i)
+        text.append(buf, static_cast<size_t>(std::snprintf(buf, sizeof buf, "%s\"%d\":%.9g", i ? "," : "", v.indices[i],
+                                                           static_cast<double>(v.values[i]))));
+      text += '}';
+    }
+    if (!out.colbert.empty()) {
+      text += sep, text += "\"colbert_vecs\":[";
+      for (size_t r = 0; r < out.colbert[t].rows; ++r) {
+        if (r) text += ',';
+        floats(out.colbert[t].row(r), out.colbert[t].cols);
+      }
+      text += ']';
+    }
+    text += "}\n";
   }
   os << text;
 }
@@ -149,7 +185,34 @@ int run_embed(const Args& args) {
     });
     return 0;
   }
+  if (args.flag("bge-m3")) {
+    if (format != "jsonl") throw UsageError("--bge-m3 writes JSON lines: --format npy does not apply");
+    for (const char* other : {"pooling", "prompt", "prompt-name", "max-active-dims"})
+      if (args.get(other)) throw UsageError(std::string("--") + other + " does not apply to --bge-m3");
+    if (args.flag("normalize")) throw UsageError("--bge-m3 normalises by default: --no-normalize turns it off");
+    M3Options m3{.batch_size = options.batch_size};
+    m3.normalize = !args.flag("no-normalize");
+    if (auto n = args.integer("max-length", 3, 1'000'000)) m3.max_length = static_cast<size_t>(*n);
+    if (auto n = args.integer("truncate-dim", 1, 1'000'000)) m3.truncate_dim = static_cast<size_t>(*n);
+    m3.dense = m3.sparse = m3.colbert = false;
+    for (const std::string& o : parse_candidate_labels(args.get("m3-outputs").value_or("dense,sparse,colbert"))) {
+      if (o == "dense") m3.dense = true;
+      else if (o == "sparse") m3.sparse = true;
+      else if (o == "colbert") m3.colbert = true;
+      else throw UsageError("--m3-outputs: \"" + o + "\" is not dense, sparse or colbert");
+    }
+    if (!m3.dense && !m3.sparse && !m3.colbert) throw UsageError("--m3-outputs needs one of dense, sparse, colbert");
+    if (!options.truncate) throw UsageError("--no-truncate does not apply to --bge-m3 (FlagEmbedding truncates)");
+    const M3Embedder encoder = M3Embedder::load(model_dir(args), load_options(args, "auto"));
+    to_output(output, args.flag("force"), [&](std::ostream& os) {
+      embed_lines(lines, chunk_lines, os, [&](std::span<const std::string> chunk, std::vector<size_t>& truncated) {
+        write_jsonl_m3(os, encoder(chunk, m3, &truncated), chunk.size());
+      });
+    });
+    return 0;
+  }
   if (args.get("max-active-dims")) throw UsageError("--max-active-dims goes with --sparse");
+  if (args.get("m3-outputs") || args.get("truncate-dim")) throw UsageError("--m3-outputs and --truncate-dim go with --bge-m3");
   const Embedder embedder = Embedder::load(model_dir(args), load_options(args, "auto"));
   check_prompt_name(options, embedder.config());
   const size_t dim = embedder.dimension();

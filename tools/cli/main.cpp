@@ -107,12 +107,14 @@ const Command kCommands[] = {
      .usage = "[options] [FILE]",
      .description = "One embedding per input line (FILE, or stdin), in input order. Inputs are read in chunks, so\n"
                     "memory does not grow with their number. --sparse: SPLADE weights from the MLM head, as\n"
-                    "sentence-transformers' SparseEncoder and TEI's /embed_sparse compute them.",
+                    "sentence-transformers' SparseEncoder and TEI's /embed_sparse compute them. --bge-m3: bge-m3's\n"
+                    "dense, lexical and ColBERT outputs from one pass, as FlagEmbedding's BGEM3FlagModel.",
      .options = {{"dtype"}, {"pooling"}, {"normalize"}, {"no-normalize"},
                  {"batch-size", "sequences per forward pass (default 32; inputs are sorted by length)"},
                  {"max-length", "tokens per input incl. <s> </s> (default: the model's maximum)"},
                  {"no-truncate"}, {"format"}, {"output"}, {"force", "overwrite an existing --output FILE"},
-                 {"prompt"}, {"prompt-name"}, {"sparse"}, {"max-active-dims"}},
+                 {"prompt"}, {"prompt-name"}, {"sparse"}, {"max-active-dims"}, {"bge-m3"}, {"m3-outputs"},
+                 {"truncate-dim"}},
      .takes_arguments = true,
      .run = run_embed},
     {.name = "tokenize",
