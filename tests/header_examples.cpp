@@ -114,6 +114,10 @@ namespace roberta::examples {
   std::printf("%zu %zu %zu\n", m3_out.dense.cols, m3_out.lexical[0].indices.size(), m3_out.colbert[0].rows);
   std::vector<roberta::M3Scores> m3_scores = m3.compute_score({{"a query", "a passage"}});
   (void)roberta::colbert_score(m3_out.colbert[0], m3_out.colbert[0]), (void)m3_scores;
+  // quantization.h
+  roberta::QuantizedMatrix q = roberta::quantize_embeddings(e, roberta::Precision::kUbinary);
+  roberta::QuantizeRanges r = roberta::QuantizeRanges::of(e);
+  (void)q.row(0), (void)roberta::quantize_embeddings(e, roberta::Precision::kInt8, &r);
   // hub.h
   std::string dir = roberta::resolve_model("sentence-transformers/all-distilroberta-v1");
   roberta::Embedder st = roberta::Embedder::load(dir);  // <cache>/models--.../snapshots/<commit>

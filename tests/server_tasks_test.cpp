@@ -199,10 +199,63 @@ TEST(BatcherTasks, ManyThreadsOfEveryKindAtOnce) {
   for (auto& f : done) EXPECT_TRUE(f.get());
 }
 
+// Text jobs of `kind`, one per text, submitted together behind a big request.
+std::vector<std::shared_ptr<Job>> text_jobs_behind(Batcher& batcher, const Embedder& embedder, Job::Kind kind,
+                                                   const std::vector<std::string>& texts) {
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (const auto& t : texts) {
+    jobs.push_back(std::make_shared<Job>());
+    jobs.back()->kind = kind;
+    jobs.back()->texts.push_back(embedder.prepare(t));
+  }
+  submit_behind_a_big_request(batcher, blocker(embedder), jobs);
+  return jobs;
+}
+
+const std::vector<std::string> kTexts{"The capital of France is Paris.", "A man and a woman walked in.",
+                                      "She opened the door.", "A"};
+
+TEST(BatcherTasks, SparseRequestsSharePassesAndEqualOneAtATime) {
+  const Embedder embedder = Embedder::load(kFixtures / "tiny");
+  const SparseEncoder sparse(embedder.model(), embedder.tokenizer());
+  Metrics metrics(512);
+  Batcher batcher({.embedder = &embedder, .sparse = &sparse}, kSmallPasses, metrics);
+  const auto jobs = text_jobs_behind(batcher, embedder, Job::Kind::kSparse, kTexts);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    ASSERT_FALSE(jobs[i]->error) << i;
+    const SparseVector alone = sparse(std::span(&kTexts[i], 1))[0];
+    EXPECT_EQ(jobs[i]->sparse[0].indices, alone.indices) << kTexts[i];
+    EXPECT_EQ(jobs[i]->sparse[0].values, alone.values) << kTexts[i];
+  }
+}
+
+TEST(BatcherTasks, M3RequestsSharePassesAndEqualOneAtATime) {
+  const Embedder embedder = Embedder::load(kFixtures / "bge-m3");
+  const M3Embedder m3 = M3Embedder::with_heads(embedder, kFixtures / "bge-m3");
+  Metrics metrics(512);
+  Batcher batcher({.embedder = &embedder, .m3 = &m3}, kSmallPasses, metrics);
+  const auto jobs = text_jobs_behind(batcher, embedder, Job::Kind::kM3, kTexts);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    ASSERT_FALSE(jobs[i]->error) << i;
+    const M3Output alone = m3(std::span(&kTexts[i], 1), {.dense = false, .sparse = true, .colbert = true});
+    EXPECT_EQ(jobs[i]->sparse[0].indices, alone.lexical[0].indices) << kTexts[i];
+    EXPECT_EQ(jobs[i]->sparse[0].values, alone.lexical[0].values) << kTexts[i];
+    EXPECT_EQ(jobs[i]->colbert[0].data, alone.colbert[0].data) << kTexts[i];
+  }
+}
+
 TEST(BatcherTasks, KindWithoutItsPipelineFailsAtSubmit) {
   const Embedder embedder = Embedder::load(kFixtures / "tiny");
   Metrics metrics(512);
   Batcher batcher(embedder, kSmallPasses, metrics);
+  for (const auto kind : {Job::Kind::kSparse, Job::Kind::kM3}) {
+    auto job = std::make_shared<Job>();
+    job->kind = kind;
+    job->texts = {embedder.prepare("a")};
+    batcher.submit(job);
+    ASSERT_TRUE(job->error);
+    EXPECT_EQ(job->error->kind(), ErrorKind::kInvalidModel);
+  }
   for (const auto kind : {Job::Kind::kSequenceLogits, Job::Kind::kMaskLogits}) {
     auto job = std::make_shared<Job>();
     job->kind = kind;

@@ -96,6 +96,8 @@ case_ "embed --bge-m3: model without bge-m3's heads" "x" "$bin" embed --model "$
 case_ "embed --bge-m3: heads not converted" "x" "$bin" embed --model "$w/m3pt" --bge-m3
 case_ "embed --bge-m3 --m3-outputs dense,lexical" "x" "$bin" embed --model "$w/good" --bge-m3 --m3-outputs dense,lexical
 case_ "embed --truncate-dim without --bge-m3" "x" "$bin" embed --model "$w/good" --truncate-dim 8
+case_ "embed --precision int4" "x" "$bin" embed --model "$w/good" --precision int4
+case_ "embed --calibration-embeddings: not a .npy file" "x" "$bin" embed --model "$w/good" --precision int8 --calibration-embeddings "$w/good/config.json"
 case_ "tokenize --input-format jsonl: not JSON" "not json" "$bin" tokenize --model "$w/good" --input-format jsonl
 variant voc; "$py" -c "import json; p='$w/voc/vocab.json'; v=json.load(open(p)); v['Ġthe']=4; json.dump(v,open(p,'w'))"; rm "$w/voc/tokenizer.json"
 case_ "vocab.json: two tokens with one id" "x" "$bin" tokenize --model "$w/voc"

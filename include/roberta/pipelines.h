@@ -6,6 +6,7 @@
 #include "roberta/embedder.h"
 #include "roberta/fill_mask.h"
 #include "roberta/m3_embedder.h"
+#include "roberta/quantization.h"
 #include "roberta/question_answerer.h"
 #include "roberta/sparse_encoder.h"
 #include "roberta/text_classifier.h"

@@ -212,12 +212,16 @@ void append_matrices(std::string& out, std::span<const Matrix> matrices) {
 }
 
 std::string base64_floats(const float* v, size_t n) {
-  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string bytes(n * 4, '\0');
   for (size_t i = 0; i < n; ++i) {
     const uint32_t u = std::bit_cast<uint32_t>(v[i]);
     for (int b = 0; b < 4; ++b) bytes[i * 4 + b] = static_cast<char>((u >> (8 * b)) & 0xFF);  // little-endian
   }
+  return base64(bytes);
+}
+
+std::string base64(std::string_view bytes) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;
   out.reserve((bytes.size() + 2) / 3 * 4);
   for (size_t i = 0; i < bytes.size(); i += 3) {

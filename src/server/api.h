@@ -86,6 +86,7 @@ void append_floats(std::string& out, const float* v, size_t n);
 void append_matrices(std::string& out, std::span<const Matrix> matrices);
 // Base64 of the little-endian float32 bytes (OpenAI's encoding_format "base64").
 std::string base64_floats(const float* v, size_t n);
+std::string base64(std::string_view bytes);  // standard alphabet, padded
 // A JSON string literal, invalid UTF-8 replaced by U+FFFD.
 std::string json_string(const std::string& s);
 

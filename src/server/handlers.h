@@ -48,6 +48,19 @@ EmbedOptions embed_options(State& s, const json& body);
 Queued run_job(State& s, const Call& call, const EmbedRequest& req, Job::Kind kind);
 const char* method_label(const Inputs& in);  // TEI's metric label: "batch" or "single"
 
+// An embedding request's "precision" (ours, sentence-transformers' name) and int8 / uint8
+// "ranges" ([[low, ...], [high, ...]]); ApiError 422 for other values. quantized_rows.cpp.
+struct QuantizeRequest {
+  Precision precision = Precision::kFloat32;
+  std::optional<QuantizeRanges> ranges;
+};
+QuantizeRequest quantize_request(const json& body);
+// Each finished row as JSON: float32 as numbers (or a base64 string of its little-endian bytes);
+// quantized as integers (or a base64 string of its bytes), int8 / uint8 with the request's ranges,
+// else --calibration-embeddings', else those of the rows themselves.
+std::vector<std::string> row_texts(State& s, const QuantizeRequest& q, std::span<const std::span<float>> rows,
+                                   bool base64);
+
 Reply embed_sparse(State& s, const Call& call);       // sparse_routes.cpp
 Reply embed_multivector(State& s, const Call& call);  // sparse_routes.cpp
 Reply predict(State& s, const Call& call);

@@ -179,15 +179,17 @@ Reply embed(State& s, const Call& call) {
   const json body = parse_body(call.body);
   EmbedRequest req{parse_inputs(body, "inputs", s.options.max_client_batch_size), embed_options(s, body),
                    get_bool(body, "normalize", true), get_size(body, "dimensions")};
+  const QuantizeRequest quantize = quantize_request(body);
+  const std::string format = get_string(body, "encoding_format").value_or("float");  // ours, as OpenAI's
+  if (format != "float" && format != "base64")
+    throw ApiError(422, ErrorType::kValidation, "`encoding_format` must be \"float\" or \"base64\"");
   s.metrics->count("te_request_count", "method", method_label(req.inputs));
   check_dimensions(s, req);
   Queued e = run_job(s, call, req, Job::Kind::kPooled);
   Reply r;
   r.body = "[";
-  for (const auto& row : finished_rows(req, *e.job)) {
-    if (r.body.size() > 1) r.body += ',';
-    append_floats(r.body, row.data(), row.size());
-  }
+  for (const std::string& row : row_texts(s, quantize, finished_rows(req, *e.job), format == "base64"))
+    r.body += (r.body.size() > 1 ? "," : "") + row;
   r.body += "]";
   timing_headers(s, call, e, r);
   s.metrics->count("te_request_success", "method", method_label(req.inputs));
@@ -274,6 +276,7 @@ Reply openai_embeddings(State& s, const Call& call) {
   const std::string format = get_string(body, "encoding_format").value_or("float");
   if (format != "float" && format != "base64")
     throw ApiError(400, ErrorType::kValidation, "`encoding_format` must be \"float\" or \"base64\"");
+  const QuantizeRequest quantize = quantize_request(body);
   get_string(body, "model");  // any name is accepted (one model is served), as TEI does
   get_string(body, "user");
   s.metrics->count("te_request_count", "method", method_label(req.inputs));
@@ -281,14 +284,10 @@ Reply openai_embeddings(State& s, const Call& call) {
   Queued e = run_job(s, call, req, Job::Kind::kPooled);
   Reply r;
   r.body = "{\"object\":\"list\",\"data\":[";
-  const auto rows = finished_rows(req, *e.job);
+  const std::vector<std::string> rows = row_texts(s, quantize, finished_rows(req, *e.job), format == "base64");
   for (size_t i = 0; i < rows.size(); ++i) {  // (OpenAI's and TEI's field order: object, embedding, index)
     r.body += i ? ",{\"object\":\"embedding\",\"embedding\":" : "{\"object\":\"embedding\",\"embedding\":";
-    if (format == "base64")
-      r.body += "\"" + base64_floats(rows[i].data(), rows[i].size()) + "\"";
-    else
-      append_floats(r.body, rows[i].data(), rows[i].size());
-    r.body += ",\"index\":" + std::to_string(i) + "}";
+    r.body += rows[i] + ",\"index\":" + std::to_string(i) + "}";
   }
   const std::string tokens = std::to_string(e.tokens);
   r.body += "],\"model\":" + json_string(s.options.served_model_name) + ",\"usage\":{\"prompt_tokens\":" + tokens +

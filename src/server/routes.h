@@ -14,6 +14,7 @@
 #include "roberta/embedder.h"
 #include "roberta/cross_encoder.h"
 #include "roberta/fill_mask.h"
+#include "roberta/quantization.h"
 #include "roberta/text_classifier.h"
 #include "server/api.h"
 #include "server/batcher.h"
@@ -36,6 +37,7 @@ struct State {
   // has none (not converted, malformed), for those routes' 424.
   std::unique_ptr<M3Embedder> m3;
   std::string m3_error;
+  std::optional<QuantizeRanges> calibration;  // --calibration-embeddings' ranges
   // When the model has a sequence-classification head: /predict and /rerank.
   std::unique_ptr<TextClassifier> classifier;
   std::unique_ptr<CrossEncoder> cross_encoder;

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <set>
 
+#include "roberta/dev/npy.h"
 #include "server/memory.h"
 #include "server/routes.h"
 
@@ -441,6 +442,14 @@ void Server::load() {
       s.m3_error = e.what();
       warn(s.m3_error);
     }
+  }
+  if (!s.options.calibration_embeddings.empty()) {
+    const NpyArray a = read_npy(s.options.calibration_embeddings);
+    if (a.shape.size() != 2 || a.shape[0] < 1)
+      throw Error(s.options.calibration_embeddings + ": expected a (embeddings, dimensions) array", ErrorKind::kInvalidInput);
+    Matrix m(static_cast<size_t>(a.shape[0]), static_cast<size_t>(a.shape[1]));
+    m.data = a.as_float();
+    s.calibration = QuantizeRanges::of(m);
   }
   if (model.has_head(Head::kSequenceClassification)) {
     s.classifier = std::make_unique<TextClassifier>(model, s.embedder->tokenizer());

@@ -42,6 +42,9 @@ struct ServerOptions {
   // text a request gives no prompt_name for. Without either, no prompt (as TEI: the folder's own
   // default_prompt_name is not applied).
   std::optional<std::string> default_prompt_name, default_prompt;
+  // A .npy of float32 embeddings (M, D) whose per-dimension minimum and maximum are the int8 / uint8
+  // buckets of requests with "precision" and no "ranges" (sentence-transformers' calibration_embeddings).
+  std::string calibration_embeddings;
   // CORS, as TEI's --cors-allow-origin: the origins whose browser pages may call the server (their
   // Origin echoed in Access-Control-Allow-Origin); empty: any origin ("*").
   std::vector<std::string> cors_allow_origin;

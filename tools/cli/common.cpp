@@ -63,6 +63,11 @@ constexpr Option kOptions[] = {
                    "lexical_weights ({\"id\": weight}), colbert_vecs (needs colbert_linear and sparse_linear beside the model)"},
     {"m3-outputs", "LIST", "with --bge-m3: which of dense, sparse, colbert (default all three)"},
     {"truncate-dim", "N", "with --bge-m3: dense and ColBERT vectors cut to their first N values before normalising"},
+    {"precision", "P", "float32 (default), int8, uint8, binary or ubinary: quantized as sentence-transformers' "
+                       "quantize_embeddings (JSON lines of integers; --format npy: an int8 or uint8 matrix)"},
+    {"calibration-embeddings", "FILE.npy",
+     "float32 embeddings (N, D) whose per-dimension minimum and maximum make the int8 / uint8 buckets "
+     "(sentence-transformers' calibration_embeddings; default: those of the embeddings themselves)"},
     {"max-active-dims", "K", "with --sparse: keep the K largest weights of each input (default: all non-zero)"},
     // dump / compare
     {"input-ids", "IDS.npy", "the input ids, a (batch, length) integer array"},

@@ -113,8 +113,8 @@ const Command kCommands[] = {
                  {"batch-size", "sequences per forward pass (default 32; inputs are sorted by length)"},
                  {"max-length", "tokens per input incl. <s> </s> (default: the model's maximum)"},
                  {"no-truncate"}, {"format"}, {"output"}, {"force", "overwrite an existing --output FILE"},
-                 {"prompt"}, {"prompt-name"}, {"sparse"}, {"max-active-dims"}, {"bge-m3"}, {"m3-outputs"},
-                 {"truncate-dim"}},
+                 {"prompt"}, {"prompt-name"}, {"precision"}, {"calibration-embeddings"}, {"sparse"},
+                 {"max-active-dims"}, {"bge-m3"}, {"m3-outputs"}, {"truncate-dim"}},
      .takes_arguments = true,
      .run = run_embed},
     {.name = "tokenize",
@@ -187,7 +187,7 @@ const Command kCommands[] = {
      .options = {{"dtype"}, {"host"}, {"port"}, {"max-batch-tokens"}, {"max-batch-requests"},
                  {"max-concurrent-requests"}, {"max-client-batch-size"}, {"payload-limit"}, {"no-auto-truncate"},
                  {"api-key"}, {"served-model-name"}, {"cors-allow-origin"}, {"default-prompt-name"},
-                 {"default-prompt"}, {"quiet"}, {"request-timeout"}},
+                 {"default-prompt"}, {"calibration-embeddings"}, {"quiet"}, {"request-timeout"}},
      .run = run_serve},
 };
 

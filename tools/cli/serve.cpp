@@ -56,6 +56,7 @@ int run_serve(const Args& args) {
     if (o.cors_allow_origin.empty()) throw UsageError("--cors-allow-origin needs at least one origin");
     if (std::ranges::count(o.cors_allow_origin, "*")) o.cors_allow_origin.clear();  // (as TEI: "*" allows any)
   }
+  if (auto file = args.get("calibration-embeddings")) o.calibration_embeddings = *file;
   o.default_prompt_name = args.get("default-prompt-name");
   o.default_prompt = args.get("default-prompt");
   if (o.default_prompt_name && o.default_prompt)
