@@ -114,6 +114,8 @@ case_ "zero-shot --input-format jsonl: empty label list" '{"sequence": "x", "can
 case_ "rerank: model with several labels" "x" "$bin" rerank --model "$w/nli" --query q
 case_ "rerank: invalid UTF-8 document" "$(printf 'caf\xc3')" "$bin" rerank --model "$w/ce" --query q
 case_ "rerank --pairs: not a pair" '["a"]' "$bin" rerank --model "$w/ce" --pairs
+case_ "rerank --long-documents median" "x" "$bin" rerank --model "$w/ce" --query q --long-documents median
+case_ "rerank --long-documents: stride not below the window" "$(printf 'w %.0s' {1..600})" "$bin" rerank --model "$w/ce" --query q --long-documents max --stride 600
 case_ "ner: model without a token head" "x" "$bin" ner --model "$w/cls"
 case_ "ner: --stride not below the window" "x" "$bin" ner --model "$w/ner" --max-length 16 --stride 16
 case_ "qa: model without a QA head" '{"question": "q", "context": "c"}' "$bin" qa --model "$w/cls"

@@ -75,16 +75,30 @@ struct RankedDocument {
   std::optional<std::string> text{};  // with return_documents
 };
 
+// How rank scores a document whose pair with the query is longer than max_length: kTruncate cuts
+// the pair (sentence-transformers' and the default); kMax and kMean read the document in windows,
+// each paired with the whole query, consecutive windows sharing `stride` tokens (HF's
+// return_overflowing_tokens with truncation="only_second"), and take the maximum or the mean of
+// the windows' scores (after the activation). A document that fits is one window either way.
+enum class LongDocuments { kTruncate, kMax, kMean };
+// "truncate", "max", "mean"; an Error naming them for anything else.
+LongDocuments parse_long_documents(const std::string& name);
+
 struct RankOptions {
   std::optional<size_t> top_k{};  // nullopt: every document
   bool return_documents = false;
   CrossEncoderOptions scoring{};
+  LongDocuments long_documents = LongDocuments::kTruncate;
+  size_t stride = 128;  // with kMax / kMean: tokens consecutive windows share (less than a window)
 };
 
 class CrossEncoder {
  public:
   struct Prepared {
     std::vector<Encoding> encodings{};
+    // prepare_rank with long documents read in windows: the document of each encoding (empty: one
+    // encoding per pair).
+    std::vector<size_t> document_of{};
   };
 
   // Throws Error (kInvalidModel) without a sequence-classification head.
@@ -121,9 +135,10 @@ class CrossEncoder {
                                    const RankOptions& options = {}) const {
     return rank(query, std::span<const std::string>(documents), options);
   }
-  // rank in steps. prepare_rank: the pairs (query, documents[i]), prepared with options.scoring;
-  // Error (kInvalidModel) unless the model has one label, as rank. finish_rank: their scores
-  // (finish with options.scoring), sorted as rank_scores does.
+  // rank in steps. prepare_rank: the pairs (query, documents[i]), prepared with options.scoring
+  // (with options.long_documents, a long document's windows); Error (kInvalidModel) unless the
+  // model has one label, as rank. finish_rank: their scores (finish with options.scoring, a
+  // document's windows' scores joined), sorted as rank_scores does.
   Prepared prepare_rank(const std::string& query, std::span<const std::string> documents,
                         const RankOptions& options = {}) const;
   std::vector<RankedDocument> finish_rank(const Prepared& prepared, const Matrix& logits,
@@ -142,6 +157,9 @@ class CrossEncoder {
 
  private:
   void require_one_label() const;  // Error (kInvalidModel) unless num_labels is 1
+  // The windows of the pair (query, document): one encoding when it fits, else windows of the
+  // document's tokens (long_documents.cpp).
+  std::vector<Encoding> windows(const std::string& query, const std::string& document, const RankOptions& options) const;
   std::optional<Model> model_;
   Tokenizer tokenizer_;
   ModelConfig model_config_;

@@ -245,6 +245,29 @@ void register_cross_encoder(py::module_& m) {
           py::arg("pairs"), py::arg("batch_size") = 32, py::arg("activation") = py::none(),
           py::arg("apply_softmax") = false, py::arg("max_length") = 0,
           "(pairs, num_labels) float32 scores: the activation, then the optional softmax.")
+      .def(
+          "rank_scores",
+          [](const CrossEncoder& ce, const std::string& query, const std::vector<std::string>& documents,
+             const std::string& long_documents, size_t stride, size_t batch_size, std::optional<std::string> activation,
+             size_t max_length) {
+            RankOptions o;
+            o.long_documents = parse_long_documents(long_documents);
+            o.stride = stride;
+            o.scoring.batch_size = std::max<size_t>(1, batch_size);
+            o.scoring.activation = activation_of(activation);
+            o.scoring.max_length = max_length;
+            std::vector<RankedDocument> ranked;
+            {
+              py::gil_scoped_release nogil;
+              ranked = ce.rank(query, documents, o);
+            }
+            std::vector<float> scores(documents.size());
+            for (const RankedDocument& d : ranked) scores[d.corpus_id] = d.score;
+            return to_numpy(std::move(scores), {static_cast<py::ssize_t>(documents.size())});
+          },
+          py::arg("query"), py::arg("documents"), py::arg("long_documents") = "truncate", py::arg("stride") = 128,
+          py::arg("batch_size") = 32, py::arg("activation") = py::none(), py::arg("max_length") = 0,
+          "(documents,) float32 scores in document order; long documents in windows joined by max or mean.")
       .def_property_readonly("num_labels", [](const CrossEncoder& ce) { return ce.model_config().num_labels(); })
       .def_property_readonly("id2label", [](const CrossEncoder& ce) { return ce.model_config().id2label; })
       .def_property_readonly("max_length", &CrossEncoder::max_length)

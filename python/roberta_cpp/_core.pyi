@@ -206,6 +206,9 @@ class CrossEncoder:
     def __init__(self, path: str, dtype: str = "float32") -> None: ...
     def predict(self, pairs: Sequence[Tuple[str, str]], batch_size: int = 32, activation: Optional[str] = None,
                 apply_softmax: bool = False, max_length: int = 0) -> npt.NDArray[np.float32]: ...
+    def rank_scores(self, query: str, documents: Sequence[str], long_documents: str = "truncate", stride: int = 128,
+                    batch_size: int = 32, activation: Optional[str] = None,
+                    max_length: int = 0) -> npt.NDArray[np.float32]: ...
     num_labels: int
     id2label: List[str]
     max_length: int

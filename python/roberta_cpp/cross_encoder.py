@@ -413,16 +413,28 @@ class CrossEncoder:
         device: Any = None,
         pool: Any = None,
         chunk_size: Optional[int] = None,
+        *,
+        long_documents: str = "truncate",
+        stride: int = 128,
         **kwargs: Any,
     ) -> List[Dict[str, Any]]:
         """Documents sorted by their score against the query, best first (equal scores keep
         document order): [{"corpus_id": int, "score": float, "text": str (with
         return_documents)}], the top_k first (default all). Scores are Python floats, as in
         sentence-transformers 6 (convert_to_numpy / convert_to_tensor are taken with its warning
-        and have no effect). Needs a one-label model."""
+        and have no effect). Needs a one-label model.
+        Ours, by keyword: long_documents "max" or "mean" reads a document whose pair with the query
+        is longer than max_seq_length in windows sharing `stride` tokens, each paired with the
+        whole query, and scores it by the largest or the mean of its windows' scores ("truncate",
+        the default, cuts the pair as sentence-transformers does)."""
         if activation_fn is not None:
             kwargs["activation_fn"] = activation_fn
         _call_kwargs(kwargs, "rank", ("convert_to_numpy", "convert_to_tensor"))
+        if long_documents not in ("truncate", "max", "mean"):
+            raise ValueError(f"long_documents={long_documents!r}: one of 'truncate', 'max', 'mean'")
+        if long_documents != "truncate":
+            return self._rank_windows(query, list(documents), top_k, return_documents, prompt_name, prompt,
+                                      batch_size, kwargs.get("activation_fn"), apply_softmax, long_documents, stride)
         if "inputs" in kwargs:
             raise TypeError("CrossEncoder.rank() takes query and documents, not inputs")
         if self.num_labels != 1:
@@ -437,6 +449,27 @@ class CrossEncoder:
             results.append({"corpus_id": i, "score": s})
             if return_documents:
                 results[-1]["text"] = docs[i]
+        results.sort(key=lambda r: r["score"], reverse=True)
+        return results[:top_k]
+
+    def _rank_windows(self, query, docs, top_k, return_documents, prompt_name, prompt, batch_size, activation_fn,
+                      apply_softmax, long_documents, stride):
+        if self.num_labels != 1:
+            raise ValueError("CrossEncoder.rank() only works for models with num_labels=1. "
+                             "Consider using CrossEncoder.predict() with input pairs instead.")
+        fn = activation_fn if activation_fn is not None else self.activation_fn
+        name = _activation_name(fn)
+        if fn is not None and name is None:
+            raise ValueError("long_documents needs a torch.nn activation or its name as activation_fn, not a callable")
+        if apply_softmax:
+            raise ValueError("long_documents and apply_softmax: with one label every score would be 1")
+        pairs, _ = self._pairs([(query, d) for d in docs] or [(query, "")], self._resolve_prompt(prompt_name, prompt))
+        scores = self._ce.rank_scores(pairs[0][0], docs, long_documents, check_count(stride, "stride", 0),
+                                      check_count(batch_size, "batch_size"), name, self._max_seq_length).tolist()
+        results: List[Dict[str, Any]] = [{"corpus_id": i, "score": s} for i, s in enumerate(scores)]
+        if return_documents:
+            for r in results:
+                r["text"] = docs[r["corpus_id"]]
         results.sort(key=lambda r: r["score"], reverse=True)
         return results[:top_k]
 

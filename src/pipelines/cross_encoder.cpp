@@ -213,9 +213,22 @@ void CrossEncoder::require_one_label() const {
 CrossEncoder::Prepared CrossEncoder::prepare_rank(const std::string& query, std::span<const std::string> documents,
                                                   const RankOptions& options) const {
   require_one_label();
-  std::vector<TextPair> pairs;
-  for (const std::string& d : documents) pairs.emplace_back(query, d);
-  return prepare(pairs, options.scoring);
+  if (options.long_documents == LongDocuments::kTruncate) {
+    std::vector<TextPair> pairs;
+    for (const std::string& d : documents) pairs.emplace_back(query, d);
+    return prepare(pairs, options.scoring);
+  }
+  Prepared p;
+  for (size_t i = 0; i < documents.size(); ++i) {
+    try {
+      pipeline::require_utf8(documents[i], "document");
+    } catch (const Error& e) {
+      throw e.about_input(i);
+    }
+    // (an Error of the windows is the query's and the options', not this document's)
+    for (Encoding& e : windows(query, documents[i], options)) p.encodings.push_back(std::move(e)), p.document_of.push_back(i);
+  }
+  return p;
 }
 
 std::vector<RankedDocument> CrossEncoder::finish_rank(const Prepared& prepared, const Matrix& logits,
@@ -223,12 +236,34 @@ std::vector<RankedDocument> CrossEncoder::finish_rank(const Prepared& prepared, 
                                                       const RankOptions& options) const {
   require_one_label();
   const Matrix scores = finish(prepared, logits, options.scoring);
-  return rank_scores(scores.data, documents, options);
+  if (prepared.document_of.empty()) return rank_scores(scores.data, documents, options);
+  // A document's score: the largest, or the mean, of its windows' (mean summed in double).
+  std::vector<double> joined(documents.size(), options.long_documents == LongDocuments::kMax ? -INFINITY : 0.0);
+  std::vector<size_t> count(documents.size(), 0);
+  for (size_t w = 0; w < prepared.document_of.size(); ++w) {
+    const size_t d = prepared.document_of[w];
+    const float s = scores.data[w];
+    if (options.long_documents == LongDocuments::kMax)
+      joined[d] = std::isnan(s) || std::isnan(joined[d]) ? NAN : std::max(joined[d], static_cast<double>(s));
+    else
+      joined[d] += s;
+    ++count[d];
+  }
+  std::vector<float> per_document(documents.size());
+  for (size_t d = 0; d < documents.size(); ++d)
+    per_document[d] = static_cast<float>(options.long_documents == LongDocuments::kMax
+                                             ? joined[d]
+                                             : joined[d] / static_cast<double>(std::max<size_t>(count[d], 1)));
+  return rank_scores(per_document, documents, options);
 }
 
 std::vector<RankedDocument> CrossEncoder::rank(const std::string& query, std::span<const std::string> documents,
                                                const RankOptions& options) const {
   require_one_label();
+  if (options.long_documents != LongDocuments::kTruncate) {
+    const Prepared p = prepare_rank(query, documents, options);
+    return finish_rank(p, run(p), documents, options);
+  }
   std::vector<TextPair> pairs;
   for (const std::string& d : documents) pairs.emplace_back(query, d);
   const Matrix scores = predict(pairs, options.scoring);

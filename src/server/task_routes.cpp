@@ -259,8 +259,17 @@ Reply rerank(State& s, const Call& call) {
   o.return_documents = get_bool(body, "return_text", false);
   if (get_bool(body, "raw_scores", false)) o.scoring.activation = CrossEncoderActivation::kIdentity;
   o.scoring.truncation_side = get_truncation_side(body);
+  // Ours: long documents read in windows, their scores joined (RankOptions::long_documents).
+  if (const auto mode = get_string(body, "long_documents")) {
+    try {
+      o.long_documents = parse_long_documents(*mode);
+    } catch (const Error& e) {
+      throw ApiError(422, ErrorType::kValidation, std::string("`long_documents`: ") + e.what());
+    }
+  }
+  if (const auto stride = get_size(body, "stride")) o.stride = *stride;
   const auto t0 = Clock::now();
-  if (!get_bool(body, "truncate", s.options.auto_truncate)) {
+  if (o.long_documents == LongDocuments::kTruncate && !get_bool(body, "truncate", s.options.auto_truncate)) {
     const size_t max_len = ce.max_length();  // where prepare would cut them
     for (size_t i = 0; i < documents.size(); ++i) {
       const size_t n = s.embedder->tokenizer().encode_pair(*query, documents[i]).size();

@@ -137,6 +137,9 @@ constexpr Option kOptions[] = {
     {"aggregation", "none|simple|first|average|max",
      "HF's aggregation_strategy (default none: one entity per token)"},
     {"ignore-labels", "LIST", "drop entities with these comma-separated labels (default O; \"\" keeps every label)"},
+    {"long-documents", "truncate|max|mean",
+     "a document longer than --max-length with the query: truncate it (default, as sentence-transformers), or read it "
+     "in windows, each with the whole query, and take the max or mean of their scores"},
     {"stride", "N", "long texts are read in overlapping windows of --max-length tokens sharing N tokens "
                     "(default: a quarter of the window)"},
     // qa

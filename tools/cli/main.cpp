@@ -62,10 +62,13 @@ const Command kCommands[] = {
                     "reported and left out of the ranking; the exit status is then 1.\n"
                     "--pairs is CrossEncoder.predict: each input is a JSON pair [a, b] and gets one line, its score\n"
                     "(a list of label scores for a model with several labels), or {\"error\": ...} with --json.\n"
-                    "Pairs longer than --max-length are truncated (longest first), as sentence-transformers does.",
+                    "Pairs longer than --max-length are truncated (longest first), as sentence-transformers does,\n"
+                    "unless --long-documents max|mean reads such a document in windows and joins their scores.",
      .options = {{"dtype"}, {"query"}, {"top-k", "only the K best documents (default: all)"}, {"return-documents"},
                  {"pairs"}, {"batch-size", "pairs per forward pass (default 32)"},
                  {"max-length", "tokens per pair incl. special tokens (default: the model's maximum)"},
+                 {"long-documents"},
+                 {"stride", "with --long-documents: tokens consecutive windows share (default 128)"},
                  {"json", "print the ranking as one JSON array (with --pairs the output is JSON anyway)"}},
      .takes_arguments = true,
      .run = run_rerank},

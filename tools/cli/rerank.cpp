@@ -62,7 +62,17 @@ int run_rerank(const Args& args) {
     args.require("query");
     if (auto k = args.integer("top-k", 1, 1'000'000'000)) options.top_k = static_cast<size_t>(*k);
     options.return_documents = args.flag("return-documents");
+    if (auto mode = args.get("long-documents")) {
+      try {
+        options.long_documents = parse_long_documents(*mode);
+      } catch (const Error& e) {
+        throw UsageError(std::string("--long-documents: ") + e.what());
+      }
+    }
+    if (auto n = args.integer("stride", 0, 1'000'000)) options.stride = static_cast<size_t>(*n);
   }
+  if (pairs && (args.get("long-documents") || args.get("stride")))
+    throw UsageError("--long-documents and --stride go with --query (ranking), not --pairs");
   options.scoring = scoring;
 
   const CrossEncoder encoder = CrossEncoder::load(model_dir(args), load_options(args, "auto"));
@@ -89,17 +99,26 @@ int run_rerank(const Args& args) {
   for (size_t first = 0; lines.next_chunk(chunk, scoring.batch_size); first += chunk.size()) {
     std::vector<TextPair> pairs;
     for (const std::string& document : chunk) pairs.emplace_back(query, document);
-    const auto results = encoder.run_batched(pairs, scoring);
+    const auto results = encoder.run_batched(pairs, scoring);  // (long documents: the UTF-8 check alone)
+    std::vector<std::string> good;
     for (size_t i = 0; i < chunk.size(); ++i) {
       if (!results[i].ok()) {  // the query is good: the error is the document's, the pair's second text
         const std::string& m = results[i].error->detail();
         lines.report(first + i, m.starts_with("second text: ") ? m.substr(13) : m);
         continue;
       }
-      documents.push_back(std::move(chunk[i]));
       corpus_ids.push_back(first + i);
-      scores.push_back(results[i].value->front());
+      if (options.long_documents == LongDocuments::kTruncate) scores.push_back(results[i].value->front());
+      good.push_back(std::move(chunk[i]));
     }
+    if (options.long_documents != LongDocuments::kTruncate) {  // their windows' scores, joined
+      RankOptions all = options;
+      all.top_k.reset();
+      std::vector<float> joined(good.size());
+      for (const RankedDocument& d : encoder.rank(query, good, all)) joined[d.corpus_id] = d.score;
+      scores.insert(scores.end(), joined.begin(), joined.end());
+    }
+    for (std::string& d : good) documents.push_back(std::move(d));
   }
   // rank_scores' corpus_id is the index among the good documents; the output's is the input position.
   const std::vector<RankedDocument> ranked = CrossEncoder::rank_scores(scores, documents, options);
