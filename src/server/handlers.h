@@ -55,6 +55,9 @@ struct QuantizeRequest {
   std::optional<QuantizeRanges> ranges;
 };
 QuantizeRequest quantize_request(const json& body);
+// ApiError 422 when the int8 / uint8 ranges q takes do not have `dimensions` values (asked before
+// the forward pass).
+void check_quantize(const State& s, const QuantizeRequest& q, size_t dimensions);
 // Each finished row as JSON: float32 as numbers (or a base64 string of its little-endian bytes);
 // quantized as integers (or a base64 string of its bytes), int8 / uint8 with the request's ranges,
 // else --calibration-embeddings', else those of the rows themselves.

@@ -32,6 +32,16 @@ QuantizeRequest quantize_request(const json& body) {
   return q;
 }
 
+void check_quantize(const State& s, const QuantizeRequest& q, size_t dimensions) {
+  if (q.precision != Precision::kInt8 && q.precision != Precision::kUint8) return;
+  const QuantizeRanges* ranges = q.ranges ? &*q.ranges : s.calibration ? &*s.calibration : nullptr;
+  if (ranges && (ranges->low.size() != dimensions || ranges->high.size() != dimensions))
+    throw ApiError(422, ErrorType::kValidation,
+                   std::string(q.ranges ? "`ranges` hold " : "--calibration-embeddings holds ") +
+                       std::to_string(ranges->low.size()) + " dimensions; the embeddings have " +
+                       std::to_string(dimensions));
+}
+
 std::vector<std::string> row_texts(State& s, const QuantizeRequest& q, std::span<const std::span<float>> rows,
                                    bool base64_out) {
   std::vector<std::string> out;
@@ -48,13 +58,10 @@ std::vector<std::string> row_texts(State& s, const QuantizeRequest& q, std::span
   }
   Matrix m(rows.size(), rows.empty() ? 0 : rows[0].size());
   for (size_t i = 0; i < rows.size(); ++i) std::copy(rows[i].begin(), rows[i].end(), m.row(i));
-  // Ranges: the request's, else --calibration-embeddings', else the request's own embeddings'.
+  // Ranges: the request's, else --calibration-embeddings', else the request's own embeddings'
+  // (their dimensions checked by check_quantize before the pass).
   const QuantizeRanges* ranges = q.ranges ? &*q.ranges : s.calibration ? &*s.calibration : nullptr;
   const bool buckets = q.precision == Precision::kInt8 || q.precision == Precision::kUint8;
-  if (buckets && ranges && (ranges->low.size() != m.cols || ranges->high.size() != m.cols))
-    throw ApiError(422, ErrorType::kValidation,
-                   std::string(q.ranges ? "`ranges` hold " : "--calibration-embeddings holds ") +
-                       std::to_string(ranges->low.size()) + " dimensions; the embeddings have " + std::to_string(m.cols));
   const QuantizedMatrix qm = quantize_embeddings(m, q.precision, buckets ? ranges : nullptr);
   for (size_t i = 0; i < qm.rows; ++i) {
     const uint8_t* b = qm.row(i);

@@ -185,6 +185,7 @@ Reply embed(State& s, const Call& call) {
     throw ApiError(422, ErrorType::kValidation, "`encoding_format` must be \"float\" or \"base64\"");
   s.metrics->count("te_request_count", "method", method_label(req.inputs));
   check_dimensions(s, req);
+  check_quantize(s, quantize, req.dimensions.value_or(embedder(s).dimension()));
   Queued e = run_job(s, call, req, Job::Kind::kPooled);
   Reply r;
   r.body = "[";
@@ -281,6 +282,7 @@ Reply openai_embeddings(State& s, const Call& call) {
   get_string(body, "user");
   s.metrics->count("te_request_count", "method", method_label(req.inputs));
   check_dimensions(s, req);
+  check_quantize(s, quantize, req.dimensions.value_or(embedder(s).dimension()));
   Queued e = run_job(s, call, req, Job::Kind::kPooled);
   Reply r;
   r.body = "{\"object\":\"list\",\"data\":[";
