@@ -114,6 +114,15 @@ namespace roberta::examples {
   std::printf("%zu %zu %zu\n", m3_out.dense.cols, m3_out.lexical[0].indices.size(), m3_out.colbert[0].rows);
   std::vector<roberta::M3Scores> m3_scores = m3.compute_score({{"a query", "a passage"}});
   (void)roberta::colbert_score(m3_out.colbert[0], m3_out.colbert[0]), (void)m3_scores;
+  // late_chunking.h
+  const std::vector<std::string> texts{"Berlin is a city. It has 3.8 million people."};
+  std::vector<roberta::ChunkedText> docs = roberta::late_chunks(embed, texts);  // by sentences
+  std::printf("%zu %zu %f\n", docs[0].spans[1].start, docs[0].spans[1].end, docs[0].embeddings.row(1)[0]);
+  roberta::LateChunks d = roberta::prepare_late_chunks(embed, texts[0]);
+  std::vector<roberta::Matrix> states = embed.run_tokens(d.windows());  // in any batches
+  for (size_t k = 0; k < states.size(); ++k) d.add_window(k, states[k]);
+  roberta::ChunkedText one = d.finish();
+  (void)one;
   // quantization.h
   roberta::QuantizedMatrix q = roberta::quantize_embeddings(e, roberta::Precision::kUbinary);
   roberta::QuantizeRanges r = roberta::QuantizeRanges::of(e);

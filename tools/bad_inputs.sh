@@ -96,6 +96,12 @@ case_ "embed --bge-m3: model without bge-m3's heads" "x" "$bin" embed --model "$
 case_ "embed --bge-m3: heads not converted" "x" "$bin" embed --model "$w/m3pt" --bge-m3
 case_ "embed --bge-m3 --m3-outputs dense,lexical" "x" "$bin" embed --model "$w/good" --bge-m3 --m3-outputs dense,lexical
 case_ "embed --truncate-dim without --bge-m3" "x" "$bin" embed --model "$w/good" --truncate-dim 8
+case_ "embed --late-chunking: line not JSON" "plain text" "$bin" embed --model "$w/good" --late-chunking
+case_ "embed --late-chunking: span past the end" '{"text": "abc", "spans": [[0, 9]]}' "$bin" embed --model "$w/good" --late-chunking
+case_ "embed --late-chunking: span without a token" '{"text": "a   b", "spans": [[2, 3]]}' "$bin" embed --model "$w/good" --late-chunking
+case_ "embed --late-chunking --overlap as large as a window" '"a b"' "$bin" embed --model "$w/good" --late-chunking --max-length 10 --overlap 8
+case_ "embed --late-chunking --chunk-by tokens without --chunk-tokens" '"a b"' "$bin" embed --model "$w/good" --late-chunking --chunk-by tokens
+case_ "embed --overlap without --late-chunking" "x" "$bin" embed --model "$w/good" --overlap 4
 case_ "embed --precision int4" "x" "$bin" embed --model "$w/good" --precision int4
 case_ "embed --calibration-embeddings: not a .npy file" "x" "$bin" embed --model "$w/good" --precision int8 --calibration-embeddings "$w/good/config.json"
 case_ "tokenize --input-format jsonl: not JSON" "not json" "$bin" tokenize --model "$w/good" --input-format jsonl

@@ -3,13 +3,19 @@
 the same random tensors: tools/roberta_ref/reference.py's sparse_embedding against
 sentence-transformers' SpladePooling.forward, and tools/roberta_ref/m3.py against FlagEmbedding's
 M3 functions (the model's _dense/_sparse/_colbert_embedding and inference forward, encode's
-_process_token_weights and _process_colbert_vecs, colbert_score, compute_lexical_matching_score).
+_process_token_weights and _process_colbert_vecs, colbert_score, compute_lexical_matching_score), and
+tools/roberta_ref/late_chunking.py (written from our spec, not transcribed) against Jina AI's
+late-chunking code (chunked_pooling; AbsTaskChunkedRetrieval._embed_with_overlap, its "long late
+chunking") on a random tiny model (tools/make_test_model.py) and the documents of
+tests/data/hf/late_chunking.jsonl.
 Their source is read from git checkouts (no install, nothing imported but torch and numpy): each
 function is taken out of its file and run with the objects it reads stubbed. CI does not run this
 (it has no such checkouts); the tests run the transcriptions.
 
-Usage: /usr/bin/python3 tools/check_reference_transcriptions.py --sentence-transformers GIT_DIR
-           --flagembedding GIT_DIR        (e.g. the bare repositories of a `git clone --mirror`)
+Usage: /usr/bin/python3 tools/check_reference_transcriptions.py [--sentence-transformers GIT_DIR]
+           [--flagembedding GIT_DIR] [--late-chunking GIT_DIR]
+       (e.g. the bare repositories of a `git clone --mirror`; jina-ai/late-chunking for --late-chunking;
+       the checks of the repositories given are run, at least one)
 Exit status 0 when every output is equal, 1 otherwise.
 """
 import argparse
@@ -131,12 +137,127 @@ def check_m3(git_dir):
     return all(checks.values())
 
 
+def check_late_chunking(git_dir):
+    """Jina AI's late chunking (github.com/jina-ai/late-chunking) against roberta_ref/late_chunking.py.
+
+    1. One window: chunked_pooling (chunked_pooling/__init__.py) on the model output of <s> doc </s>,
+       each chunk given as Jina's (start, end) token annotation (indices of the model output, <s> at
+       0), against our chunk_means of the same tokens (rule 5 of the spec; a sentence's tokens are
+       contiguous here, which the check asserts). Our mean sums in double, theirs in float32, so the
+       check allows 1e-6 and prints how many chunks are equal bit for bit.
+    2. Several windows: _embed_with_overlap (chunked_pooling/mteb_chunked_eval.py) slices the
+       tokenized sequence itself, <s> and </s> included, into windows of embed_size tokens every
+       embed_size - overlap, runs each slice as it is (no <s> or </s> added: a middle window has
+       neither, the last one has no <s>) and keeps window 0 whole and every later window without its
+       first `overlap` outputs. (a) Run with the document tokens as input ids and a model that adds
+       <s> and </s> around each slice (our window layout P + d[s:e] + </s>), it must give exactly
+       our stitch(..., "drop-overlap") states (its extra trailing windows contribute nothing), and
+       chunked_pooling of them our means. (b) Run as Jina runs it (the <s> doc </s> ids, no specials
+       added), it differs: the difference to both our rules is printed, not checked.
+    """
+    from roberta_ref import late_chunking as lc
+    from roberta_ref.reference import Weights, forward
+    from roberta_ref.safetensors_io import load_hf_state_dict
+    pool_src = source(git_dir, "chunked_pooling/__init__.py")
+    eval_src = source(git_dir, "chunked_pooling/mteb_chunked_eval.py")
+    chunked_pooling = function(pool_src, "chunked_pooling")
+    embed_with_overlap = function(eval_src, "_embed_with_overlap", "AbsTaskChunkedRetrieval")
+    here = os.path.dirname(os.path.abspath(__file__))
+    goldens = [json.loads(l) for l in open(os.path.join(here, "..", "tests", "data", "hf", "late_chunking.jsonl"),
+                                            encoding="utf-8")]
+    doc = next(g for g in goldens if g.get("name") == "fiction")
+    ids, offsets = doc["ids"][1:-1], [tuple(o) for o in doc["offsets"][1:-1]]
+    bos, eos, T = doc["ids"][0], doc["ids"][-1], len(doc["ids"]) - 2
+    token_lists = [lc.chunk_tokens(offsets, s, e) for s, e in lc.sentence_spans(doc["text"])]
+    assert all(t == list(range(t[0], t[-1] + 1)) for t in token_lists), "a sentence's tokens are not contiguous"
+    ok = True
+    with tempfile.TemporaryDirectory() as d:
+        subprocess.run([sys.executable, os.path.join(here, "make_test_model.py"), "--out", d, "--preset", "tiny",
+                        "--seed", "7", "--st-pooling", "mean"], check=True, capture_output=True)
+        cfg = json.load(open(os.path.join(d, "config.json")))
+        w = Weights(load_hf_state_dict(d))
+    torch.set_num_threads(1)
+    run = lambda x: forward(cfg, w, x, torch.ones_like(x), heads=False)["last_hidden_state"]
+
+    # 1. one window
+    states, wins = lc.stitched_states(cfg, w, ids, [bos], eos, 512)
+    assert len(wins) == 1
+    ours = lc.chunk_means(states, token_lists).numpy()
+    full = run(torch.tensor([doc["ids"]]))
+    annotations = [(t[0] + 1, t[-1] + 2) for t in token_lists]
+    f32 = np.stack([(states[t].sum(0) / len(t)).numpy() for t in token_lists])  # our states, float32 sums
+    for max_length in (None, 512):
+        theirs = np.stack(chunked_pooling((full,), [annotations], max_length=max_length)[0])
+        diff, bits = float(np.abs(theirs - ours).max()), int((theirs == ours).all(1).sum())
+        same32 = np.array_equal(theirs, f32)
+        ok &= theirs.shape == ours.shape and diff <= 1e-6 and same32
+        print(f"Jina chunked_pooling (max_length={max_length}), one window of {T} tokens, {len(ours)} sentences: "
+              f"max abs diff {diff:.2e} to our means (sums in double), {bits}/{len(ours)} equal bit for bit; "
+              f"summed in float32 as Jina does: {'equal' if same32 else 'DIFFERENT'}")
+
+    # 2. several windows: 40-token windows of our layout (38 document tokens), overlaps 0, 9 and 20
+    L = 40
+    W = lc.window_size(L, 1)
+    for O in (0, 9, 20):
+        wins = lc.windows(T, W, O)
+        outs = lc.run_windows(cfg, w, ids, [bos], eos, wins)
+        drop = lc.stitch(outs, wins, 1, T, cfg["hidden_size"], "drop-overlap", O)
+        calls = []
+
+        class WithSpecials:  # our window layout: <s> + slice + </s>, the slice's states returned
+            device = torch.device("cpu")
+
+            def __call__(self, input_ids):
+                calls.append(input_ids.shape[1])
+                x = torch.cat([torch.tensor([[bos]]), input_ids, torch.tensor([[eos]])], 1)
+                return (run(x)[:, 1:-1],)
+
+        task = types.SimpleNamespace(long_late_chunking_embed_size=W, long_late_chunking_overlap_size=O)
+        theirs = embed_with_overlap(task, WithSpecials(), {"input_ids": torch.tensor([ids])})[0]
+        same = torch.equal(theirs, drop)
+        means_theirs = np.stack(chunked_pooling([theirs[None]], [[(t[0], t[-1] + 1) for t in token_lists]])[0])
+        means_ours = lc.chunk_means(drop, token_lists).numpy()
+        diff = float(np.abs(means_theirs - means_ours).max())
+        ok &= same and diff <= 1e-6
+        print(f"Jina _embed_with_overlap, overlap {O}: {len(wins)} windows of our layout, {len(calls)} model calls "
+              f"(the extra ones add no token): states {'equal' if same else 'DIFFERENT'} to our drop-overlap "
+              f"stitching; chunked_pooling of them: max abs diff {diff:.2e} to our means")
+    O = 9
+    wins = lc.windows(T, W, O)
+    outs = lc.run_windows(cfg, w, ids, [bos], eos, wins)
+    drop = lc.stitch(outs, wins, 1, T, cfg["hidden_size"], "drop-overlap", O)
+    maxctx = lc.stitch(outs, wins, 1, T, cfg["hidden_size"], "max-context", O)
+
+    class AsIs:  # Jina's own use: the slice of <s> doc </s> runs as it is
+        device = torch.device("cpu")
+
+        def __call__(self, input_ids, attention_mask):
+            return (forward(cfg, w, input_ids, attention_mask, heads=False)["last_hidden_state"],)
+
+    task = types.SimpleNamespace(long_late_chunking_embed_size=L, long_late_chunking_overlap_size=O)
+    full_ids = torch.tensor([doc["ids"]])
+    jina = embed_with_overlap(task, AsIs(), {"input_ids": full_ids, "attention_mask": torch.ones_like(full_ids)})[0]
+    print(f"Jina _embed_with_overlap as Jina runs it (windows of {L} tokens of <s> doc </s>, no specials added): "
+          f"max abs diff of the document tokens' states {float((jina[1:-1] - drop).abs().max()):.2e} to our "
+          f"drop-overlap, {float((jina[1:-1] - maxctx).abs().max()):.2e} to our max-context stitching")
+    return ok
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sentence-transformers", required=True)
-    ap.add_argument("--flagembedding", required=True)
+    ap.add_argument("--sentence-transformers")
+    ap.add_argument("--flagembedding")
+    ap.add_argument("--late-chunking", help="a checkout of jina-ai/late-chunking")
     args = ap.parse_args()
-    ok = check_splade(args.sentence_transformers) & check_m3(args.flagembedding)
+    if not (args.sentence_transformers or args.flagembedding or args.late_chunking):
+        ap.error("give at least one repository")
+    ok = True
+    if args.sentence_transformers:
+        ok &= check_splade(args.sentence_transformers)
+    if args.flagembedding:
+        ok &= check_m3(args.flagembedding)
+    if args.late_chunking:
+        ok &= check_late_chunking(args.late_chunking)
     return 0 if ok else 1
 
 

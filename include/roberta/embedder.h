@@ -119,6 +119,9 @@ class Embedder {
   //   PreparedText p = embed.prepare_ids(std::vector<int32_t>{133, 812}, options);
   PreparedText prepare_ids(std::span<const int32_t> ids, const EmbedOptions& options = {}) const;
   Matrix run(std::span<const PreparedText> texts, const EmbedOptions& options = {}) const;
+  // The steps after pooling, on one pooled vector: the folder's Dense modules, then L2
+  // normalisation (options.normalize, else the folder's Normalize module).
+  std::vector<float> after_pooling(std::vector<float> pooled, const EmbedOptions& options = {}) const;
   // Every token's last hidden state (TEI's /embed_all): one (tokens, hidden) matrix per text.
   std::vector<Matrix> run_tokens(std::span<const PreparedText> texts) const;
 

@@ -5,6 +5,7 @@
 #include "roberta/cross_encoder.h"
 #include "roberta/embedder.h"
 #include "roberta/fill_mask.h"
+#include "roberta/late_chunking.h"
 #include "roberta/m3_embedder.h"
 #include "roberta/quantization.h"
 #include "roberta/question_answerer.h"

@@ -185,6 +185,49 @@ void register_embedder(py::module_& m) {
           py::arg("max_length") = 0, py::arg("strip") = true,
           "(ids, pooling_start) per text: the tokens encode() runs (prompt + text, stripped unless strip is "
           "false, lower-cased and cut as sentence-transformers tokenizes) and the first one pooling counts.")
+      .def(
+          "late_chunks",
+          [](const Embedder& e, const std::vector<std::string>& texts,
+             const std::vector<std::optional<std::vector<std::pair<size_t, size_t>>>>& spans, const std::string& chunk_by,
+             size_t chunk_tokens, std::optional<size_t> overlap, std::optional<std::string> prompt,
+             std::optional<std::string> prompt_name, size_t batch_size, size_t max_length, std::optional<bool> normalize) {
+            LateChunkingOptions o{.text = embed_options(std::move(prompt), std::move(prompt_name), batch_size, max_length,
+                                                        false)};
+            o.text.normalize = normalize;
+            o.chunk_by = parse_chunk_by(chunk_by);
+            o.chunk_tokens = chunk_tokens;
+            o.overlap = overlap;
+            std::vector<std::optional<std::vector<TextSpan>>> given;
+            for (const auto& list : spans) {
+              if (!list) {
+                given.emplace_back();
+                continue;
+              }
+              std::vector<TextSpan> v;
+              for (const auto& [a, b] : *list) v.push_back({a, b});
+              given.emplace_back(std::move(v));
+            }
+            std::vector<ChunkedText> docs;
+            try {
+              py::gil_scoped_release nogil;
+              docs = late_chunks(e, texts, o, given);
+            } catch (const Error& err) {  // "input N: ...", a call's only text unnamed (as encode)
+              if (texts.size() == 1 && err.input()) throw Error(err.detail(), err.kind());
+              throw;
+            }
+            py::list out;
+            for (ChunkedText& d : docs) {
+              py::list sp;
+              for (const TextSpan& t : d.spans) sp.append(py::make_tuple(t.start, t.end));
+              out.append(py::make_tuple(sp, to_numpy(std::move(d.embeddings)), d.tokens, d.windows));
+            }
+            return out;
+          },
+          py::arg("texts"), py::arg("spans"), py::arg("chunk_by") = "sentences", py::arg("chunk_tokens") = 0,
+          py::arg("overlap") = py::none(), py::arg("prompt") = py::none(), py::arg("prompt_name") = py::none(),
+          py::arg("batch_size") = 32, py::arg("max_length") = 0, py::arg("normalize") = py::none(),
+          "Late chunking: per text (spans, (chunks, dimension) float32, tokens, windows); spans: one list of "
+          "(start, end) code point pairs or None (chunked by chunk_by) per text.")
       .def_property_readonly("include_prompt", [](const Embedder& e) { return e.config().include_prompt; })
       .def_property_readonly("dimension", [](const Embedder& e) { return e.dimension(); })
       .def_property_readonly("max_seq_length", &Embedder::max_seq_length)

@@ -127,6 +127,11 @@ class Embedder:
                       strip: bool = True) -> List[npt.NDArray[np.float32]]: ...
     def prepare(self, texts: Sequence[str], prompt: Optional[str] = None, prompt_name: Optional[str] = None,
                 max_length: int = 0, strip: bool = True) -> List[Tuple[List[int], int]]: ...
+    def late_chunks(self, texts: Sequence[str], spans: Sequence[Optional[Sequence[Tuple[int, int]]]],
+                    chunk_by: str = "sentences", chunk_tokens: int = 0, overlap: Optional[int] = None,
+                    prompt: Optional[str] = None, prompt_name: Optional[str] = None, batch_size: int = 32,
+                    max_length: int = 0, normalize: Optional[bool] = None
+                    ) -> List[Tuple[List[Tuple[int, int]], npt.NDArray[np.float32], int, int]]: ...
     include_prompt: bool
     dimension: int
     max_seq_length: int

@@ -418,6 +418,32 @@ class SentenceTransformer:
             prompt_name = "document"
         return self.encode(inputs, prompt_name=prompt_name, prompt=prompt, **kwargs)
 
+    def encode_late_chunks(self, documents: Any, spans: Any = None, chunk_by: str = "sentences",
+                           chunk_tokens: int = 0, overlap: Optional[int] = None, prompt_name: Optional[str] = None,
+                           prompt: Optional[str] = None, batch_size: int = 32, max_length: Optional[int] = None,
+                           normalize_embeddings: Optional[bool] = None) -> Any:
+        """Late chunking: each chunk's vector is the mean of its tokens' states in the whole document.
+
+            >>> d = model.encode_late_chunks("Berlin is a city. It has 3.8 million people.")
+            >>> d["chunks"], d["embeddings"].shape     # two sentences, (2, dimension)
+            >>> model.encode_late_chunks([["Berlin is a city.", "It has 3.8 million people."]])
+
+        A document is a str, cut by chunk_by ("sentences", or "tokens" with chunk_tokens tokens a
+        chunk; sentences with chunk_tokens are packed up to that many tokens) unless spans gives its
+        chunks as (start, end) character ranges; or a list of chunk texts, joined by a space (Jina
+        AI's late_chunking API). A document longer than max_length (default max_seq_length) tokens is
+        read in windows sharing `overlap` tokens. The prompt (prompt, else prompt_name, else the
+        default) starts every window. normalize_embeddings: default the folder's Normalize module.
+        One str gives one dict, a list a list of dicts: {"spans", "chunks" (their texts),
+        "embeddings" (chunks, dimension) float32, "tokens", "windows"}.
+        """
+        from .late_chunking import encode_late_chunks
+
+        return encode_late_chunks(self._embedder, documents, spans, chunk_by, chunk_tokens, overlap,
+                                  self._resolve_prompt(prompt_name, prompt), batch_size,
+                                  self._max_seq_length if max_length is None else check_count(max_length, "max_length", 3),
+                                  normalize_embeddings)
+
     def _resolve_prompt(self, prompt_name: Optional[str], prompt: Optional[str]) -> str:
         return resolve_prompt(self.prompts, self.default_prompt_name, prompt_name, prompt)
 

@@ -382,7 +382,6 @@ Matrix Embedder::run(std::span<const PreparedText> texts, const EmbedOptions& op
                     "embeddings are sparse (roberta::SparseEncoder, `roberta embed --sparse`, the server's /embed_sparse)",
                 ErrorKind::kInvalidModel);
   const std::vector<Pooling> modes = options.pooling ? std::vector<Pooling>{*options.pooling} : config_.pooling_modes;
-  const bool normalize = options.normalize.value_or(config_.normalize);
   const bool pooler = std::find(modes.begin(), modes.end(), Pooling::kPooler) != modes.end();
   if (pooler && !model_.has_pooler())
     throw Error(model_.dir().string() + ": the model has no pooler (pooler.dense.*), so --pooling pooler is unavailable",
@@ -439,11 +438,16 @@ Matrix Embedder::run(std::span<const PreparedText> texts, const EmbedOptions& op
           break;
       }
     }
-    for (const DenseLayer& d : config_.dense) v = dense_forward(d, v);
-    if (normalize) l2_normalize(v);
+    v = after_pooling(std::move(v), options);
     std::copy_n(v.data(), v.size(), result.row(b));
   }
   return result;
+}
+
+std::vector<float> Embedder::after_pooling(std::vector<float> v, const EmbedOptions& options) const {
+  for (const DenseLayer& d : config_.dense) v = dense_forward(d, v);
+  if (options.normalize.value_or(config_.normalize)) l2_normalize(v);
+  return v;
 }
 
 std::vector<Matrix> Embedder::run_tokens(std::span<const PreparedText> texts) const {

@@ -64,6 +64,11 @@ void check_quantize(const State& s, const QuantizeRequest& q, size_t dimensions)
 std::vector<std::string> row_texts(State& s, const QuantizeRequest& q, std::span<const std::span<float>> rows,
                                    bool base64);
 
+// Jina AI's `late_chunking: true` on /embed and /v1/embeddings: the inputs, joined by spaces, are
+// one document whose chunks they are; q.job->pooled holds one row per input, not normalised.
+// late_chunk_routes.cpp, as is /embed_late_chunks.
+Queued run_late_chunked_inputs(State& s, const Call& call, const EmbedRequest& req, const json& body);
+Reply embed_late_chunks(State& s, const Call& call);
 Reply embed_sparse(State& s, const Call& call);       // sparse_routes.cpp
 Reply embed_multivector(State& s, const Call& call);  // sparse_routes.cpp
 Reply predict(State& s, const Call& call);

@@ -186,7 +186,8 @@ Reply embed(State& s, const Call& call) {
   s.metrics->count("te_request_count", "method", method_label(req.inputs));
   check_dimensions(s, req);
   check_quantize(s, quantize, req.dimensions.value_or(embedder(s).dimension()));
-  Queued e = run_job(s, call, req, Job::Kind::kPooled);
+  Queued e = get_bool(body, "late_chunking", false) ? run_late_chunked_inputs(s, call, req, body)
+                                                    : run_job(s, call, req, Job::Kind::kPooled);
   Reply r;
   r.body = "[";
   for (const std::string& row : row_texts(s, quantize, finished_rows(req, *e.job), format == "base64"))
@@ -283,7 +284,8 @@ Reply openai_embeddings(State& s, const Call& call) {
   s.metrics->count("te_request_count", "method", method_label(req.inputs));
   check_dimensions(s, req);
   check_quantize(s, quantize, req.dimensions.value_or(embedder(s).dimension()));
-  Queued e = run_job(s, call, req, Job::Kind::kPooled);
+  Queued e = get_bool(body, "late_chunking", false) ? run_late_chunked_inputs(s, call, req, body)
+                                                    : run_job(s, call, req, Job::Kind::kPooled);
   Reply r;
   r.body = "{\"object\":\"list\",\"data\":[";
   const std::vector<std::string> rows = row_texts(s, quantize, finished_rows(req, *e.job), format == "base64");
@@ -538,6 +540,7 @@ constexpr Route kRoutes[] = {
     {"POST", "/embed", Style::kTei, false, true, embed},
     {"POST", "/embed_all", Style::kTei, false, true, embed_all},
     {"POST", "/embed_sparse", Style::kTei, false, true, embed_sparse},
+    {"POST", "/embed_late_chunks", Style::kTei, false, true, embed_late_chunks},
     {"POST", "/embed_multivector", Style::kTei, false, true, embed_multivector},
     {"POST", "/v1/embeddings", Style::kOpenAi, false, true, openai_embeddings},
     {"POST", "/embeddings", Style::kOpenAi, false, true, openai_embeddings},

@@ -68,6 +68,15 @@ constexpr Option kOptions[] = {
     {"calibration-embeddings", "FILE.npy",
      "float32 embeddings (N, D) whose per-dimension minimum and maximum make the int8 / uint8 buckets "
      "(sentence-transformers' calibration_embeddings; default: those of the embeddings themselves)"},
+    {"late-chunking", "",
+     "each input line a document (a JSON string, or {\"text\": ..., \"spans\": [[start, end], ...]} in code "
+     "points): one JSON line each, {\"spans\", \"embeddings\", \"tokens\", \"windows\"}, every chunk the mean of its "
+     "tokens' states in the whole document (read in overlapping windows of --max-length tokens)"},
+    {"chunk-by", "sentences|tokens",
+     "with --late-chunking: how a document without spans is cut (default sentences; tokens needs --chunk-tokens)"},
+    {"chunk-tokens", "N",
+     "with --late-chunking: tokens per chunk (--chunk-by tokens), or sentences packed into chunks of at most N tokens"},
+    {"overlap", "N", "with --late-chunking: tokens two neighbouring windows share (default a quarter of a window)"},
     {"max-active-dims", "K", "with --sparse: keep the K largest weights of each input (default: all non-zero)"},
     // dump / compare
     {"input-ids", "IDS.npy", "the input ids, a (batch, length) integer array"},

@@ -1,12 +1,6 @@
 // roberta embed: one sentence embedding per input line (dense, or sparse with --sparse), streamed
 // in chunks.
-#include <unistd.h>
-
-#include <chrono>
-#include <cstdio>
-#include <iostream>
-
-#include "common.h"
+#include "embed.h"
 #include "roberta/dev/npy.h"
 #include "roberta/m3_embedder.h"
 #include "roberta/quantization.h"
@@ -80,77 +74,6 @@ void write_jsonl_m3(std::ostream& os, const M3Output& out, size_t texts) {
   }
   os << text;
 }
-
-void check_prompt_name(const EmbedOptions& options, const SentenceTransformerConfig& config) {
-  if (!options.prompt_name || config.prompts.count(*options.prompt_name)) return;
-  std::string names;
-  for (const auto& [name, text] : config.prompts) names += (names.empty() ? "" : ", ") + name;
-  throw UsageError("--prompt-name: \"" + *options.prompt_name + "\" is not one of the model's prompts (" +
-                   (names.empty() ? "it has none" : names) + ")");
-}
-
-// Streams the input in chunks: memory stays bounded whatever the number of lines.
-//
-// Error policy: unlike fill-mask and tokenize, a bad line (invalid UTF-8, or too long with
-// --no-truncate) fails the whole run with "error: line N: ..." (exit 1). Every output row must
-// be the embedding of the input line of the same number, and neither a .npy matrix nor a consumer
-// reading JSON arrays row by row has room for a placeholder; so there is no answer for the other
-// lines. With --output, the partial file is removed. write(chunk, os) embeds a chunk and writes it.
-template <class Write>
-size_t embed_lines(LineReader& lines, size_t chunk_lines, std::ostream& os, const Write& write) {
-  const bool progress = ::isatty(STDERR_FILENO) != 0;
-  const auto started = std::chrono::steady_clock::now();
-  size_t rows = 0;
-  std::vector<std::string> chunk;
-  while (lines.next_chunk(chunk, chunk_lines)) {
-    std::vector<size_t> truncated;
-    try {
-      write(chunk, truncated);
-    } catch (const Error& err) {
-      if (!err.input()) throw;
-      throw Error(lines.label(rows + *err.input()) + ": " + err.detail(), err.kind());
-    }
-    for (size_t i : truncated)
-      std::cerr << "warning: " << lines.label(rows + i) << " was truncated to the maximum length\n";
-    if (!os) throw Error("write failed", ErrorKind::kIo);
-    rows += chunk.size();
-    if (progress) {
-      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-      std::fprintf(stderr, "\r%zu lines, %.0f lines/s", rows, rows / std::max(secs, 1e-9));
-      if (lines.total_bytes() > 0 && lines.bytes_read() > 0)
-        std::fprintf(stderr, ", %.0f%%, ETA %.0f s   ", 100.0 * lines.bytes_read() / lines.total_bytes(),
-                     secs * (static_cast<double>(lines.total_bytes()) / lines.bytes_read() - 1));
-    }
-  }
-  if (progress) std::fprintf(stderr, "\n");
-  return rows;
-}
-
-// With --output: written to a temporary file, renamed at the end (nothing left on an error).
-template <class Fill>
-void to_output(const std::optional<std::string>& output, bool force, const Fill& fill) {
-  if (!output) {
-    fill(std::cout);
-    return;
-  }
-  write_file_atomically(*output, force, [&](const std::filesystem::path& tmp) {
-    std::ofstream os(tmp, std::ios::binary);
-    if (!os) throw Error(tmp.string() + ": cannot create file", ErrorKind::kIo);
-    fill(os);
-    os.close();
-    if (!os) throw Error(tmp.string() + ": write failed", ErrorKind::kIo);
-  });
-}
-
-// What every kind of embed shares: the parsed options, the input, where the output goes.
-struct EmbedRun {
-  const Args& args;
-  std::string format;
-  std::optional<std::string> output;
-  EmbedOptions options;
-  LineReader lines;
-  size_t chunk_lines;
-};
 
 int embed_sparse(EmbedRun& run) {
   const Args& args = run.args;
@@ -277,6 +200,14 @@ int embed_dense(EmbedRun& run) {
 
 }  // namespace
 
+void check_prompt_name(const EmbedOptions& options, const SentenceTransformerConfig& config) {
+  if (!options.prompt_name || config.prompts.count(*options.prompt_name)) return;
+  std::string names;
+  for (const auto& [name, text] : config.prompts) names += (names.empty() ? "" : ", ") + name;
+  throw UsageError("--prompt-name: \"" + *options.prompt_name + "\" is not one of the model's prompts (" +
+                   (names.empty() ? "it has none" : names) + ")");
+}
+
 int run_embed(const Args& args) {
   const std::string format = args.get("format").value_or("jsonl");
   const std::optional<std::string> output = args.get("output");
@@ -300,7 +231,11 @@ int run_embed(const Args& args) {
   if (args.get("prompt") && args.get("prompt-name")) throw UsageError("--prompt and --prompt-name conflict");
   options.prompt = args.get("prompt");
   options.prompt_name = args.get("prompt-name");
-  if (args.flag("sparse") && args.flag("bge-m3")) throw UsageError("--sparse and --bge-m3 conflict");
+  if (args.flag("sparse") + args.flag("bge-m3") + args.flag("late-chunking") > 1)
+    throw UsageError("--sparse, --bge-m3 and --late-chunking conflict");
+  if (!args.flag("late-chunking"))
+    for (const char* o : {"chunk-by", "chunk-tokens", "overlap"})
+      if (args.get(o)) throw UsageError(std::string("--") + o + " goes with --late-chunking");
   if (!args.flag("sparse") && args.get("max-active-dims")) throw UsageError("--max-active-dims goes with --sparse");
   if (!args.flag("bge-m3") && (args.get("m3-outputs") || args.get("truncate-dim")))
     throw UsageError("--m3-outputs and --truncate-dim go with --bge-m3");
@@ -311,6 +246,7 @@ int run_embed(const Args& args) {
                .options = options,
                .lines = args.positional().empty() ? LineReader::from_stdin() : LineReader::from_file(args.positional()[0]),
                .chunk_lines = std::max<size_t>(4096, options.batch_size * 16)};
+  if (args.flag("late-chunking")) return embed_late_chunking(run);
   if (args.flag("sparse")) return embed_sparse(run);
   if (args.flag("bge-m3")) return embed_m3(run);
   return embed_dense(run);

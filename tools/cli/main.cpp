@@ -111,13 +111,15 @@ const Command kCommands[] = {
      .description = "One embedding per input line (FILE, or stdin), in input order. Inputs are read in chunks, so\n"
                     "memory does not grow with their number. --sparse: SPLADE weights from the MLM head, as\n"
                     "sentence-transformers' SparseEncoder and TEI's /embed_sparse compute them. --bge-m3: bge-m3's\n"
-                    "dense, lexical and ColBERT outputs from one pass, as FlagEmbedding's BGEM3FlagModel.",
+                    "dense, lexical and ColBERT outputs from one pass, as FlagEmbedding's BGEM3FlagModel.\n"
+                    "--late-chunking: one vector per chunk of each document, computed in the whole document's context.",
      .options = {{"dtype"}, {"pooling"}, {"normalize"}, {"no-normalize"},
                  {"batch-size", "sequences per forward pass (default 32; inputs are sorted by length)"},
                  {"max-length", "tokens per input incl. <s> </s> (default: the model's maximum)"},
                  {"no-truncate"}, {"format"}, {"output"}, {"force", "overwrite an existing --output FILE"},
                  {"prompt"}, {"prompt-name"}, {"precision"}, {"calibration-embeddings"}, {"sparse"},
-                 {"max-active-dims"}, {"bge-m3"}, {"m3-outputs"}, {"truncate-dim"}},
+                 {"max-active-dims"}, {"bge-m3"}, {"m3-outputs"}, {"truncate-dim"}, {"late-chunking"}, {"chunk-by"},
+                 {"chunk-tokens"}, {"overlap"}},
      .takes_arguments = true,
      .run = run_embed},
     {.name = "tokenize",
@@ -183,7 +185,8 @@ const Command kCommands[] = {
                     "/embed_all, /similarity, /tokenize, /decode, /vertex; GET /health, /info, /metrics; POST / as\n"
                     "TEI answers it, by the model's type, or /similarity with the environment's\n"
                     "TASK=sentence-similarity), OpenAI's embeddings API (POST /v1/embeddings, GET /v1/models),\n"
-                    "POST /fill_mask, and TEI's /predict and /rerank on a model with a classification head.\n"
+                    "POST /fill_mask, TEI's /embed_sparse, and TEI's /predict and /rerank on a model with a\n"
+                    "classification head; ours: /embed_multivector (bge-m3) and /embed_late_chunks (late chunking).\n"
                     "Concurrent requests of every route are packed into shared forward passes by a budget of real\n"
                     "tokens. Prints `listening on http://HOST:PORT` on stderr when ready, then one line per request.\n"
                     "SIGTERM or SIGINT: stops accepting, finishes the requests in flight, exits 0.",
